@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# kqp: kqp.ko (Kbuild, built from kernel/) and libkqp (lib/).
+#
+#   make                      module for KDIR (default: see tools/kdir.sh) + library
+#   make KDIR=/lib/modules/VER/build
+#   make module MODDIR=DIR    build the module in DIR, away from the sources
+#   make check                the whole suite, on every kernel in KERNELS
+#   make demo                 kqp working in a guest
+#   make deps                 install what the build and the bench need (apt)
+#   make install | install-lib | uninstall
+
+VERSION := 0.1.0
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+DESTDIR ?=
+
+# The bench's kernels: Debian's 6.1 and 6.12 and the 6.12 debug build.
+# tools/testing/vm/kernel-info.sh says how each name is found.
+KERNELS ?= 6.1 6.12 debug
+
+KDIR ?=
+MODDIR ?=
+export KERNELS VERSION
+
+.PHONY: all module lib selftests check demo deps install install-lib \
+	uninstall clean
+
+all: module lib
+
+# Out-of-tree objects land beside the sources, so a build for a second
+# kernel must not share them: MODDIR gets a symlink farm of the sources.
+module:
+	@kdir='$(KDIR)'; [ -n "$$kdir" ] || kdir=$$(tools/kdir.sh) || exit 1; \
+	moddir='$(MODDIR)'; \
+	if [ -n "$$moddir" ]; then \
+		mkdir -p "$$moddir" && moddir=$$(cd "$$moddir" && pwd) && \
+		rm -rf "$$moddir/kernel" "$$moddir/include" "$$moddir/Kbuild" && \
+		cp -rs $(CURDIR)/kernel $(CURDIR)/include $(CURDIR)/Kbuild "$$moddir/"; \
+	else moddir=$(CURDIR); fi; \
+	$(MAKE) -C "$$kdir" M="$$moddir" modules
+
+lib:
+	$(MAKE) -C lib VERSION=$(VERSION) PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) \
+		INCLUDEDIR=$(INCLUDEDIR)
+
+selftests: lib
+	$(MAKE) -C tools/testing/selftests/kqp
+
+check:
+	@tools/testing/check.sh
+
+demo:
+	@tools/testing/demo.sh
+
+deps:
+	tools/deps.sh
+
+install: install-lib
+	tools/dkms.sh install $(VERSION)
+
+install-lib: lib
+	$(MAKE) -C lib install DESTDIR=$(DESTDIR) VERSION=$(VERSION) \
+		PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR) \
+		PKGCONFIGDIR=$(PKGCONFIGDIR)
+
+uninstall:
+	-tools/dkms.sh uninstall $(VERSION)
+	$(MAKE) -C lib uninstall DESTDIR=$(DESTDIR) LIBDIR=$(LIBDIR) \
+		INCLUDEDIR=$(INCLUDEDIR) PKGCONFIGDIR=$(PKGCONFIGDIR)
+
+clean:
+	rm -rf kernel/*.o kernel/.*.cmd .*.cmd *.o *.ko *.mod *.mod.c \
+		modules.order Module.symvers .tmp_versions build
+	$(MAKE) -C lib clean
+	$(MAKE) -C tools/testing/selftests/kqp clean

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Access to /dev/kqp: opening it, checking the module's ABI, and the
+ * QUERY command.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "kqp_priv.h"
+
+int kqp_ioctl(int fd, unsigned long req, void *arg)
+{
+	if (ioctl(fd, req, arg))
+		return -errno;
+	return 0;
+}
+
+/*
+ * Open /dev/kqp and check that the module speaks our ABI.  ENOENT means the
+ * module is not loaded (no device node); EPROTO means it is, but it is a
+ * kqp.ko whose ABI this library does not know.
+ */
+int kqp_dev_open(void)
+{
+	struct kqp_query q = { .size = sizeof(q) };
+	int fd, ret;
+
+	fd = open(KQP_DEV_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = kqp_ioctl(fd, KQP_IOCTL_QUERY, &q);
+	if (!ret && q.out_abi_version != KQP_ABI_VERSION)
+		ret = -EPROTO;
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/*
+ * Fetch the kernel's device table.  Devices can appear between the sizing
+ * call and the filling call, so retry until the array was big enough.
+ */
+int kqp_query_devices(int fd, struct kqp_device_info **infos, uint32_t *n)
+{
+	struct kqp_device_info *buf = NULL;
+	uint32_t cap = 4;
+
+	for (;;) {
+		struct kqp_query q = {
+			.size = sizeof(q),
+			.num_devices = cap,
+			.device_info_size = sizeof(*buf),
+		};
+		struct kqp_device_info *nbuf;
+		int ret;
+
+		nbuf = realloc(buf, cap * sizeof(*buf));
+		if (!nbuf) {
+			free(buf);
+			return -ENOMEM;
+		}
+		buf = nbuf;
+		memset(buf, 0, cap * sizeof(*buf));
+		q.devices = (uintptr_t)buf;
+		ret = kqp_ioctl(fd, KQP_IOCTL_QUERY, &q);
+		if (ret) {
+			free(buf);
+			return ret;
+		}
+		if (q.num_devices <= cap) {
+			*infos = buf;
+			*n = q.num_devices;
+			return 0;
+		}
+		cap = q.num_devices;
+	}
+}

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * libibverbs device enumeration over KQP_IOCTL_QUERY.
+ *
+ * As in libibverbs, a struct ibv_device outlives the list that returned it
+ * for as long as someone holds a reference: each list holds one per entry,
+ * and (later) each open context holds one.  Devices live in a process-wide
+ * table keyed by the kernel's device index.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+#include "kqp_priv.h"
+
+struct kqp_ibv_device {
+	struct ibv_device ibv;
+	uint32_t index;
+	uint64_t node_guid;	/* network byte order, as the kernel keeps it */
+	uint32_t phys_port_cnt;
+	unsigned int refcnt;
+	struct kqp_ibv_device *next;
+};
+
+static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kqp_ibv_device *devices;
+
+static struct kqp_ibv_device *to_kdev(struct ibv_device *dev)
+{
+	return (struct kqp_ibv_device *)dev;
+}
+
+static enum ibv_transport_type transport_of(enum ibv_node_type type)
+{
+	switch (type) {
+	case IBV_NODE_CA:
+	case IBV_NODE_SWITCH:
+	case IBV_NODE_ROUTER:
+		return IBV_TRANSPORT_IB;
+	case IBV_NODE_RNIC:
+		return IBV_TRANSPORT_IWARP;
+	case IBV_NODE_USNIC:
+		return IBV_TRANSPORT_USNIC;
+	case IBV_NODE_USNIC_UDP:
+		return IBV_TRANSPORT_USNIC_UDP;
+	case IBV_NODE_UNSPECIFIED:
+		return IBV_TRANSPORT_UNSPECIFIED;
+	default:
+		return IBV_TRANSPORT_UNKNOWN;
+	}
+}
+
+static void kdev_fill(struct kqp_ibv_device *kdev,
+		      const struct kqp_device_info *info)
+{
+	struct ibv_device *ibv = &kdev->ibv;
+
+	kdev->index = info->index;
+	kdev->node_guid = info->node_guid;
+	kdev->phys_port_cnt = info->phys_port_cnt;
+	ibv->node_type = (enum ibv_node_type)info->node_type;
+	ibv->transport_type = transport_of(ibv->node_type);
+	snprintf(ibv->name, sizeof(ibv->name), "%.*s",
+		 (int)sizeof(info->name), info->name);
+	snprintf(ibv->dev_name, sizeof(ibv->dev_name), "kqp");
+	snprintf(ibv->dev_path, sizeof(ibv->dev_path), "/sys/class/misc/kqp");
+	snprintf(ibv->ibdev_path, sizeof(ibv->ibdev_path),
+		 "/sys/class/infiniband/%s", ibv->name);
+}
+
+/* Called with devices_lock held. */
+static struct kqp_ibv_device *kdev_get(const struct kqp_device_info *info)
+{
+	struct kqp_ibv_device *kdev;
+
+	for (kdev = devices; kdev; kdev = kdev->next)
+		if (kdev->index == info->index)
+			break;
+	if (!kdev) {
+		kdev = calloc(1, sizeof(*kdev));
+		if (!kdev)
+			return NULL;
+		kdev->next = devices;
+		devices = kdev;
+	}
+	/* A device can be renamed; refresh what the kernel says now. */
+	kdev_fill(kdev, info);
+	kdev->refcnt++;
+	return kdev;
+}
+
+/* Called with devices_lock held. */
+static void kdev_put(struct kqp_ibv_device *kdev)
+{
+	struct kqp_ibv_device **p;
+
+	if (--kdev->refcnt)
+		return;
+	for (p = &devices; *p; p = &(*p)->next) {
+		if (*p == kdev) {
+			*p = kdev->next;
+			break;
+		}
+	}
+	free(kdev);
+}
+
+KQP_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+	struct kqp_device_info *infos;
+	struct ibv_device **list;
+	uint32_t n, i;
+	int fd, ret;
+
+	if (num_devices)
+		*num_devices = 0;
+	fd = kqp_dev_open();
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	ret = kqp_query_devices(fd, &infos, &n);
+	close(fd);
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+
+	list = calloc(n + 1, sizeof(*list));
+	if (!list) {
+		free(infos);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&devices_lock);
+	for (i = 0; i < n; i++) {
+		struct kqp_ibv_device *kdev = kdev_get(&infos[i]);
+
+		if (!kdev) {
+			while (i--)
+				kdev_put(to_kdev(list[i]));
+			pthread_mutex_unlock(&devices_lock);
+			free(list);
+			free(infos);
+			errno = ENOMEM;
+			return NULL;
+		}
+		list[i] = &kdev->ibv;
+	}
+	pthread_mutex_unlock(&devices_lock);
+	free(infos);
+
+	/* Like libibverbs: no devices is an empty list, not a failure. */
+	if (!n)
+		errno = ENODEV;
+	if (num_devices)
+		*num_devices = n;
+	return list;
+}
+
+KQP_EXPORT void ibv_free_device_list(struct ibv_device **list)
+{
+	struct ibv_device **p;
+
+	if (!list)
+		return;
+	pthread_mutex_lock(&devices_lock);
+	for (p = list; *p; p++)
+		kdev_put(to_kdev(*p));
+	pthread_mutex_unlock(&devices_lock);
+	free(list);
+}
+
+KQP_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
+{
+	return device->name;
+}
+
+KQP_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
+{
+	return (__be64)to_kdev(device)->node_guid;
+}
