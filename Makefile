@@ -26,7 +26,7 @@ MODDIR ?=
 export KERNELS VERSION
 
 .PHONY: all module lib selftests check demo deps install install-lib \
-	uninstall clean
+	uninstall clean clean-module
 
 all: module lib
 
@@ -71,8 +71,11 @@ uninstall:
 	$(MAKE) -C lib uninstall DESTDIR=$(DESTDIR) LIBDIR=$(LIBDIR) \
 		INCLUDEDIR=$(INCLUDEDIR) PKGCONFIGDIR=$(PKGCONFIGDIR)
 
-clean:
-	rm -rf kernel/*.o kernel/.*.cmd .*.cmd *.o *.ko *.mod *.mod.c \
-		modules.order Module.symvers .tmp_versions build
+clean-module:
+	rm -rf kernel/*.o kernel/.*.cmd .*.cmd *.o .module-common.o *.ko \
+		*.mod *.mod.c modules.order Module.symvers
+
+clean: clean-module
+	rm -rf build
 	$(MAKE) -C lib clean
 	$(MAKE) -C tools/testing/selftests/kqp clean

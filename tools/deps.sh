@@ -1,0 +1,31 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Install, with apt, everything kqp's build and test bench need on Debian
+# bookworm: both test kernels with headers, QEMU, the guest's tools,
+# rdma-core's peers and headers, dkms, and the kernel source the debug
+# kernel and the kselftest harness come from.
+set -euo pipefail
+
+pkgs=(
+	# kernels the bench boots, and their headers for kqp.ko
+	linux-image-amd64 linux-headers-amd64
+	linux-image-6.12-amd64 linux-headers-6.12-amd64
+	# the debug kernel and kselftest_harness.h come from this
+	linux-source-6.12 bc bison flex libelf-dev libssl-dev
+	# the guest
+	qemu-system-x86 busybox-static kmod cpio xz-utils gzip iproute2
+	# rdma-core: peers, tools and the headers libkqp implements
+	rdma-core ibverbs-utils rdmacm-utils perftest
+	libibverbs-dev librdmacm-dev
+	# building and installing
+	build-essential pkg-config dkms
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: run as root (apt-get install)" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+apt-get install -y --no-install-recommends "${pkgs[@]}"

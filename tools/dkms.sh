@@ -1,0 +1,73 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# dkms.sh install|uninstall|check VERSION
+#   install    copy the module's sources to /usr/src/kqp-VERSION and
+#              dkms install them for the running kernel (or every kernel
+#              with headers, via AUTOINSTALL)
+#   uninstall  dkms remove kqp/VERSION and delete the sources
+#   check      dkms add, build for each Debian test kernel, and remove a
+#              copy of the tree under a version of its own; prints TAP
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+action=${1:?usage: dkms.sh install|uninstall|check VERSION}
+version=${2:?usage: dkms.sh install|uninstall|check VERSION}
+
+# What dkms needs to build the module, and nothing else.
+copy_sources() {
+	local dest=$1
+	mkdir -p "$dest/tools"
+	cp -r "$top/Kbuild" "$top/Makefile" "$top/dkms.conf" "$top/kernel" \
+		"$top/include" "$dest/"
+	cp "$top/tools/kdir.sh" "$dest/tools/"
+}
+
+case "$action" in
+install)
+	src=/usr/src/kqp-$version
+	rm -rf "$src"
+	copy_sources "$src"
+	dkms add "kqp/$version" &&
+	dkms install "kqp/$version"
+	;;
+uninstall)
+	dkms remove "kqp/$version" --all
+	rm -rf "/usr/src/kqp-$version"
+	;;
+check)
+	# A version of its own, so an installed kqp is never touched.
+	cver=$version.check$$
+	tmp=$(mktemp -d /var/tmp/kqp-dkms.XXXXXX)
+	trap 'dkms remove "kqp/$cver" --all > /dev/null 2>&1; rm -rf "$tmp" "/usr/src/kqp-$cver"' EXIT
+	copy_sources "$tmp/kqp"
+	sed -i "s/^PACKAGE_VERSION=.*/PACKAGE_VERSION=\"$cver\"/" "$tmp/kqp/dkms.conf"
+	n=0
+	tap() {
+		n=$((n + 1))
+		if [ "$1" -eq 0 ]; then echo "ok $n $2"; else echo "not ok $n $2"; fi
+	}
+	dkms add "$tmp/kqp" > "$tmp/log" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || sed 's/^/# /' "$tmp/log"
+	tap $rc "dkms add"
+	for k in 6.1 6.12; do
+		eval "$("$top/tools/testing/vm/kernel-info.sh" "$k")" || { tap 1 "dkms build -k $k"; continue; }
+		dkms build "kqp/$cver" -k "$KVER" > "$tmp/log" 2>&1
+		rc=$?
+		[ $rc -ne 0 ] || ls "/var/lib/dkms/kqp/$cver/$KVER/x86_64/module/"kqp.ko* > /dev/null 2>&1 || rc=1
+		[ $rc -eq 0 ] || sed 's/^/# /' "$tmp/log"
+		tap $rc "dkms build -k $KVER"
+	done
+	dkms remove "kqp/$cver" --all > "$tmp/log" 2>&1
+	rc=$?
+	[ $rc -ne 0 ] || [ ! -e "/var/lib/dkms/kqp/$cver" ] || rc=1
+	[ $rc -eq 0 ] || sed 's/^/# /' "$tmp/log"
+	tap $rc "dkms remove"
+	echo "1..$n"
+	;;
+*)
+	echo "dkms.sh: unknown action $action" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,86 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# make check: the whole kqp suite.  Host-side tests first (the build, dkms,
+# the library without a module), then the VM suite on every kernel in
+# $KERNELS.  The last line is "N passed, N failed", summed over all of it;
+# the exit status is non-zero on any failure.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+vm=$top/tools/testing/vm
+KERNELS=${KERNELS:-6.1 6.12 debug}
+VERSION=${VERSION:-$(sed -n 's/^VERSION := //p' "$top/Makefile")}
+
+missing() {
+	local c
+	for c in qemu-system-x86_64 busybox modprobe cpio xz rdma ibv_devices \
+		 rping dkms pkg-config bc flex bison gcc make; do
+		command -v "$c" > /dev/null || { echo "$c"; return 0; }
+	done
+	for c in /usr/src/linux-source-6.12.tar.xz \
+		 /usr/include/infiniband/verbs.h /usr/include/rdma/rdma_cma.h \
+		 /usr/include/libelf.h /usr/include/openssl/ssl.h; do
+		[ -e "$c" ] || { echo "$c"; return 0; }
+	done
+	"$vm/kernel-info.sh" 6.1 > /dev/null 2>&1 || { echo "6.1 kernel"; return 0; }
+	"$vm/kernel-info.sh" 6.12 > /dev/null 2>&1 || { echo "6.12 kernel"; return 0; }
+	return 1
+}
+
+if what=$(missing); then
+	echo "check: $what is missing; running make deps"
+	"$top/tools/deps.sh" || { echo "check: make deps failed"; echo "0 passed, 1 failed"; exit 1; }
+fi
+
+host=$top/build/host
+rm -rf "$host"
+mkdir -p "$host/tap"
+
+# The library and the selftests, -Werror.
+n=0
+if make -s -C "$top" lib selftests > "$host/build.log" 2>&1; then
+	echo "ok 1 library and selftests build with -Wall -Wextra -Werror" > "$host/tap/build.tap"
+else
+	cat "$host/build.log"
+	echo "not ok 1 library and selftests build with -Wall -Wextra -Werror" > "$host/tap/build.tap"
+fi
+echo "1..1" >> "$host/tap/build.tap"
+
+echo "check: dkms add/build/remove"
+"$top/tools/dkms.sh" check "$VERSION" > "$host/tap/dkms.tap" 2>&1
+grep -E '^(not )?ok' "$host/tap/dkms.tap"
+
+# No /dev/kqp on the host: the library must fail cleanly with ENOENT.
+if [ ! -e /dev/kqp ] && [ -x "$top/build/selftests/lib_device" ]; then
+	"$top/build/selftests/lib_device" -t module_not_loaded \
+		> "$host/tap/lib-no-module.tap" 2>&1
+	echo $? > "$host/tap/lib-no-module.rc"
+fi
+
+read -r hp hf hs < <("$vm/tapsum.sh" "$host"/tap/*.tap)
+echo "host: $hp passed, $hf failed"
+total_p=$hp total_f=$hf total_s=$hs
+summary="host: $hp passed, $hf failed"
+
+for k in $KERNELS; do
+	echo
+	echo "=== $k ==="
+	rm -f "$top/build/vm/$k/counts"
+	"$vm/run.sh" "$k"
+	if [ -r "$top/build/vm/$k/counts" ]; then
+		read -r p f s < "$top/build/vm/$k/counts"
+	else
+		echo "$k: the runner gave no result"
+		p=0 f=1 s=0
+	fi
+	total_p=$((total_p + p)) total_f=$((total_f + f)) total_s=$((total_s + s))
+	summary+=$'\n'"$k: $p passed, $f failed"
+done
+
+echo
+echo "=== summary ==="
+echo "$summary"
+[ "$total_s" -eq 0 ] || echo "($total_s skipped)"
+echo "$total_p passed, $total_f failed"
+[ "$total_f" -eq 0 ]

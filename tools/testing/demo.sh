@@ -1,0 +1,18 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# make demo: build kqp, boot the 6.12 bench kernel with Soft-RoCE, and show
+# kqp working there.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+kernel=${DEMO_KERNEL:-6.12}
+
+if ! command -v qemu-system-x86_64 > /dev/null ||
+   ! "$top/tools/testing/vm/kernel-info.sh" "$kernel" > /dev/null 2>&1 ||
+   [ ! -e /usr/include/infiniband/verbs.h ] || ! command -v ibv_devices > /dev/null; then
+	echo "demo: installing what is missing (make deps)"
+	"$top/tools/deps.sh" || exit 1
+fi
+make -s -C "$top" lib || exit 1
+exec "$top/tools/testing/vm/run.sh" --demo "$kernel"

@@ -1,0 +1,149 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Runs inside the bench guest, chrooted into the host's read-only root.
+# From the kernel command line (init's environment):
+#   kqp_out    results directory (a writable 9p share at the same path)
+#   kqp_repo   the kqp tree
+#   kqp_kmod   the kqp.ko built for this kernel
+#   kqp_mode   "test" (the selftests) or "demo"
+# Writes TAP files under $kqp_out/tap, the guest's dmesg and kmemleak
+# report, and "done" when it finished; then powers the guest off.
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/tmp LANG=C
+
+OUT=$kqp_out
+REPO=$kqp_repo
+TESTS=$REPO/build/selftests
+TAP=$OUT/tap
+mkdir -p "$TAP"
+echo "$(uname -r)" > "$OUT/booted"
+
+# Everything this script says goes to the results and to the console.
+exec > >(tee "$OUT/guest.log" > /dev/console) 2>&1
+
+poweroff_now() {
+	dmesg > "$OUT/dmesg"
+	sync
+	echo o > /proc/sysrq-trigger
+	sleep 60
+}
+trap poweroff_now EXIT
+
+export KQP_TEST_NETDEV=kqp0
+export KQP_TEST_RDMA_DEV=rxe0
+export KQP_TEST_ADDR=192.0.2.1
+TEST_TIMEOUT=${kqp_test_timeout:-600}
+
+# The bench's own checks, as one more TAP stream.
+bench_n=0
+bench_tap=$TAP/00-bench.tap
+: > "$bench_tap"
+check() {
+	local what=$1
+	shift
+	bench_n=$((bench_n + 1))
+	if "$@"; then
+		echo "ok $bench_n $what" >> "$bench_tap"
+	else
+		echo "not ok $bench_n $what" >> "$bench_tap"
+		echo "bench: FAILED: $what"
+	fi
+}
+
+modules_installed() { [ -d "/lib/modules/$(uname -r)" ]; }
+
+setup_rdma() {
+	if modules_installed; then
+		modprobe -a dummy rdma_rxe ib_uverbs rdma_ucm rdma_cm || return 1
+	fi
+	ip link add "$KQP_TEST_NETDEV" type dummy &&
+	ip addr add "$KQP_TEST_ADDR/24" dev "$KQP_TEST_NETDEV" &&
+	ip link set "$KQP_TEST_NETDEV" up &&
+	rdma link add "$KQP_TEST_RDMA_DEV" type rxe netdev "$KQP_TEST_NETDEV" &&
+	rdma link show "$KQP_TEST_RDMA_DEV/1"
+}
+
+dev_is_0666() {
+	[ -c /dev/kqp ] && [ "$(stat -c %a /dev/kqp)" = 666 ]
+}
+
+dev_gone() { [ ! -e /dev/kqp ]; }
+
+load_kqp() {
+	# devtmpfs creates the node synchronously; no udev is needed.
+	insmod "$kqp_kmod" && [ -e /dev/kqp ]
+}
+
+# Run one selftest program with a timeout; its TAP goes to a file of its own.
+run_test() {
+	local idx=$1 prog=$2
+	shift 2
+	local tap
+	tap=$TAP/$(printf '%02d' "$idx")-$prog.tap
+	echo "bench: running $prog $*"
+	timeout -k 10 "$TEST_TIMEOUT" "$TESTS/$prog" "$@" > "$tap" 2>&1
+	echo $? > "${tap%.tap}.rc"
+	cat "$tap"
+}
+
+run_phase() {
+	local phase=$1 p prog args
+	while read -r p prog args; do
+		case "$p" in '#'*|'') continue ;; esac
+		[ "$p" = "$phase" ] || continue
+		test_idx=$((test_idx + 1))
+		# shellcheck disable=SC2086
+		run_test "$test_idx" "$prog" $args
+	done < "$REPO/tools/testing/selftests/kqp/tests"
+}
+
+kmemleak_scan() {
+	local k=/sys/kernel/debug/kmemleak
+	[ -w "$k" ] || return 0
+	echo "bench: kmemleak scan"
+	echo scan > "$k"
+	cat "$k" > "$OUT/kmemleak"
+}
+
+demo() {
+	echo
+	echo "=== kqp demo on $(uname -r) ==="
+	echo "--- Soft-RoCE: $KQP_TEST_RDMA_DEV on $KQP_TEST_NETDEV ($KQP_TEST_ADDR)"
+	rdma link show
+	echo "--- insmod kqp.ko"
+	insmod "$kqp_kmod" || return 1
+	ls -l /dev/kqp
+	echo "--- rdma-core's ibv_devices, unchanged, with LD_PRELOAD=libkqp.so:"
+	echo "    the list comes from kqp.ko's QUERY ioctl, not from uverbs"
+	LD_PRELOAD=$REPO/lib/libkqp.so ibv_devices || return 1
+	echo "--- rmmod kqp"
+	rmmod kqp || return 1
+	echo "--- without the module, libkqp says why:"
+	LD_PRELOAD=$REPO/lib/libkqp.so ibv_devices
+	echo "--- while stock libibverbs still sees the device through uverbs:"
+	ibv_devices
+	echo "=== demo done ==="
+}
+
+echo "bench: guest up, kernel $(uname -r)"
+check "rxe device $KQP_TEST_RDMA_DEV on $KQP_TEST_NETDEV" setup_rdma
+
+if [ "${kqp_mode:-test}" = demo ]; then
+	demo
+	echo $? > "$OUT/demo.rc"
+	echo "1..$bench_n" >> "$bench_tap"
+else
+	test_idx=0
+	check "insmod kqp.ko" load_kqp
+	check "/dev/kqp is a character device with mode 0666" dev_is_0666
+	run_phase loaded
+	kmemleak_scan
+	check "rmmod kqp" rmmod kqp
+	check "/dev/kqp is gone after rmmod" dev_gone
+	run_phase unloaded
+	echo "1..$bench_n" >> "$bench_tap"
+fi
+
+echo done > "$OUT/done"

@@ -1,0 +1,50 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# kernel-info.sh NAME: how the bench finds the kernel called NAME.  Prints
+# shell assignments for:
+#   KVER      its release string
+#   VMLINUZ   the image QEMU boots
+#   KDIR      the build directory kqp.ko is built against
+#   MODROOT   /lib/modules/KVER when its modules are installed there, or
+#             empty when everything the guest needs is built in
+#   APPEND    extra kernel command line
+#
+# Adding a kernel to the bench is one line here plus its name in KERNELS.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+name=${1:?usage: kernel-info.sh NAME}
+
+# Newest installed Debian kernel whose release starts with $1.
+debian() {
+	local kver
+	kver=$(ls /lib/modules 2>/dev/null | grep -E "^$1[.-].*-amd64\$" |
+	       sort -V | tail -n 1)
+	if [ -z "$kver" ] || [ ! -e "/boot/vmlinuz-$kver" ] ||
+	   [ ! -e "/lib/modules/$kver/build" ]; then
+		echo "kernel-info: no Debian $1 kernel with headers installed (make deps)" >&2
+		exit 1
+	fi
+	echo "KVER='$kver'"
+	echo "VMLINUZ='/boot/vmlinuz-$kver'"
+	echo "KDIR='/lib/modules/$kver/build'"
+	echo "MODROOT='/lib/modules/$kver'"
+	echo "APPEND=''"
+}
+
+case "$name" in
+6.1)	debian 6.1 ;;
+6.12)	debian 6.12 ;;
+debug)
+	kdir=$("$here/build-debug-kernel.sh")
+	echo "KVER='$(make -s -C "$kdir" kernelrelease)'"
+	echo "VMLINUZ='$kdir/arch/x86/boot/bzImage'"
+	echo "KDIR='$kdir'"
+	echo "MODROOT=''"
+	# acpi=noirq: SeaBIOS's _PRT loop times out on this slow kernel.
+	# no5lvl: 5-level paging gives false KASAN reports in early boot.
+	echo "APPEND='acpi=noirq no5lvl'"
+	;;
+*)	echo "kernel-info: unknown kernel '$name'" >&2; exit 1 ;;
+esac
