@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-# run.sh [--demo] NAME: build kqp.ko for the bench kernel NAME (see
+# run.sh [--demo | --script FILE] NAME: build kqp.ko for the bench kernel NAME (see
 # kernel-info.sh), boot that kernel under QEMU/TCG with the host's root over
 # 9p and Soft-RoCE inside, run the selftests (or the demo), and judge the
 # results: TAP counts, kernel splats in the guest's dmesg, kmemleak reports
@@ -13,11 +13,17 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
 mode=test
-if [ "${1:-}" = --demo ]; then
+script=
+case "${1:-}" in
+--demo)
 	mode=demo
-	shift
-fi
-name=${1:?usage: run.sh [--demo] NAME}
+	shift ;;
+--script)
+	mode=script
+	script=$(realpath "$2")
+	shift 2 ;;
+esac
+name=${1:?usage: run.sh [--demo | --script FILE] NAME}
 
 BOOT_DEADLINE=${KQP_BOOT_DEADLINE:-180}
 GUEST_TIMEOUT=${KQP_GUEST_TIMEOUT:-1800}
@@ -85,7 +91,7 @@ boot() {
 		-nodefaults -no-reboot -display none -monitor none \
 		-serial "file:$out/console.log" \
 		-kernel "$VMLINUZ" -initrd "$initrd" \
-		-append "console=ttyS0 quiet panic=-1 $APPEND kqp_out=$out kqp_repo=$repo kqp_guest=$here/guest.sh kqp_kmod=$kmod/kqp.ko kqp_mode=$mode" \
+		-append "console=ttyS0 quiet panic=-1 $APPEND kqp_out=$out kqp_repo=$repo kqp_guest=$here/guest.sh kqp_kmod=$kmod/kqp.ko kqp_mode=$mode kqp_script=$script" \
 		-fsdev local,id=root,path=/,readonly=on,multidevs=remap,security_model=none \
 		-device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
 		-fsdev "local,id=out,path=$out,security_model=none" \
@@ -131,16 +137,16 @@ if [ $rc -ne 0 ]; then
 fi
 host_check $rc "guest ran to the end"
 
-if [ "$mode" = demo ]; then
+if [ "$mode" != test ]; then
 	cat "$out/guest.log"
 	rc=1
-	[ -r "$out/demo.rc" ] && rc=$(cat "$out/demo.rc")
-	host_check "$rc" "demo"
+	[ -r "$out/$mode.rc" ] && rc=$(cat "$out/$mode.rc")
+	host_check "$rc" "$mode"
 	finish
 fi
 
 # Kernel splats anywhere in the guest's log.
-splats='WARNING:|BUG:|KASAN|UBSAN|KFENCE|Oops|general protection|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|refcount_t|kmemleak: .*leak|unreferenced object|blocked for more than|Kernel panic|Call Trace:'
+splats='WARNING:|BUG:|KASAN:|UBSAN:|KFENCE:|Oops|general protection|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|refcount_t|blocked for more than|Kernel panic|Call Trace:'
 log=$out/dmesg
 [ -s "$log" ] || log=$out/console.log
 rc=0
