@@ -71,6 +71,8 @@ static void kqp_device_fill_info(struct kqp_device *kdev,
 	info->node_guid = (__force u64)ibdev->node_guid;
 	info->phys_port_cnt = rdma_end_port(ibdev);
 	strscpy(info->name, dev_name(&ibdev->dev), sizeof(info->name));
+	info->max_qp_rd_atom = ibdev->attrs.max_qp_rd_atom;
+	info->max_qp_init_rd_atom = ibdev->attrs.max_qp_init_rd_atom;
 }
 
 int kqp_query(struct kqp_ucmd *ucmd)

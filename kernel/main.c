@@ -10,6 +10,11 @@
 
 #include "kqp.h"
 
+unsigned int kqp_max_backlog = 1024;
+module_param_named(max_backlog, kqp_max_backlog, uint, 0644);
+MODULE_PARM_DESC(max_backlog,
+		 "Most connection requests a listener may have unreported (default 1024)");
+
 static struct miscdevice kqp_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = KQP_MODNAME,

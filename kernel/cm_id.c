@@ -1,0 +1,886 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * RDMA CM ids owned by a /dev/kqp file: the commands on them and the
+ * rdma_cm event handler.
+ *
+ * The lifetime rules are ucma's.  An id's events queue on the file that
+ * owns it.  A connection request creates the new id inside the handler,
+ * bounded by the listener's backlog.  After DEVICE_REMOVAL the rdma_cm id
+ * is destroyed from a work item, because rdma_cm waits for that, while the
+ * handle lives on until its owner destroys it.  Destroying an id purges
+ * its unreported events and the ids of its unreported connection requests.
+ *
+ * Lock order: ctx->mutex, then the rdma_cm handler lock, then kfile->lock.
+ */
+#include <linux/file.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_cm.h>
+#include <rdma/ib_sa.h>
+
+#include "kqp.h"
+
+static void kqp_cm_id_close(struct kqp_cm_id *ctx)
+{
+	/* Wait for the commands using the id, then let rdma_cm have it. */
+	kqp_object_drain(&ctx->obj);
+	rdma_destroy_id(ctx->cm_id);
+	ctx->cm_id = NULL;
+}
+
+static void kqp_cm_id_close_work(struct work_struct *work)
+{
+	kqp_cm_id_close(container_of(work, struct kqp_cm_id, close_work));
+}
+
+static struct kqp_cm_id *kqp_cm_id_alloc(struct kqp_file *kfile)
+{
+	struct kqp_cm_id *ctx;
+
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	if (!ctx)
+		return NULL;
+	ctx->kfile = kfile;
+	mutex_init(&ctx->mutex);
+	INIT_WORK(&ctx->close_work, kqp_cm_id_close_work);
+	xa_init_flags(&ctx->mc_ids, XA_FLAGS_ALLOC1);
+	INIT_LIST_HEAD(&ctx->purge_list);
+	return ctx;
+}
+
+static void kqp_cm_id_free(struct kqp_cm_id *ctx)
+{
+	xa_destroy(&ctx->mc_ids);
+	mutex_destroy(&ctx->mutex);
+	kfree(ctx);
+}
+
+struct kqp_cm_id *kqp_cm_id_get(struct kqp_file *kfile, u32 id)
+{
+	struct kqp_object *obj = kqp_object_get(kfile, id, KQP_OBJ_CM_ID);
+
+	if (IS_ERR(obj))
+		return ERR_CAST(obj);
+	return container_of(obj, struct kqp_cm_id, obj);
+}
+
+void kqp_cm_id_put(struct kqp_cm_id *ctx)
+{
+	kqp_object_put(&ctx->obj);
+}
+
+/* Look the id up and lock it against other commands. */
+static struct kqp_cm_id *kqp_cm_id_lock(struct kqp_file *kfile, u32 id)
+{
+	struct kqp_cm_id *ctx = kqp_cm_id_get(kfile, id);
+
+	if (!IS_ERR(ctx))
+		mutex_lock(&ctx->mutex);
+	return ctx;
+}
+
+static void kqp_cm_id_unlock(struct kqp_cm_id *ctx)
+{
+	mutex_unlock(&ctx->mutex);
+	kqp_cm_id_put(ctx);
+}
+
+/*
+ * Destroy an id the caller claimed, with the ids of its unreported
+ * connection requests; returns how many events were reported for it.
+ */
+static int kqp_cm_id_destroy_reported(struct kqp_file *kfile,
+				      struct kqp_cm_id *ctx)
+{
+	struct kqp_cm_id *child, *tmp;
+	LIST_HEAD(children);
+	int reported;
+
+	/*
+	 * The claim stops the handler from queueing close_work (it checks the
+	 * table under its lock); the work may still be queued or running.
+	 * Either it consumed the table's reference, or we close the id now.
+	 */
+	cancel_work_sync(&ctx->close_work);
+	if (refcount_read(&ctx->obj.users))
+		kqp_cm_id_close(ctx);
+
+	/* rdma_cm delivers nothing more for this id now. */
+	reported = kqp_events_purge(ctx, &children);
+	list_for_each_entry_safe(child, tmp, &children, purge_list) {
+		list_del(&child->purge_list);
+		kqp_cm_id_destroy_reported(kfile, child);
+	}
+	kqp_mcast_free_all(ctx);
+	kqp_object_release_id(kfile, &ctx->obj);
+	kqp_cm_id_free(ctx);
+	return reported;
+}
+
+void kqp_cm_id_destroy(struct kqp_file *kfile, struct kqp_object *obj)
+{
+	kqp_cm_id_destroy_reported(kfile,
+				   container_of(obj, struct kqp_cm_id, obj));
+}
+
+void kqp_ah_attr_to_user(struct ib_device *ibdev, struct kqp_ah_attr *dst,
+			 struct rdma_ah_attr *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->dlid = rdma_ah_get_dlid(src);
+	dst->sl = rdma_ah_get_sl(src);
+	dst->src_path_bits = rdma_ah_get_path_bits(src);
+	dst->static_rate = rdma_ah_get_static_rate(src);
+	dst->port_num = rdma_ah_get_port_num(src);
+	if (rdma_ah_get_ah_flags(src) & IB_AH_GRH) {
+		const struct ib_global_route *grh = rdma_ah_read_grh(src);
+
+		dst->is_global = 1;
+		memcpy(dst->dgid, grh->dgid.raw, sizeof(dst->dgid));
+		dst->flow_label = grh->flow_label;
+		dst->sgid_index = grh->sgid_index;
+		dst->hop_limit = grh->hop_limit;
+		dst->traffic_class = grh->traffic_class;
+	}
+}
+
+static struct kqp_event *kqp_event_alloc(struct kqp_cm_id *ctx,
+					 struct rdma_cm_id *cm_id,
+					 struct rdma_cm_event *event)
+{
+	struct kqp_get_event *resp;
+	struct kqp_event *ev;
+	const void *pdata;
+	u8 plen;
+
+	ev = kzalloc(sizeof(*ev), GFP_KERNEL);
+	if (!ev)
+		return NULL;
+	ev->ctx = ctx;
+	resp = &ev->resp;
+	resp->out_event = event->event;
+	resp->out_status = event->status;
+
+	switch (event->event) {
+	case RDMA_CM_EVENT_MULTICAST_JOIN:
+	case RDMA_CM_EVENT_MULTICAST_ERROR:
+		/* rdma_cm hands back the context given to join. */
+		ev->mc = (struct kqp_mcast *)event->param.ud.private_data;
+		resp->out_uid = ev->mc->uid;
+		resp->out_is_ud = 1;
+		resp->out_qp_num = event->param.ud.qp_num;
+		resp->out_qkey = event->param.ud.qkey;
+		kqp_ah_attr_to_user(cm_id->device, &resp->out_ah_attr,
+				    &event->param.ud.ah_attr);
+		return ev;
+	default:
+		break;
+	}
+
+	resp->out_uid = ctx->uid;
+	if (cm_id->qp_type == IB_QPT_UD) {
+		resp->out_is_ud = 1;
+		resp->out_qp_num = event->param.ud.qp_num;
+		resp->out_qkey = event->param.ud.qkey;
+		if (cm_id->device)
+			kqp_ah_attr_to_user(cm_id->device, &resp->out_ah_attr,
+					    &event->param.ud.ah_attr);
+		pdata = event->param.ud.private_data;
+		plen = event->param.ud.private_data_len;
+	} else {
+		resp->out_qp_num = event->param.conn.qp_num;
+		resp->out_responder_resources =
+			event->param.conn.responder_resources;
+		resp->out_initiator_depth = event->param.conn.initiator_depth;
+		resp->out_flow_control = event->param.conn.flow_control;
+		resp->out_retry_count = event->param.conn.retry_count;
+		resp->out_rnr_retry_count = event->param.conn.rnr_retry_count;
+		resp->out_srq = event->param.conn.srq;
+		pdata = event->param.conn.private_data;
+		plen = event->param.conn.private_data_len;
+	}
+	if (pdata && plen) {
+		/* u8 length: always fits the 256-byte buffer. */
+		memcpy(resp->out_private_data, pdata, plen);
+		resp->out_private_data_len = plen;
+	}
+	return ev;
+}
+
+/*
+ * A connection request on a listener: the new rdma_cm id becomes a kqp id
+ * right here, in the listener's file.  Returning an error makes rdma_cm
+ * destroy the new id.  ib_cm then rejects the request (consumer-defined
+ * reason), except for -ENOMEM, where it stays silent so the peer retries:
+ * a full backlog refuses at once, running out of memory does not.  (ucma
+ * answers -ENOMEM for a full backlog, so its peers retry until they time
+ * out.)
+ */
+static int kqp_cm_conn_request(struct kqp_cm_id *listen,
+			       struct rdma_cm_id *cm_id,
+			       struct rdma_cm_event *event)
+{
+	struct kqp_file *kfile = listen->kfile;
+	struct kqp_cm_id *ctx;
+	struct kqp_event *ev;
+
+	if (!atomic_add_unless(&listen->backlog, -1, 0))
+		return -ECONNREFUSED;
+
+	ctx = kqp_cm_id_alloc(kfile);
+	if (!ctx)
+		goto err_backlog;
+	if (kqp_object_reserve(kfile, &ctx->obj, KQP_OBJ_CM_ID))
+		goto err_free;
+	ev = kqp_event_alloc(listen, cm_id, event);
+	if (!ev)
+		goto err_release;
+	ev->child = ctx;
+	ctx->cm_id = cm_id;
+	cm_id->context = ctx;
+
+	mutex_lock(&kfile->lock);
+	kqp_object_publish(kfile, &ctx->obj);
+	list_add_tail(&ev->list, &kfile->events);
+	mutex_unlock(&kfile->lock);
+	wake_up_interruptible(&kfile->poll_wait);
+	return 0;
+
+err_release:
+	kqp_object_release_id(kfile, &ctx->obj);
+err_free:
+	kqp_cm_id_free(ctx);
+err_backlog:
+	atomic_inc(&listen->backlog);
+	return -ENOMEM;
+}
+
+static int kqp_cm_event_handler(struct rdma_cm_id *cm_id,
+				struct rdma_cm_event *event)
+{
+	struct kqp_cm_id *ctx = cm_id->context;
+	struct kqp_file *kfile = ctx->kfile;
+	struct kqp_event *ev;
+
+	if (event->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return kqp_cm_conn_request(ctx, cm_id, event);
+
+	/*
+	 * An id from a connection request is not ready until it is accepted;
+	 * until then nobody could tell which id an event is for.  Such events
+	 * (the peer giving up, say) only make the accept fail later.
+	 */
+	if (ctx->ready) {
+		ev = kqp_event_alloc(ctx, cm_id, event);
+		if (ev)
+			kqp_event_queue(kfile, ev);
+	}
+
+	if (event->event == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+		xa_lock(&kfile->objects);
+		if (xa_load(&kfile->objects, ctx->obj.id) == ctx)
+			queue_work(system_unbound_wq, &ctx->close_work);
+		xa_unlock(&kfile->objects);
+	}
+	return 0;
+}
+
+static int kqp_port_space(u32 ps, u32 qp_type, enum ib_qp_type *qpt)
+{
+	switch (ps) {
+	case KQP_PS_TCP:
+		if (qp_type != KQP_QPT_RC)
+			return -EINVAL;
+		break;
+	case KQP_PS_UDP:
+	case KQP_PS_IPOIB:
+		if (qp_type != KQP_QPT_UD)
+			return -EINVAL;
+		break;
+	case KQP_PS_IB:
+		if (qp_type != KQP_QPT_RC && qp_type != KQP_QPT_UD)
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
+	*qpt = qp_type == KQP_QPT_RC ? IB_QPT_RC : IB_QPT_UD;
+	return 0;
+}
+
+int kqp_create_id(struct kqp_ucmd *ucmd)
+{
+	struct kqp_create_id *cmd = ucmd->cmd;
+	struct kqp_file *kfile = ucmd->kfile;
+	struct rdma_cm_id *cm_id;
+	struct kqp_cm_id *ctx;
+	enum ib_qp_type qpt;
+	int ret;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	ret = kqp_port_space(cmd->port_space, cmd->qp_type, &qpt);
+	if (ret)
+		return ret;
+
+	ctx = kqp_cm_id_alloc(kfile);
+	if (!ctx)
+		return -ENOMEM;
+	ctx->uid = cmd->uid;
+	ctx->ready = true;
+	ret = kqp_object_reserve(kfile, &ctx->obj, KQP_OBJ_CM_ID);
+	if (ret)
+		goto err_free;
+
+	/* In the caller's network namespace, accounted to the caller. */
+	cm_id = rdma_create_user_id(kqp_cm_event_handler, ctx,
+				    cmd->port_space, qpt);
+	if (IS_ERR(cm_id)) {
+		ret = PTR_ERR(cm_id);
+		goto err_release;
+	}
+	ctx->cm_id = cm_id;
+
+	cmd->out_id = ctx->obj.id;
+	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
+	if (ret)
+		goto err_destroy;
+	kqp_object_publish(kfile, &ctx->obj);
+	return 0;
+
+err_destroy:
+	rdma_destroy_id(cm_id);
+err_release:
+	kqp_object_release_id(kfile, &ctx->obj);
+err_free:
+	kqp_cm_id_free(ctx);
+	return ret;
+}
+
+int kqp_destroy_id(struct kqp_ucmd *ucmd)
+{
+	struct kqp_destroy_id *cmd = ucmd->cmd;
+	struct kqp_object *obj;
+
+	obj = kqp_object_claim_id(ucmd->kfile, cmd->id, KQP_OBJ_CM_ID);
+	if (IS_ERR(obj))
+		return PTR_ERR(obj);
+	cmd->out_events_reported = kqp_cm_id_destroy_reported(ucmd->kfile,
+			container_of(obj, struct kqp_cm_id, obj));
+	return kqp_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
+/* The size of a sockaddr of a family rdma_cm knows, or 0. */
+static size_t kqp_addr_size(const struct __kernel_sockaddr_storage *addr)
+{
+	return rdma_addr_size_kss((struct __kernel_sockaddr_storage *)addr);
+}
+
+int kqp_bind_addr(struct kqp_ucmd *ucmd)
+{
+	struct kqp_bind_addr *cmd = ucmd->cmd;
+	struct kqp_cm_id *ctx;
+	int ret;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	if (!kqp_addr_size(&cmd->addr))
+		return -EINVAL;
+	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	ret = rdma_bind_addr(ctx->cm_id, (struct sockaddr *)&cmd->addr);
+	kqp_cm_id_unlock(ctx);
+	return ret;
+}
+
+int kqp_resolve_addr(struct kqp_ucmd *ucmd)
+{
+	struct kqp_resolve_addr *cmd = ucmd->cmd;
+	struct sockaddr *src = NULL;
+	struct kqp_cm_id *ctx;
+	int ret;
+
+	if (cmd->src_addr.ss_family) {
+		if (!kqp_addr_size(&cmd->src_addr))
+			return -EINVAL;
+		src = (struct sockaddr *)&cmd->src_addr;
+	}
+	if (!kqp_addr_size(&cmd->dst_addr))
+		return -EINVAL;
+	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	ret = rdma_resolve_addr(ctx->cm_id, src,
+				(struct sockaddr *)&cmd->dst_addr,
+				cmd->timeout_ms);
+	kqp_cm_id_unlock(ctx);
+	return ret;
+}
+
+int kqp_resolve_route(struct kqp_ucmd *ucmd)
+{
+	struct kqp_resolve_route *cmd = ucmd->cmd;
+	struct kqp_cm_id *ctx;
+	int ret;
+
+	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	ret = rdma_resolve_route(ctx->cm_id, cmd->timeout_ms);
+	kqp_cm_id_unlock(ctx);
+	return ret;
+}
+
+static void kqp_path_to_user(struct kqp_path_rec *dst, struct sa_path_rec *src)
+{
+	memcpy(dst->dgid, src->dgid.raw, sizeof(dst->dgid));
+	memcpy(dst->sgid, src->sgid.raw, sizeof(dst->sgid));
+	dst->dlid = htons(ntohl(sa_path_get_dlid(src)));
+	dst->slid = htons(ntohl(sa_path_get_slid(src)));
+	dst->raw_traffic = sa_path_get_raw_traffic(src);
+	dst->flow_label = src->flow_label;
+	dst->hop_limit = src->hop_limit;
+	dst->traffic_class = src->traffic_class;
+	dst->reversible = src->reversible;
+	dst->numb_path = src->numb_path;
+	dst->pkey = src->pkey;
+	dst->sl = src->sl;
+	dst->mtu_selector = src->mtu_selector;
+	dst->mtu = src->mtu;
+	dst->rate_selector = src->rate_selector;
+	dst->rate = src->rate;
+	dst->packet_life_time_selector = src->packet_life_time_selector;
+	dst->packet_life_time = src->packet_life_time;
+	dst->preference = src->preference;
+}
+
+int kqp_query_id(struct kqp_ucmd *ucmd)
+{
+	struct kqp_query_id *cmd = ucmd->cmd;
+	struct rdma_cm_id *cm_id;
+	union ib_gid sgid, dgid;
+	struct kqp_cm_id *ctx;
+	u32 id = cmd->id;
+	int i, n;
+
+	ctx = kqp_cm_id_lock(ucmd->kfile, id);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	cm_id = ctx->cm_id;
+
+	memset(cmd, 0, sizeof(*cmd));
+	cmd->id = id;
+	cmd->out_device_index = KQP_NO_DEVICE;
+	memcpy(&cmd->out_src_addr, &cm_id->route.addr.src_addr,
+	       sizeof(cmd->out_src_addr));
+	memcpy(&cmd->out_dst_addr, &cm_id->route.addr.dst_addr,
+	       sizeof(cmd->out_dst_addr));
+	if (cm_id->device) {
+		cmd->out_device_index = cm_id->device->index;
+		cmd->out_node_guid = (__force u64)cm_id->device->node_guid;
+		cmd->out_port_num = cm_id->port_num;
+		cmd->out_pkey = ib_addr_get_pkey(&cm_id->route.addr.dev_addr);
+		rdma_read_gids(cm_id, &sgid, &dgid);
+		memcpy(cmd->out_sgid, sgid.raw, sizeof(cmd->out_sgid));
+		memcpy(cmd->out_dgid, dgid.raw, sizeof(cmd->out_dgid));
+		n = min_t(int, cm_id->route.num_pri_alt_paths, KQP_MAX_PATHS);
+		for (i = 0; i < n; i++)
+			kqp_path_to_user(&cmd->out_paths[i],
+					 &cm_id->route.path_rec[i]);
+		cmd->out_num_paths = n;
+	}
+	kqp_cm_id_unlock(ctx);
+
+	cmd->size = ucmd->user_size;
+	return kqp_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
+int kqp_listen(struct kqp_ucmd *ucmd)
+{
+	struct kqp_listen *cmd = ucmd->cmd;
+	struct kqp_cm_id *ctx;
+	int backlog, ret;
+
+	backlog = cmd->backlog && cmd->backlog <= kqp_max_backlog ?
+		  cmd->backlog : kqp_max_backlog;
+	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	atomic_set(&ctx->backlog, backlog);
+	ret = rdma_listen(ctx->cm_id, backlog);
+	kqp_cm_id_unlock(ctx);
+	return ret;
+}
+
+/* @buf has room for KQP_MAX_PRIVATE_DATA bytes. */
+static int kqp_conn_param_from_user(struct rdma_conn_param *dst,
+				    const struct kqp_conn_param *src, void *buf)
+{
+	if (src->__reserved[0] || src->__reserved[1])
+		return -EOPNOTSUPP;
+	if (src->private_data_len > KQP_MAX_PRIVATE_DATA)
+		return -EINVAL;
+
+	memset(dst, 0, sizeof(*dst));
+	if (src->private_data_len) {
+		if (copy_from_user(buf, u64_to_user_ptr(src->private_data),
+				   src->private_data_len))
+			return -EFAULT;
+		dst->private_data = buf;
+		dst->private_data_len = src->private_data_len;
+	}
+	dst->responder_resources = src->responder_resources;
+	dst->initiator_depth = src->initiator_depth;
+	dst->flow_control = src->flow_control;
+	dst->retry_count = src->retry_count;
+	dst->rnr_retry_count = src->rnr_retry_count;
+	dst->srq = src->srq;
+	dst->qp_num = src->qp_num & 0xffffff;
+	dst->qkey = src->qkey;
+	return 0;
+}
+
+int kqp_connect(struct kqp_ucmd *ucmd)
+{
+	struct kqp_connect *cmd = ucmd->cmd;
+	struct rdma_conn_param param;
+	u8 pdata[KQP_MAX_PRIVATE_DATA];
+	struct kqp_cm_id *ctx;
+	int ret;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	ret = kqp_conn_param_from_user(&param, &cmd->param, pdata);
+	if (ret)
+		return ret;
+	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	ret = rdma_connect(ctx->cm_id, &param);
+	kqp_cm_id_unlock(ctx);
+	return ret;
+}
+
+int kqp_accept(struct kqp_ucmd *ucmd)
+{
+	struct kqp_accept *cmd = ucmd->cmd;
+	struct rdma_conn_param param;
+	u8 pdata[KQP_MAX_PRIVATE_DATA];
+	struct kqp_cm_id *ctx;
+	int ret;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	ret = kqp_conn_param_from_user(&param, &cmd->param, pdata);
+	if (ret)
+		return ret;
+	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	/*
+	 * rdma_accept() wants the handler lock, and taking it also makes the
+	 * id ready atomically with respect to the events that follow.
+	 */
+	rdma_lock_handler(ctx->cm_id);
+	ret = rdma_accept(ctx->cm_id, &param);
+	if (!ret) {
+		ctx->uid = cmd->uid;
+		ctx->ready = true;
+	}
+	rdma_unlock_handler(ctx->cm_id);
+	kqp_cm_id_unlock(ctx);
+	return ret;
+}
+
+int kqp_reject(struct kqp_ucmd *ucmd)
+{
+	struct kqp_reject *cmd = ucmd->cmd;
+	u8 pdata[KQP_MAX_PRIVATE_DATA];
+	struct kqp_cm_id *ctx;
+	int ret;
+
+	if (cmd->private_data_len > KQP_MAX_PRIVATE_DATA)
+		return -EINVAL;
+	if (cmd->private_data_len &&
+	    copy_from_user(pdata, u64_to_user_ptr(cmd->private_data),
+			   cmd->private_data_len))
+		return -EFAULT;
+	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	ret = rdma_reject(ctx->cm_id, cmd->private_data_len ? pdata : NULL,
+			  cmd->private_data_len, IB_CM_REJ_CONSUMER_DEFINED);
+	kqp_cm_id_unlock(ctx);
+	return ret;
+}
+
+int kqp_disconnect(struct kqp_ucmd *ucmd)
+{
+	struct kqp_id_cmd *cmd = ucmd->cmd;
+	struct kqp_cm_id *ctx;
+	int ret;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	ret = rdma_disconnect(ctx->cm_id);
+	kqp_cm_id_unlock(ctx);
+	return ret;
+}
+
+/*
+ * The active side of a connection whose QP the caller manages got
+ * CONNECT_RESPONSE; after moving its QP to RTS it completes the handshake
+ * (the RTU), as librdmacm's rdma_establish() does through ucma's accept.
+ */
+int kqp_establish(struct kqp_ucmd *ucmd)
+{
+	struct kqp_id_cmd *cmd = ucmd->cmd;
+	struct kqp_cm_id *ctx;
+	int ret;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	rdma_lock_handler(ctx->cm_id);
+	ret = rdma_accept(ctx->cm_id, NULL);
+	rdma_unlock_handler(ctx->cm_id);
+	kqp_cm_id_unlock(ctx);
+	return ret;
+}
+
+int kqp_set_option(struct kqp_ucmd *ucmd)
+{
+	struct kqp_set_option *cmd = ucmd->cmd;
+	void __user *uval = u64_to_user_ptr(cmd->optval);
+	struct kqp_cm_id *ctx;
+	u32 want;
+	int ret, ival = 0;
+	u8 bval = 0;
+
+	if (cmd->level != KQP_OPTION_ID)
+		return -ENOSYS;
+	switch (cmd->optname) {
+	case KQP_OPTION_ID_TOS:
+	case KQP_OPTION_ID_ACK_TIMEOUT:
+		want = sizeof(u8);
+		break;
+	case KQP_OPTION_ID_REUSEADDR:
+	case KQP_OPTION_ID_AFONLY:
+		want = sizeof(int);
+		break;
+	default:
+		return -ENOSYS;
+	}
+	if (cmd->optlen != want)
+		return -EINVAL;
+	if (want == sizeof(u8) ? copy_from_user(&bval, uval, 1) :
+				 copy_from_user(&ival, uval, sizeof(ival)))
+		return -EFAULT;
+
+	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	switch (cmd->optname) {
+	case KQP_OPTION_ID_TOS:
+		rdma_set_service_type(ctx->cm_id, bval);
+		ret = 0;
+		break;
+	case KQP_OPTION_ID_ACK_TIMEOUT:
+		ret = rdma_set_ack_timeout(ctx->cm_id, bval);
+		break;
+	case KQP_OPTION_ID_REUSEADDR:
+		ret = rdma_set_reuseaddr(ctx->cm_id, ival ? 1 : 0);
+		break;
+	default:
+		ret = rdma_set_afonly(ctx->cm_id, ival ? 1 : 0);
+		break;
+	}
+	kqp_cm_id_unlock(ctx);
+	return ret;
+}
+
+static void kqp_qp_attr_to_user(struct ib_device *ibdev,
+				struct kqp_qp_attr *dst, struct ib_qp_attr *src)
+{
+	dst->qp_state = src->qp_state;
+	dst->cur_qp_state = src->cur_qp_state;
+	dst->path_mtu = src->path_mtu;
+	dst->path_mig_state = src->path_mig_state;
+	dst->qkey = src->qkey;
+	dst->rq_psn = src->rq_psn;
+	dst->sq_psn = src->sq_psn;
+	dst->dest_qp_num = src->dest_qp_num;
+	dst->qp_access_flags = src->qp_access_flags;
+	dst->pkey_index = src->pkey_index;
+	dst->alt_pkey_index = src->alt_pkey_index;
+	dst->en_sqd_async_notify = src->en_sqd_async_notify;
+	dst->sq_draining = src->sq_draining;
+	dst->max_rd_atomic = src->max_rd_atomic;
+	dst->max_dest_rd_atomic = src->max_dest_rd_atomic;
+	dst->min_rnr_timer = src->min_rnr_timer;
+	dst->port_num = src->port_num;
+	dst->timeout = src->timeout;
+	dst->retry_cnt = src->retry_cnt;
+	dst->rnr_retry = src->rnr_retry;
+	dst->alt_port_num = src->alt_port_num;
+	dst->alt_timeout = src->alt_timeout;
+	kqp_ah_attr_to_user(ibdev, &dst->ah_attr, &src->ah_attr);
+	kqp_ah_attr_to_user(ibdev, &dst->alt_ah_attr, &src->alt_ah_attr);
+}
+
+int kqp_init_qp_attr(struct kqp_ucmd *ucmd)
+{
+	struct kqp_init_qp_attr *cmd = ucmd->cmd;
+	struct ib_qp_attr attr = {};
+	struct kqp_cm_id *ctx;
+	int mask = 0, ret;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	if (cmd->qp_state > IB_QPS_ERR)
+		return -EINVAL;
+	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	if (!ctx->cm_id->device) {
+		ret = -EINVAL;
+		goto out;
+	}
+	attr.qp_state = cmd->qp_state;
+	ret = rdma_init_qp_attr(ctx->cm_id, &attr, &mask);
+	if (ret)
+		goto out;
+	cmd->out_attr_mask = mask;
+	memset(&cmd->out_attr, 0, sizeof(cmd->out_attr));
+	kqp_qp_attr_to_user(ctx->cm_id->device, &cmd->out_attr, &attr);
+	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
+out:
+	kqp_cm_id_unlock(ctx);
+	return ret;
+}
+
+int kqp_notify(struct kqp_ucmd *ucmd)
+{
+	struct kqp_notify *cmd = ucmd->cmd;
+	struct kqp_cm_id *ctx;
+	int ret;
+
+	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	ret = -EINVAL;
+	if (ctx->cm_id->device)
+		ret = rdma_notify(ctx->cm_id, (enum ib_event_type)cmd->event);
+	kqp_cm_id_unlock(ctx);
+	return ret;
+}
+
+static void kqp_lock_files(struct kqp_file *a, struct kqp_file *b)
+{
+	if (a < b) {
+		mutex_lock(&a->lock);
+		mutex_lock_nested(&b->lock, SINGLE_DEPTH_NESTING);
+	} else {
+		mutex_lock(&b->lock);
+		mutex_lock_nested(&a->lock, SINGLE_DEPTH_NESTING);
+	}
+}
+
+static void kqp_unlock_files(struct kqp_file *a, struct kqp_file *b)
+{
+	mutex_unlock(&a->lock);
+	mutex_unlock(&b->lock);
+}
+
+/*
+ * Move an id, with its unreported events and its memberships, to another
+ * file, where it gets a new handle.  An id with unreported connection
+ * requests cannot move: their new ids belong to this file.
+ */
+int kqp_migrate_id(struct kqp_ucmd *ucmd)
+{
+	struct kqp_migrate_id *cmd = ucmd->cmd;
+	struct kqp_file *cur = ucmd->kfile, *dst;
+	struct kqp_event *ev, *tmp;
+	struct kqp_cm_id *ctx;
+	struct file *filp;
+	int ret;
+
+	filp = fget(cmd->fd);
+	if (!filp)
+		return -EBADF;
+	if (filp->f_op != &kqp_fops) {
+		ret = -EINVAL;
+		goto out_fput;
+	}
+	dst = filp->private_data;
+
+	ctx = kqp_cm_id_lock(cur, cmd->id);
+	if (IS_ERR(ctx)) {
+		ret = PTR_ERR(ctx);
+		goto out_fput;
+	}
+	if (dst == cur) {
+		mutex_lock(&cur->lock);
+		cmd->out_id = ctx->obj.id;
+		cmd->out_events_reported = ctx->events_reported;
+		mutex_unlock(&cur->lock);
+		ret = 0;
+		goto out_unlock;
+	}
+
+	/* Reserve the new handle first; moving must not fail half way. */
+	ret = xa_alloc(&dst->objects, &cmd->out_id, NULL, xa_limit_32b,
+		       GFP_KERNEL);
+	if (ret)
+		goto out_unlock;
+
+	/* No event is delivered while the id changes files. */
+	rdma_lock_handler(ctx->cm_id);
+	kqp_lock_files(cur, dst);
+	list_for_each_entry(ev, &cur->events, list) {
+		if (ev->ctx == ctx && ev->child) {
+			ret = -EBUSY;
+			goto out_unreserve;
+		}
+	}
+	if (!kqp_object_claim(cur, &ctx->obj)) {
+		/* Being destroyed by its old handle. */
+		ret = -ENOENT;
+		goto out_unreserve;
+	}
+	list_for_each_entry_safe(ev, tmp, &cur->events, list)
+		if (ev->ctx == ctx)
+			list_move_tail(&ev->list, &dst->events);
+	kqp_object_release_id(cur, &ctx->obj);
+	ctx->obj.id = cmd->out_id;
+	ctx->kfile = dst;
+	kqp_object_publish(dst, &ctx->obj);
+	cmd->out_events_reported = ctx->events_reported;
+	kqp_unlock_files(cur, dst);
+	rdma_unlock_handler(ctx->cm_id);
+	wake_up_interruptible(&dst->poll_wait);
+	kqp_cm_id_unlock(ctx);
+	fput(filp);
+	/* The id moved whatever happens to this answer. */
+	return kqp_ucmd_respond(ucmd, sizeof(*cmd));
+
+out_unreserve:
+	kqp_unlock_files(cur, dst);
+	rdma_unlock_handler(ctx->cm_id);
+	xa_erase(&dst->objects, cmd->out_id);
+out_unlock:
+	kqp_cm_id_unlock(ctx);
+	if (!ret)
+		ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
+out_fput:
+	fput(filp);
+	return ret;
+}
