@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kqp_priv.h"
@@ -40,6 +41,23 @@ int kqp_dev_open(void)
 		return ret;
 	}
 	return fd;
+}
+
+/*
+ * 0 if @fd is an open file of /dev/kqp; -EBADF if it is not open at all,
+ * -EINVAL if it is something else.  Callers check a channel fd the user
+ * hands in before issuing kqp ioctls on it.
+ */
+int kqp_is_kqp_fd(int fd)
+{
+	struct stat fst, dst;
+
+	if (fstat(fd, &fst))
+		return -errno;
+	if (!S_ISCHR(fst.st_mode) || stat(KQP_DEV_PATH, &dst) ||
+	    fst.st_rdev != dst.st_rdev)
+		return -EINVAL;
+	return 0;
 }
 
 /*

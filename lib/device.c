@@ -18,22 +18,8 @@
 
 #include "kqp_priv.h"
 
-struct kqp_ibv_device {
-	struct ibv_device ibv;
-	uint32_t index;
-	uint64_t node_guid;	/* network byte order, as the kernel keeps it */
-	uint32_t phys_port_cnt;
-	unsigned int refcnt;
-	struct kqp_ibv_device *next;
-};
-
 static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kqp_ibv_device *devices;
-
-static struct kqp_ibv_device *to_kdev(struct ibv_device *dev)
-{
-	return (struct kqp_ibv_device *)dev;
-}
 
 static enum ibv_transport_type transport_of(enum ibv_node_type type)
 {
@@ -63,6 +49,8 @@ static void kdev_fill(struct kqp_ibv_device *kdev,
 	kdev->index = info->index;
 	kdev->node_guid = info->node_guid;
 	kdev->phys_port_cnt = info->phys_port_cnt;
+	kdev->max_qp_rd_atom = info->max_qp_rd_atom;
+	kdev->max_qp_init_rd_atom = info->max_qp_init_rd_atom;
 	ibv->node_type = (enum ibv_node_type)info->node_type;
 	ibv->transport_type = transport_of(ibv->node_type);
 	snprintf(ibv->name, sizeof(ibv->name), "%.*s",
@@ -108,6 +96,49 @@ static void kdev_put(struct kqp_ibv_device *kdev)
 		}
 	}
 	free(kdev);
+}
+
+/*
+ * The device with kernel index @index, referenced; NULL with errno ENODEV
+ * when the kernel does not list it (it went away), or another errno.
+ */
+struct kqp_ibv_device *kqp_device_get_by_index(uint32_t index)
+{
+	struct kqp_device_info *infos;
+	struct kqp_ibv_device *kdev = NULL;
+	uint32_t n, i;
+	int fd, ret;
+
+	fd = kqp_dev_open();
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	ret = kqp_query_devices(fd, &infos, &n);
+	close(fd);
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	pthread_mutex_lock(&devices_lock);
+	for (i = 0; i < n; i++) {
+		if (infos[i].index == index) {
+			kdev = kdev_get(&infos[i]);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&devices_lock);
+	free(infos);
+	if (!kdev)
+		errno = i == n ? ENODEV : ENOMEM;
+	return kdev;
+}
+
+void kqp_device_put(struct kqp_ibv_device *kdev)
+{
+	pthread_mutex_lock(&devices_lock);
+	kdev_put(kdev);
+	pthread_mutex_unlock(&devices_lock);
 }
 
 KQP_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)

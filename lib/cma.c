@@ -1,0 +1,1111 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * librdmacm's connection manager API over /dev/kqp.
+ *
+ * An event channel is an open file of /dev/kqp; an id is a handle in it
+ * whose uid is the struct kqp_id, so an event leads straight back to its
+ * id.  The behaviour callers see is librdmacm's: an id created without a
+ * channel is synchronous (each call waits for its own event), a
+ * connection request creates the new id before the event is returned,
+ * destroying an id waits until every event reported for it was acked, and
+ * errors are -1 with errno.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <infiniband/ib.h>
+
+#include "kqp_priv.h"
+
+struct kqp_cm_event {
+	struct rdma_cm_event event;
+	uint8_t private_data[KQP_MAX_PRIVATE_DATA];
+	struct kqp_id *kid;
+	struct kqp_mc *mc;
+};
+
+static socklen_t kqp_addrlen(const struct sockaddr *addr)
+{
+	if (!addr)
+		return 0;
+	switch (addr->sa_family) {
+	case AF_INET:
+		return sizeof(struct sockaddr_in);
+	case AF_INET6:
+		return sizeof(struct sockaddr_in6);
+	case AF_IB:
+		return sizeof(struct sockaddr_ib);
+	default:
+		return 0;
+	}
+}
+
+static void kqp_copy_addr(struct __kernel_sockaddr_storage *dst,
+			  const struct sockaddr *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	memcpy(dst, src, kqp_addrlen(src));
+}
+
+KQP_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	struct rdma_event_channel *channel;
+	int fd;
+
+	fd = kqp_dev_open();
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	channel = malloc(sizeof(*channel));
+	if (!channel) {
+		close(fd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	channel->fd = fd;
+	return channel;
+}
+
+KQP_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	if (!channel)
+		return;
+	close(channel->fd);
+	free(channel);
+}
+
+static void kqp_id_free(struct kqp_id *kid)
+{
+	struct kqp_mc *mc;
+
+	while ((mc = kid->mc_list)) {
+		kid->mc_list = mc->next;
+		pthread_cond_destroy(&mc->cond);
+		free(mc);
+	}
+	pthread_cond_destroy(&kid->cond);
+	pthread_mutex_destroy(&kid->mut);
+	free(kid->id.route.path_rec);
+	if (kid->sync)
+		rdma_destroy_event_channel(kid->id.channel);
+	free(kid->connect);
+	free(kid->qp_init_attr);
+	free(kid);
+}
+
+static struct kqp_id *kqp_id_alloc(struct rdma_event_channel *channel,
+				   void *context, enum rdma_port_space ps,
+				   enum ibv_qp_type qp_type)
+{
+	struct kqp_id *kid;
+
+	kid = calloc(1, sizeof(*kid));
+	if (!kid)
+		return NULL;
+	kid->id.context = context;
+	kid->id.ps = ps;
+	kid->id.qp_type = qp_type;
+	kid->handle = UINT32_MAX;
+	pthread_mutex_init(&kid->mut, NULL);
+	pthread_cond_init(&kid->cond, NULL);
+	if (!channel) {
+		channel = rdma_create_event_channel();
+		if (!channel) {
+			kqp_id_free(kid);
+			return NULL;
+		}
+		kid->sync = true;
+	}
+	kid->id.channel = channel;
+	return kid;
+}
+
+static int kqp_create_id2(struct rdma_event_channel *channel,
+			  struct rdma_cm_id **id, void *context,
+			  enum rdma_port_space ps, enum ibv_qp_type qp_type)
+{
+	struct kqp_create_id cmd = {
+		.size = sizeof(cmd),
+		.port_space = ps,
+		.qp_type = qp_type,
+	};
+	struct kqp_id *kid;
+	int ret;
+
+	if (!id)
+		return kqp_err(EINVAL);
+	if (channel) {
+		ret = kqp_is_kqp_fd(channel->fd);
+		if (ret)
+			return kqp_err(-ret);
+	}
+	kid = kqp_id_alloc(channel, context, ps, qp_type);
+	if (!kid)
+		return -1;
+	cmd.uid = (uintptr_t)kid;
+	ret = kqp_ioctl(kid->id.channel->fd, KQP_IOCTL_CREATE_ID, &cmd);
+	if (ret) {
+		kqp_id_free(kid);
+		return kqp_err(-ret);
+	}
+	kid->handle = cmd.out_id;
+	*id = &kid->id;
+	return 0;
+}
+
+KQP_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
+			      struct rdma_cm_id **id, void *context,
+			      enum rdma_port_space ps)
+{
+	enum ibv_qp_type qp_type;
+
+	qp_type = (ps == RDMA_PS_IPOIB || ps == RDMA_PS_UDP) ?
+		  IBV_QPT_UD : IBV_QPT_RC;
+	return kqp_create_id2(channel, id, context, ps, qp_type);
+}
+
+static int kqp_destroy_kern_id(int fd, uint32_t handle)
+{
+	struct kqp_destroy_id cmd = { .size = sizeof(cmd), .id = handle };
+	int ret;
+
+	ret = kqp_ioctl(fd, KQP_IOCTL_DESTROY_ID, &cmd);
+	return ret ? ret : (int)cmd.out_events_reported;
+}
+
+static void kqp_complete_event(struct kqp_id *kid)
+{
+	pthread_mutex_lock(&kid->mut);
+	kid->events_completed++;
+	pthread_cond_signal(&kid->cond);
+	pthread_mutex_unlock(&kid->mut);
+}
+
+static void kqp_complete_mc_event(struct kqp_mc *mc)
+{
+	pthread_mutex_lock(&mc->kid->mut);
+	mc->events_completed++;
+	pthread_cond_signal(&mc->cond);
+	mc->kid->events_completed++;
+	pthread_cond_signal(&mc->kid->cond);
+	pthread_mutex_unlock(&mc->kid->mut);
+}
+
+KQP_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	struct kqp_cm_event *evt;
+
+	if (!event)
+		return kqp_err(EINVAL);
+	evt = container_of(event, struct kqp_cm_event, event);
+	if (evt->mc)
+		kqp_complete_mc_event(evt->mc);
+	else
+		kqp_complete_event(evt->kid);
+	free(evt);
+	return 0;
+}
+
+KQP_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	struct kqp_id *kid;
+	int reported;
+
+	if (!id)
+		return kqp_err(EINVAL);
+	kid = to_kid(id);
+	reported = kqp_destroy_kern_id(id->channel->fd, kid->handle);
+	if (reported < 0)
+		return kqp_err(-reported);
+
+	if (id->event)
+		rdma_ack_cm_event(id->event);
+	/* Events already handed out still point at the id. */
+	pthread_mutex_lock(&kid->mut);
+	while (kid->events_completed < reported)
+		pthread_cond_wait(&kid->cond, &kid->mut);
+	pthread_mutex_unlock(&kid->mut);
+
+	kqp_id_free(kid);
+	return 0;
+}
+
+/*
+ * Refresh what librdmacm keeps in the id from the kernel: addresses, GIDs,
+ * P_Key, and the first time the id is bound, its device and port.  With
+ * @paths, the route's path records too.
+ */
+static int kqp_query(struct kqp_id *kid, bool paths)
+{
+	struct kqp_query_id q = { .size = sizeof(q), .id = kid->handle };
+	struct rdma_cm_id *id = &kid->id;
+	struct rdma_addr *addr = &id->route.addr;
+	struct ibv_sa_path_rec *recs;
+	int ret, i;
+
+	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_QUERY_ID, &q);
+	if (ret)
+		return kqp_err(-ret);
+
+	memcpy(&addr->src_storage, &q.out_src_addr, sizeof(addr->src_storage));
+	memcpy(&addr->dst_storage, &q.out_dst_addr, sizeof(addr->dst_storage));
+	if (q.out_device_index == KQP_NO_DEVICE)
+		return 0;
+
+	memcpy(addr->addr.ibaddr.sgid.raw, q.out_sgid, sizeof(q.out_sgid));
+	memcpy(addr->addr.ibaddr.dgid.raw, q.out_dgid, sizeof(q.out_dgid));
+	addr->addr.ibaddr.pkey = htobe16(q.out_pkey);
+	if (!kid->kctx) {
+		kid->kctx = kqp_context_for_device(q.out_device_index);
+		if (!kid->kctx)
+			return -1;
+		id->verbs = &kid->kctx->ibv;
+		id->port_num = q.out_port_num;
+	}
+
+	if (!paths || !q.out_num_paths)
+		return 0;
+	recs = calloc(q.out_num_paths, sizeof(*recs));
+	if (!recs)
+		return kqp_err(ENOMEM);
+	for (i = 0; i < q.out_num_paths; i++) {
+		struct kqp_path_rec *p = &q.out_paths[i];
+
+		memcpy(recs[i].dgid.raw, p->dgid, sizeof(p->dgid));
+		memcpy(recs[i].sgid.raw, p->sgid, sizeof(p->sgid));
+		recs[i].dlid = p->dlid;
+		recs[i].slid = p->slid;
+		recs[i].raw_traffic = p->raw_traffic;
+		recs[i].flow_label = p->flow_label;
+		recs[i].hop_limit = p->hop_limit;
+		recs[i].traffic_class = p->traffic_class;
+		recs[i].reversible = p->reversible;
+		recs[i].numb_path = p->numb_path;
+		recs[i].pkey = p->pkey;
+		recs[i].sl = p->sl;
+		recs[i].mtu_selector = p->mtu_selector;
+		recs[i].mtu = p->mtu;
+		recs[i].rate_selector = p->rate_selector;
+		recs[i].rate = p->rate;
+		recs[i].packet_life_time_selector = p->packet_life_time_selector;
+		recs[i].packet_life_time = p->packet_life_time;
+		recs[i].preference = p->preference;
+	}
+	free(id->route.path_rec);
+	id->route.path_rec = recs;
+	id->route.num_paths = q.out_num_paths;
+	return 0;
+}
+
+/*
+ * A synchronous id waits for the event its call started and turns a
+ * failed event into -1 and errno, as librdmacm's ucma_complete().
+ */
+static int kqp_complete(struct kqp_id *kid)
+{
+	struct rdma_cm_id *id = &kid->id;
+	int ret;
+
+	if (!kid->sync)
+		return 0;
+	if (id->event) {
+		rdma_ack_cm_event(id->event);
+		id->event = NULL;
+	}
+	ret = rdma_get_cm_event(id->channel, &id->event);
+	if (ret)
+		return ret;
+	if (id->event->status) {
+		if (id->event->event == RDMA_CM_EVENT_REJECTED)
+			return kqp_err(ECONNREFUSED);
+		if (id->event->status < 0)
+			return kqp_err(-id->event->status);
+		return kqp_err(id->event->status);
+	}
+	return 0;
+}
+
+KQP_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	struct kqp_bind_addr cmd = { .size = sizeof(cmd) };
+	struct kqp_id *kid = to_kid(id);
+	int ret;
+
+	if (!kqp_addrlen(addr))
+		return kqp_err(EINVAL);
+	cmd.id = kid->handle;
+	kqp_copy_addr(&cmd.addr, addr);
+	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_BIND_ADDR, &cmd);
+	if (ret)
+		return kqp_err(-ret);
+	return kqp_query(kid, false);
+}
+
+KQP_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
+				 struct sockaddr *dst_addr, int timeout_ms)
+{
+	struct kqp_resolve_addr cmd = { .size = sizeof(cmd) };
+	struct kqp_id *kid = to_kid(id);
+	socklen_t dst_len = kqp_addrlen(dst_addr);
+	int ret;
+
+	if (!dst_len || (src_addr && !kqp_addrlen(src_addr)))
+		return kqp_err(EINVAL);
+	cmd.id = kid->handle;
+	cmd.timeout_ms = timeout_ms;
+	if (src_addr)
+		kqp_copy_addr(&cmd.src_addr, src_addr);
+	kqp_copy_addr(&cmd.dst_addr, dst_addr);
+	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_RESOLVE_ADDR, &cmd);
+	if (ret)
+		return kqp_err(-ret);
+	memcpy(&id->route.addr.dst_storage, dst_addr, dst_len);
+	return kqp_complete(kid);
+}
+
+KQP_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+{
+	struct kqp_resolve_route cmd = {
+		.size = sizeof(cmd),
+		.id = to_kid(id)->handle,
+		.timeout_ms = timeout_ms,
+	};
+	int ret;
+
+	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_RESOLVE_ROUTE, &cmd);
+	if (ret)
+		return kqp_err(-ret);
+	return kqp_complete(to_kid(id));
+}
+
+KQP_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
+{
+	struct kqp_listen cmd = {
+		.size = sizeof(cmd),
+		.id = to_kid(id)->handle,
+		.backlog = backlog > 0 ? backlog : 0,
+	};
+	int ret;
+
+	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_LISTEN, &cmd);
+	if (ret)
+		return kqp_err(-ret);
+	return kqp_query(to_kid(id), false);
+}
+
+/* librdmacm's checks: a TCP id needs a QP or a QP number, depths in range. */
+static int kqp_valid_param(struct kqp_id *kid, struct rdma_conn_param *param)
+{
+	if (kid->id.ps != RDMA_PS_TCP)
+		return 0;
+	if (!kid->id.qp && !param)
+		return kqp_err(EINVAL);
+	if (!param)
+		return 0;
+	if (!kid->kctx)
+		return kqp_err(EINVAL);
+	if (param->responder_resources != RDMA_MAX_RESP_RES &&
+	    param->responder_resources > kid->kctx->kdev->max_qp_rd_atom)
+		return kqp_err(EINVAL);
+	if (param->initiator_depth != RDMA_MAX_INIT_DEPTH &&
+	    param->initiator_depth > kid->kctx->kdev->max_qp_init_rd_atom)
+		return kqp_err(EINVAL);
+	return 0;
+}
+
+/*
+ * The kernel's connection parameters; private data from rdma_create_ep's
+ * ai_connect comes first, then the caller's, as librdmacm sends them.
+ */
+static int kqp_conn_param(struct kqp_id *kid, struct kqp_conn_param *dst,
+			  struct rdma_conn_param *src, uint8_t *buf,
+			  uint32_t qp_num, uint8_t srq)
+{
+	size_t len = kid->connect_len;
+
+	memset(dst, 0, sizeof(*dst));
+	if (src && src->private_data && src->private_data_len)
+		len += src->private_data_len;
+	if (len > KQP_MAX_PRIVATE_DATA)
+		return kqp_err(EINVAL);
+	if (kid->connect_len)
+		memcpy(buf, kid->connect, kid->connect_len);
+	if (len > kid->connect_len)
+		memcpy(buf + kid->connect_len, src->private_data,
+		       len - kid->connect_len);
+	dst->private_data = (uintptr_t)buf;
+	dst->private_data_len = len;
+	dst->qp_num = qp_num;
+	dst->srq = srq;
+	dst->responder_resources = kid->responder_resources;
+	dst->initiator_depth = kid->initiator_depth;
+	if (src) {
+		dst->flow_control = src->flow_control;
+		dst->retry_count = src->retry_count;
+		dst->rnr_retry_count = src->rnr_retry_count;
+	} else {
+		dst->retry_count = 7;
+		dst->rnr_retry_count = 7;
+	}
+	return 0;
+}
+
+KQP_EXPORT int rdma_connect(struct rdma_cm_id *id,
+			    struct rdma_conn_param *conn_param)
+{
+	struct kqp_connect cmd = { .size = sizeof(cmd) };
+	uint8_t pdata[KQP_MAX_PRIVATE_DATA];
+	struct kqp_id *kid = to_kid(id);
+	uint32_t qp_num = conn_param ? conn_param->qp_num : 0;
+	uint8_t srq = conn_param ? conn_param->srq : 0;
+	int ret;
+
+	if (kqp_valid_param(kid, conn_param))
+		return -1;
+	if (!kid->kctx)
+		return kqp_err(EINVAL);
+	if (conn_param && conn_param->initiator_depth != RDMA_MAX_INIT_DEPTH)
+		kid->initiator_depth = conn_param->initiator_depth;
+	else
+		kid->initiator_depth = kid->kctx->kdev->max_qp_init_rd_atom;
+	if (conn_param && conn_param->responder_resources != RDMA_MAX_RESP_RES)
+		kid->responder_resources = conn_param->responder_resources;
+	else
+		kid->responder_resources = kid->kctx->kdev->max_qp_rd_atom;
+	if (id->qp) {
+		qp_num = id->qp->qp_num;
+		srq = !!id->qp->srq;
+	}
+
+	cmd.id = kid->handle;
+	if (kqp_conn_param(kid, &cmd.param, conn_param, pdata, qp_num, srq))
+		return -1;
+	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_CONNECT, &cmd);
+	if (ret)
+		return kqp_err(-ret);
+	free(kid->connect);
+	kid->connect = NULL;
+	kid->connect_len = 0;
+	return kqp_complete(kid);
+}
+
+KQP_EXPORT int rdma_accept(struct rdma_cm_id *id,
+			   struct rdma_conn_param *conn_param)
+{
+	struct kqp_accept cmd = { .size = sizeof(cmd) };
+	uint8_t pdata[KQP_MAX_PRIVATE_DATA];
+	struct kqp_id *kid = to_kid(id);
+	uint32_t qp_num;
+	uint8_t srq;
+	int ret;
+
+	if (!id->qp && !conn_param)
+		return kqp_err(EINVAL);
+	qp_num = id->qp ? id->qp->qp_num : conn_param->qp_num;
+	srq = id->qp ? !!id->qp->srq : conn_param->srq;
+	if (kqp_valid_param(kid, conn_param))
+		return -1;
+	if (!kid->kctx)
+		return kqp_err(EINVAL);
+	if (!conn_param || conn_param->initiator_depth == RDMA_MAX_INIT_DEPTH) {
+		if (kid->initiator_depth > kid->kctx->kdev->max_qp_init_rd_atom)
+			kid->initiator_depth = kid->kctx->kdev->max_qp_init_rd_atom;
+	} else {
+		kid->initiator_depth = conn_param->initiator_depth;
+	}
+	if (!conn_param || conn_param->responder_resources == RDMA_MAX_RESP_RES) {
+		if (kid->responder_resources > kid->kctx->kdev->max_qp_rd_atom)
+			kid->responder_resources = kid->kctx->kdev->max_qp_rd_atom;
+	} else {
+		kid->responder_resources = conn_param->responder_resources;
+	}
+
+	cmd.id = kid->handle;
+	cmd.uid = (uintptr_t)kid;
+	if (kqp_conn_param(kid, &cmd.param, conn_param, pdata, qp_num, srq))
+		return -1;
+	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_ACCEPT, &cmd);
+	if (ret)
+		return kqp_err(-ret);
+
+	if (id->qp_type == IBV_QPT_UD) {
+		if (kid->sync && id->event) {
+			rdma_ack_cm_event(id->event);
+			id->event = NULL;
+		}
+		return 0;
+	}
+	return kqp_complete(kid);
+}
+
+KQP_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
+			   uint8_t private_data_len)
+{
+	struct kqp_reject cmd = {
+		.size = sizeof(cmd),
+		.id = to_kid(id)->handle,
+	};
+
+	if (private_data && private_data_len) {
+		cmd.private_data = (uintptr_t)private_data;
+		cmd.private_data_len = private_data_len;
+	}
+	return kqp_ret(kqp_ioctl(id->channel->fd, KQP_IOCTL_REJECT, &cmd));
+}
+
+KQP_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
+{
+	struct kqp_notify cmd = {
+		.size = sizeof(cmd),
+		.id = to_kid(id)->handle,
+		.event = event,
+	};
+
+	return kqp_ret(kqp_ioctl(id->channel->fd, KQP_IOCTL_NOTIFY, &cmd));
+}
+
+KQP_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
+{
+	struct kqp_id_cmd cmd = {
+		.size = sizeof(cmd),
+		.id = to_kid(id)->handle,
+	};
+	int ret;
+
+	/* librdmacm refuses an id that is not bound to a device. */
+	if (!id->verbs)
+		return kqp_err(EINVAL);
+	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_DISCONNECT, &cmd);
+	if (ret)
+		return kqp_err(-ret);
+	return kqp_complete(to_kid(id));
+}
+
+KQP_EXPORT int rdma_establish(struct rdma_cm_id *id)
+{
+	struct kqp_id_cmd cmd = {
+		.size = sizeof(cmd),
+		.id = to_kid(id)->handle,
+	};
+
+	/* Only for an id whose QP the caller moves through its states. */
+	if (id->qp)
+		return kqp_err(EINVAL);
+	return kqp_ret(kqp_ioctl(id->channel->fd, KQP_IOCTL_ESTABLISH, &cmd));
+}
+
+KQP_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname,
+			       void *optval, size_t optlen)
+{
+	struct kqp_set_option cmd = {
+		.size = sizeof(cmd),
+		.id = to_kid(id)->handle,
+		.level = level,
+		.optname = optname,
+		.optlen = optlen > UINT32_MAX ? UINT32_MAX : optlen,
+		.optval = (uintptr_t)optval,
+	};
+
+	return kqp_ret(kqp_ioctl(id->channel->fd, KQP_IOCTL_SET_OPTION, &cmd));
+}
+
+static void kqp_ah_attr_from_kern(struct ibv_ah_attr *dst,
+				  const struct kqp_ah_attr *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	memcpy(dst->grh.dgid.raw, src->dgid, sizeof(src->dgid));
+	dst->grh.flow_label = src->flow_label;
+	dst->grh.sgid_index = src->sgid_index;
+	dst->grh.hop_limit = src->hop_limit;
+	dst->grh.traffic_class = src->traffic_class;
+	dst->dlid = src->dlid;
+	dst->sl = src->sl;
+	dst->src_path_bits = src->src_path_bits;
+	dst->static_rate = src->static_rate;
+	dst->is_global = src->is_global;
+	dst->port_num = src->port_num;
+}
+
+KQP_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
+				 struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
+{
+	struct kqp_init_qp_attr cmd = {
+		.size = sizeof(cmd),
+		.id = to_kid(id)->handle,
+		.qp_state = qp_attr->qp_state,
+	};
+	struct kqp_qp_attr *a = &cmd.out_attr;
+	int ret;
+
+	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_INIT_QP_ATTR, &cmd);
+	if (ret)
+		return kqp_err(-ret);
+	qp_attr->cur_qp_state = a->cur_qp_state;
+	qp_attr->path_mtu = a->path_mtu;
+	qp_attr->path_mig_state = a->path_mig_state;
+	qp_attr->qkey = a->qkey;
+	qp_attr->rq_psn = a->rq_psn;
+	qp_attr->sq_psn = a->sq_psn;
+	qp_attr->dest_qp_num = a->dest_qp_num;
+	qp_attr->qp_access_flags = a->qp_access_flags;
+	kqp_ah_attr_from_kern(&qp_attr->ah_attr, &a->ah_attr);
+	kqp_ah_attr_from_kern(&qp_attr->alt_ah_attr, &a->alt_ah_attr);
+	qp_attr->pkey_index = a->pkey_index;
+	qp_attr->alt_pkey_index = a->alt_pkey_index;
+	qp_attr->en_sqd_async_notify = a->en_sqd_async_notify;
+	qp_attr->sq_draining = a->sq_draining;
+	qp_attr->max_rd_atomic = a->max_rd_atomic;
+	qp_attr->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	qp_attr->min_rnr_timer = a->min_rnr_timer;
+	qp_attr->port_num = a->port_num;
+	qp_attr->timeout = a->timeout;
+	qp_attr->retry_cnt = a->retry_cnt;
+	qp_attr->rnr_retry = a->rnr_retry;
+	qp_attr->alt_port_num = a->alt_port_num;
+	qp_attr->alt_timeout = a->alt_timeout;
+	*qp_attr_mask = cmd.out_attr_mask;
+	return 0;
+}
+
+KQP_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
+			       struct rdma_event_channel *channel)
+{
+	struct kqp_migrate_id cmd = { .size = sizeof(cmd) };
+	struct kqp_id *kid = to_kid(id);
+	bool sync = !channel;
+	int ret;
+
+	if (kid->sync && !channel)
+		return kqp_err(EINVAL);
+	if (channel) {
+		ret = kqp_is_kqp_fd(channel->fd);
+		if (ret)
+			return kqp_err(-ret);
+	} else {
+		channel = rdma_create_event_channel();
+		if (!channel)
+			return -1;
+	}
+
+	cmd.id = kid->handle;
+	cmd.fd = channel->fd;
+	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_MIGRATE_ID, &cmd);
+	if (ret) {
+		if (sync)
+			rdma_destroy_event_channel(channel);
+		return kqp_err(-ret);
+	}
+
+	if (kid->sync) {
+		if (id->event) {
+			rdma_ack_cm_event(id->event);
+			id->event = NULL;
+		}
+		rdma_destroy_event_channel(id->channel);
+	}
+	pthread_mutex_lock(&kid->mut);
+	kid->handle = cmd.out_id;
+	kid->sync = sync;
+	id->channel = channel;
+	while (kid->events_completed < (int)cmd.out_events_reported)
+		pthread_cond_wait(&kid->cond, &kid->mut);
+	pthread_mutex_unlock(&kid->mut);
+	return 0;
+}
+
+static void kqp_copy_conn_event(struct kqp_cm_event *evt,
+				const struct kqp_get_event *ge)
+{
+	struct rdma_conn_param *dst = &evt->event.param.conn;
+
+	dst->private_data_len = ge->out_private_data_len;
+	if (ge->out_private_data_len) {
+		memcpy(evt->private_data, ge->out_private_data,
+		       ge->out_private_data_len);
+		dst->private_data = evt->private_data;
+	}
+	dst->responder_resources = ge->out_responder_resources;
+	dst->initiator_depth = ge->out_initiator_depth;
+	dst->flow_control = ge->out_flow_control;
+	dst->retry_count = ge->out_retry_count;
+	dst->rnr_retry_count = ge->out_rnr_retry_count;
+	dst->srq = ge->out_srq;
+	dst->qp_num = ge->out_qp_num;
+}
+
+static void kqp_copy_ud_event(struct kqp_cm_event *evt,
+			      const struct kqp_get_event *ge)
+{
+	struct rdma_ud_param *dst = &evt->event.param.ud;
+
+	dst->private_data_len = ge->out_private_data_len;
+	if (ge->out_private_data_len) {
+		memcpy(evt->private_data, ge->out_private_data,
+		       ge->out_private_data_len);
+		dst->private_data = evt->private_data;
+	}
+	kqp_ah_attr_from_kern(&dst->ah_attr, &ge->out_ah_attr);
+	dst->qp_num = ge->out_qp_num;
+	dst->qkey = ge->out_qkey;
+}
+
+static void kqp_copy_event_param(struct kqp_cm_event *evt,
+				 const struct kqp_get_event *ge)
+{
+	if (evt->kid->id.qp_type == IBV_QPT_UD)
+		kqp_copy_ud_event(evt, ge);
+	else
+		kqp_copy_conn_event(evt, ge);
+}
+
+/*
+ * The new id of a connection request, created on the listener's channel
+ * (or, for a synchronous listener, on a channel of its own) before the
+ * event is returned.  On failure the request is dropped: its kernel id is
+ * destroyed, which the peer sees as a rejection or a timeout.
+ */
+static int kqp_process_conn_req(struct kqp_cm_event *evt,
+				const struct kqp_get_event *ge)
+{
+	struct kqp_id *listen = evt->kid, *kid;
+
+	kid = kqp_id_alloc(listen->id.channel, listen->id.context,
+			   listen->id.ps, listen->id.qp_type);
+	if (!kid) {
+		kqp_destroy_kern_id(listen->id.channel->fd, ge->out_id);
+		goto err;
+	}
+	kid->handle = ge->out_id;
+	kid->initiator_depth = ge->out_initiator_depth;
+	kid->responder_resources = ge->out_responder_resources;
+	evt->event.listen_id = &listen->id;
+	evt->event.id = &kid->id;
+
+	if (listen->sync && rdma_migrate_id(&kid->id, NULL))
+		goto err_destroy;
+	if (kqp_query(kid, true))
+		goto err_destroy;
+	return 0;
+
+err_destroy:
+	rdma_destroy_id(&kid->id);
+err:
+	kqp_complete_event(listen);
+	return -1;
+}
+
+static void kqp_process_join(struct kqp_cm_event *evt)
+{
+	evt->mc->mgid = evt->event.param.ud.ah_attr.grh.dgid;
+	evt->mc->mlid = evt->event.param.ud.ah_attr.dlid;
+}
+
+KQP_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
+				 struct rdma_cm_event **event)
+{
+	struct kqp_get_event ge;
+	struct kqp_cm_event *evt;
+	struct kqp_id *kid;
+	int ret;
+
+	if (!channel || !event)
+		return kqp_err(EINVAL);
+	ret = kqp_is_kqp_fd(channel->fd);
+	if (ret)
+		return kqp_err(-ret);
+	evt = malloc(sizeof(*evt));
+	if (!evt)
+		return kqp_err(ENOMEM);
+
+retry:
+	memset(evt, 0, sizeof(*evt));
+	memset(&ge, 0, sizeof(ge));
+	ge.size = sizeof(ge);
+	ret = kqp_ioctl(channel->fd, KQP_IOCTL_GET_EVENT, &ge);
+	if (ret) {
+		free(evt);
+		return kqp_err(-ret);
+	}
+
+	evt->event.event = ge.out_event;
+	evt->event.status = ge.out_status;
+
+	switch (ge.out_event) {
+	case RDMA_CM_EVENT_MULTICAST_JOIN:
+	case RDMA_CM_EVENT_MULTICAST_ERROR:
+		evt->mc = (struct kqp_mc *)(uintptr_t)ge.out_uid;
+		evt->kid = evt->mc->kid;
+		evt->event.id = &evt->kid->id;
+		kqp_copy_ud_event(evt, &ge);
+		evt->event.param.ud.private_data = evt->mc->context;
+		evt->event.param.ud.private_data_len = 0;
+		if (ge.out_event == RDMA_CM_EVENT_MULTICAST_JOIN)
+			kqp_process_join(evt);
+		break;
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		evt->kid = (struct kqp_id *)(uintptr_t)ge.out_uid;
+		kqp_copy_event_param(evt, &ge);
+		if (kqp_process_conn_req(evt, &ge))
+			goto retry;
+		break;
+	default:
+		kid = (struct kqp_id *)(uintptr_t)ge.out_uid;
+		evt->kid = kid;
+		evt->event.id = &kid->id;
+		break;
+	}
+
+	kid = evt->kid;
+	switch (ge.out_event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (kqp_query(kid, false))
+			evt->event.status = -errno;
+		else if (!kid->id.verbs)
+			evt->event.status = -ENODEV;
+		if (evt->event.status)
+			evt->event.event = RDMA_CM_EVENT_ADDR_ERROR;
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		if (kqp_query(kid, true)) {
+			evt->event.status = -errno;
+			evt->event.event = RDMA_CM_EVENT_ROUTE_ERROR;
+		}
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_DISCONNECTED:
+		/* librdmacm hides what follows a failed connect. */
+		if (kid->connect_error) {
+			kqp_complete_event(kid);
+			goto retry;
+		}
+		kqp_copy_conn_event(evt, &ge);
+		break;
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+	case RDMA_CM_EVENT_MULTICAST_JOIN:
+	case RDMA_CM_EVENT_MULTICAST_ERROR:
+		break;
+	default:
+		kqp_copy_event_param(evt, &ge);
+		break;
+	}
+
+	*event = &evt->event;
+	return 0;
+}
+
+KQP_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
+{
+	static const char *const names[] = {
+		[RDMA_CM_EVENT_ADDR_RESOLVED] = "RDMA_CM_EVENT_ADDR_RESOLVED",
+		[RDMA_CM_EVENT_ADDR_ERROR] = "RDMA_CM_EVENT_ADDR_ERROR",
+		[RDMA_CM_EVENT_ROUTE_RESOLVED] = "RDMA_CM_EVENT_ROUTE_RESOLVED",
+		[RDMA_CM_EVENT_ROUTE_ERROR] = "RDMA_CM_EVENT_ROUTE_ERROR",
+		[RDMA_CM_EVENT_CONNECT_REQUEST] = "RDMA_CM_EVENT_CONNECT_REQUEST",
+		[RDMA_CM_EVENT_CONNECT_RESPONSE] = "RDMA_CM_EVENT_CONNECT_RESPONSE",
+		[RDMA_CM_EVENT_CONNECT_ERROR] = "RDMA_CM_EVENT_CONNECT_ERROR",
+		[RDMA_CM_EVENT_UNREACHABLE] = "RDMA_CM_EVENT_UNREACHABLE",
+		[RDMA_CM_EVENT_REJECTED] = "RDMA_CM_EVENT_REJECTED",
+		[RDMA_CM_EVENT_ESTABLISHED] = "RDMA_CM_EVENT_ESTABLISHED",
+		[RDMA_CM_EVENT_DISCONNECTED] = "RDMA_CM_EVENT_DISCONNECTED",
+		[RDMA_CM_EVENT_DEVICE_REMOVAL] = "RDMA_CM_EVENT_DEVICE_REMOVAL",
+		[RDMA_CM_EVENT_MULTICAST_JOIN] = "RDMA_CM_EVENT_MULTICAST_JOIN",
+		[RDMA_CM_EVENT_MULTICAST_ERROR] = "RDMA_CM_EVENT_MULTICAST_ERROR",
+		[RDMA_CM_EVENT_ADDR_CHANGE] = "RDMA_CM_EVENT_ADDR_CHANGE",
+		[RDMA_CM_EVENT_TIMEWAIT_EXIT] = "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+	};
+
+	if ((unsigned int)event < sizeof(names) / sizeof(names[0]) &&
+	    names[event])
+		return names[event];
+	return "UNKNOWN EVENT";
+}
+
+static int kqp_join_multicast2(struct rdma_cm_id *id, struct sockaddr *addr,
+			       socklen_t addrlen, uint16_t join_flags,
+			       void *context)
+{
+	struct kqp_join_mcast cmd = { .size = sizeof(cmd) };
+	struct kqp_id *kid = to_kid(id);
+	struct kqp_mc *mc, **pos;
+	int ret;
+
+	mc = calloc(1, sizeof(*mc));
+	if (!mc)
+		return kqp_err(ENOMEM);
+	mc->context = context;
+	mc->kid = kid;
+	mc->join_flags = join_flags;
+	memcpy(&mc->addr, addr, addrlen);
+	pthread_cond_init(&mc->cond, NULL);
+
+	pthread_mutex_lock(&kid->mut);
+	mc->next = kid->mc_list;
+	kid->mc_list = mc;
+	pthread_mutex_unlock(&kid->mut);
+
+	cmd.id = kid->handle;
+	cmd.join_flags = join_flags;
+	cmd.uid = (uintptr_t)mc;
+	kqp_copy_addr(&cmd.addr, addr);
+	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_JOIN_MCAST, &cmd);
+	if (ret) {
+		pthread_mutex_lock(&kid->mut);
+		for (pos = &kid->mc_list; *pos != mc; pos = &(*pos)->next)
+			;
+		*pos = mc->next;
+		pthread_mutex_unlock(&kid->mut);
+		pthread_cond_destroy(&mc->cond);
+		free(mc);
+		return kqp_err(-ret);
+	}
+	mc->handle = cmd.out_mc_id;
+	return kqp_complete(kid);
+}
+
+KQP_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id,
+				      struct rdma_cm_join_mc_attr_ex *attr,
+				      void *context)
+{
+	socklen_t addrlen;
+
+	if (attr->comp_mask >= RDMA_CM_JOIN_MC_ATTR_RESERVED)
+		return kqp_err(ENOTSUP);
+	if (!(attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_ADDRESS))
+		return kqp_err(EINVAL);
+	if (!(attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS) ||
+	    attr->join_flags >= RDMA_MC_JOIN_FLAG_RESERVED)
+		return kqp_err(EINVAL);
+	addrlen = kqp_addrlen(attr->addr);
+	if (!addrlen)
+		return kqp_err(EINVAL);
+	return kqp_join_multicast2(id, attr->addr, addrlen, attr->join_flags,
+				   context);
+}
+
+KQP_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr,
+				   void *context)
+{
+	socklen_t addrlen = kqp_addrlen(addr);
+
+	if (!addrlen)
+		return kqp_err(EINVAL);
+	return kqp_join_multicast2(id, addr, addrlen,
+				   RDMA_MC_JOIN_FLAG_FULLMEMBER, context);
+}
+
+KQP_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	struct kqp_leave_mcast cmd = { .size = sizeof(cmd) };
+	struct kqp_id *kid = to_kid(id);
+	struct kqp_mc *mc, **pos;
+	socklen_t addrlen = kqp_addrlen(addr);
+	int ret;
+
+	if (!addrlen)
+		return kqp_err(EINVAL);
+	pthread_mutex_lock(&kid->mut);
+	for (pos = &kid->mc_list; *pos; pos = &(*pos)->next)
+		if (!memcmp(&(*pos)->addr, addr, addrlen))
+			break;
+	mc = *pos;
+	if (mc)
+		*pos = mc->next;
+	pthread_mutex_unlock(&kid->mut);
+	if (!mc)
+		return kqp_err(EADDRNOTAVAIL);
+
+	cmd.id = kid->handle;
+	cmd.mc_id = mc->handle;
+	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_LEAVE_MCAST, &cmd);
+	if (!ret) {
+		pthread_mutex_lock(&kid->mut);
+		while (mc->events_completed < (int)cmd.out_events_reported)
+			pthread_cond_wait(&mc->cond, &kid->mut);
+		pthread_mutex_unlock(&kid->mut);
+	}
+	pthread_cond_destroy(&mc->cond);
+	free(mc);
+	return kqp_ret(ret);
+}
+
+KQP_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
+{
+	struct kqp_id *kid = to_kid(listen);
+	struct rdma_cm_event *event;
+	int ret;
+
+	if (!kid->sync)
+		return kqp_err(EINVAL);
+	if (listen->event) {
+		rdma_ack_cm_event(listen->event);
+		listen->event = NULL;
+	}
+	ret = rdma_get_cm_event(listen->channel, &event);
+	if (ret)
+		return ret;
+
+	if (event->event == RDMA_CM_EVENT_REJECTED) {
+		ret = kqp_err(ECONNREFUSED);
+		goto err;
+	}
+	if (event->status) {
+		ret = kqp_err(-event->status);
+		goto err;
+	}
+	if (event->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+		ret = kqp_err(EINVAL);
+		goto err;
+	}
+	*id = event->id;
+	(*id)->event = event;
+	return 0;
+
+err:
+	listen->event = event;
+	return ret;
+}
+
+static __be16 kqp_get_port(const struct sockaddr *addr)
+{
+	switch (addr->sa_family) {
+	case AF_INET:
+		return ((const struct sockaddr_in *)addr)->sin_port;
+	case AF_INET6:
+		return ((const struct sockaddr_in6 *)addr)->sin6_port;
+	case AF_IB:
+		return htobe16((uint16_t)be64toh(
+			((const struct sockaddr_ib *)addr)->sib_sid));
+	default:
+		return 0;
+	}
+}
+
+KQP_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)
+{
+	return kqp_get_port(&id->route.addr.src_addr);
+}
+
+KQP_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
+{
+	return kqp_get_port(&id->route.addr.dst_addr);
+}
+
+/* rdma_create_ep() and its kin, in addrinfo.c, need these. */
+int kqp_create_id_qpt(struct rdma_event_channel *channel,
+		      struct rdma_cm_id **id, void *context,
+		      enum rdma_port_space ps, enum ibv_qp_type qp_type)
+{
+	return kqp_create_id2(channel, id, context, ps, qp_type);
+}
+
+int kqp_complete_id(struct rdma_cm_id *id)
+{
+	return kqp_complete(to_kid(id));
+}
