@@ -35,6 +35,10 @@ trap poweroff_now EXIT
 export KQP_TEST_NETDEV=kqp0
 export KQP_TEST_RDMA_DEV=rxe0
 export KQP_TEST_ADDR=192.0.2.1
+# A second netdev with no RDMA device under it, for addresses no RDMA
+# device can reach.
+export KQP_TEST_NORDMA_NETDEV=kqp1
+export KQP_TEST_NORDMA_PEER=203.0.113.5
 TEST_TIMEOUT=${kqp_test_timeout:-600}
 
 # The bench's own checks, as one more TAP stream.
@@ -63,7 +67,10 @@ setup_rdma() {
 	ip addr add "$KQP_TEST_ADDR/24" dev "$KQP_TEST_NETDEV" &&
 	ip link set "$KQP_TEST_NETDEV" up &&
 	rdma link add "$KQP_TEST_RDMA_DEV" type rxe netdev "$KQP_TEST_NETDEV" &&
-	rdma link show "$KQP_TEST_RDMA_DEV/1"
+	rdma link show "$KQP_TEST_RDMA_DEV/1" &&
+	ip link add "$KQP_TEST_NORDMA_NETDEV" type dummy &&
+	ip addr add 203.0.113.1/24 dev "$KQP_TEST_NORDMA_NETDEV" &&
+	ip link set "$KQP_TEST_NORDMA_NETDEV" up
 }
 
 dev_is_0666() {

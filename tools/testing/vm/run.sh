@@ -118,7 +118,8 @@ start=$(date +%s)
 if ! boot; then
 	echo "$name: boot deadline (${BOOT_DEADLINE}s) missed; console:"
 	tail -n 40 "$out/console.log" 2>/dev/null
-	echo "$name: retrying the boot once"
+	mv "$out/console.log" "$out/console-boot1.log" 2>/dev/null
+	echo "$name: retrying the boot once (first console kept in console-boot1.log)"
 	if ! boot; then
 		echo "$name: boot deadline missed again; console:"
 		tail -n 60 "$out/console.log" 2>/dev/null
