@@ -21,12 +21,20 @@
 
 #include "kqp.h"
 
+/*
+ * Give the rdma_cm id back: wait for the commands using it, destroy the
+ * hardware of its QP (rdma_cm holds the QP until then), destroy the id.
+ * The QP object itself stays until it is destroyed.
+ */
 static void kqp_cm_id_close(struct kqp_cm_id *ctx)
 {
-	/* Wait for the commands using the id, then let rdma_cm have it. */
 	kqp_object_drain(&ctx->obj);
+	mutex_lock(&ctx->mutex);
+	if (ctx->qp)
+		kqp_vobj_destroy_hw(&ctx->qp->vobj);
 	rdma_destroy_id(ctx->cm_id);
 	ctx->cm_id = NULL;
+	mutex_unlock(&ctx->mutex);
 }
 
 static void kqp_cm_id_close_work(struct work_struct *work)
@@ -42,6 +50,7 @@ static struct kqp_cm_id *kqp_cm_id_alloc(struct kqp_file *kfile)
 	if (!ctx)
 		return NULL;
 	ctx->kfile = kfile;
+	kref_init(&ctx->mem_ref);
 	mutex_init(&ctx->mutex);
 	INIT_WORK(&ctx->close_work, kqp_cm_id_close_work);
 	xa_init_flags(&ctx->mc_ids, XA_FLAGS_ALLOC1);
@@ -49,20 +58,41 @@ static struct kqp_cm_id *kqp_cm_id_alloc(struct kqp_file *kfile)
 	return ctx;
 }
 
-static void kqp_cm_id_free(struct kqp_cm_id *ctx)
+static void kqp_cm_id_free(struct kref *ref)
 {
+	struct kqp_cm_id *ctx = container_of(ref, struct kqp_cm_id, mem_ref);
+
 	xa_destroy(&ctx->mc_ids);
 	mutex_destroy(&ctx->mutex);
 	kfree(ctx);
 }
 
+void kqp_cm_id_mem_put(struct kqp_cm_id *ctx)
+{
+	kref_put(&ctx->mem_ref, kqp_cm_id_free);
+}
+
+/*
+ * The id @id of @kfile: ids share their file's table with other files, but
+ * only the file that owns an id can name it.
+ */
 struct kqp_cm_id *kqp_cm_id_get(struct kqp_file *kfile, u32 id)
 {
-	struct kqp_object *obj = kqp_object_get(kfile, id, KQP_OBJ_CM_ID);
+	struct kqp_ucontext *uctx = READ_ONCE(kfile->uctx);
+	struct kqp_object *obj;
+	struct kqp_cm_id *ctx;
 
+	if (!uctx)
+		return ERR_PTR(-ENOENT);
+	obj = kqp_object_get(uctx, id, KQP_OBJ_CM_ID);
 	if (IS_ERR(obj))
 		return ERR_CAST(obj);
-	return container_of(obj, struct kqp_cm_id, obj);
+	ctx = container_of(obj, struct kqp_cm_id, obj);
+	if (READ_ONCE(ctx->kfile) != kfile) {
+		kqp_object_put(obj);
+		return ERR_PTR(-ENOENT);
+	}
+	return ctx;
 }
 
 void kqp_cm_id_put(struct kqp_cm_id *ctx)
@@ -87,14 +117,17 @@ static void kqp_cm_id_unlock(struct kqp_cm_id *ctx)
 }
 
 /*
- * Destroy an id the caller claimed, with the ids of its unreported
- * connection requests; returns how many events were reported for it.
+ * Destroy an id the caller claimed, with its QP and the ids of its
+ * unreported connection requests; returns how many events were reported
+ * for it.
  */
-static int kqp_cm_id_destroy_reported(struct kqp_file *kfile,
+static int kqp_cm_id_destroy_reported(struct kqp_ucontext *uctx,
 				      struct kqp_cm_id *ctx)
 {
 	struct kqp_cm_id *child, *tmp;
+	struct kqp_qp *qp;
 	LIST_HEAD(children);
+	bool claimed;
 	int reported;
 
 	/*
@@ -106,21 +139,29 @@ static int kqp_cm_id_destroy_reported(struct kqp_file *kfile,
 	if (refcount_read(&ctx->obj.users))
 		kqp_cm_id_close(ctx);
 
+	/* The QP goes with its id; someone destroying it already finishes. */
+	mutex_lock(&ctx->mutex);
+	qp = ctx->qp;
+	claimed = qp && kqp_object_claim(uctx, &qp->vobj.obj);
+	mutex_unlock(&ctx->mutex);
+	if (claimed)
+		kqp_qp_destroy(uctx, &qp->vobj.obj);
+
 	/* rdma_cm delivers nothing more for this id now. */
 	reported = kqp_events_purge(ctx, &children);
 	list_for_each_entry_safe(child, tmp, &children, purge_list) {
 		list_del(&child->purge_list);
-		kqp_cm_id_destroy_reported(kfile, child);
+		kqp_cm_id_destroy_reported(uctx, child);
 	}
 	kqp_mcast_free_all(ctx);
-	kqp_object_release_id(kfile, &ctx->obj);
-	kqp_cm_id_free(ctx);
+	kqp_object_release_id(uctx, &ctx->obj);
+	kqp_cm_id_mem_put(ctx);
 	return reported;
 }
 
-void kqp_cm_id_destroy(struct kqp_file *kfile, struct kqp_object *obj)
+void kqp_cm_id_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj)
 {
-	kqp_cm_id_destroy_reported(kfile,
+	kqp_cm_id_destroy_reported(uctx,
 				   container_of(obj, struct kqp_cm_id, obj));
 }
 
@@ -222,6 +263,7 @@ static int kqp_cm_conn_request(struct kqp_cm_id *listen,
 			       struct rdma_cm_event *event)
 {
 	struct kqp_file *kfile = listen->kfile;
+	struct kqp_ucontext *uctx = kfile->uctx;
 	struct kqp_cm_id *ctx;
 	struct kqp_event *ev;
 
@@ -231,7 +273,7 @@ static int kqp_cm_conn_request(struct kqp_cm_id *listen,
 	ctx = kqp_cm_id_alloc(kfile);
 	if (!ctx)
 		goto err_backlog;
-	if (kqp_object_reserve(kfile, &ctx->obj, KQP_OBJ_CM_ID))
+	if (kqp_object_reserve(uctx, &ctx->obj, KQP_OBJ_CM_ID))
 		goto err_free;
 	ev = kqp_event_alloc(listen, cm_id, event);
 	if (!ev)
@@ -241,16 +283,16 @@ static int kqp_cm_conn_request(struct kqp_cm_id *listen,
 	cm_id->context = ctx;
 
 	mutex_lock(&kfile->lock);
-	kqp_object_publish(kfile, &ctx->obj);
+	kqp_object_publish(uctx, &ctx->obj);
 	list_add_tail(&ev->list, &kfile->events);
 	mutex_unlock(&kfile->lock);
 	wake_up_interruptible(&kfile->poll_wait);
 	return 0;
 
 err_release:
-	kqp_object_release_id(kfile, &ctx->obj);
+	kqp_object_release_id(uctx, &ctx->obj);
 err_free:
-	kqp_cm_id_free(ctx);
+	kqp_cm_id_mem_put(ctx);
 err_backlog:
 	atomic_inc(&listen->backlog);
 	return -ENOMEM;
@@ -278,10 +320,12 @@ static int kqp_cm_event_handler(struct rdma_cm_id *cm_id,
 	}
 
 	if (event->event == RDMA_CM_EVENT_DEVICE_REMOVAL) {
-		xa_lock(&kfile->objects);
-		if (xa_load(&kfile->objects, ctx->obj.id) == ctx)
+		struct xarray *objects = &kfile->uctx->objects;
+
+		xa_lock(objects);
+		if (xa_load(objects, ctx->obj.id) == ctx)
 			queue_work(system_unbound_wq, &ctx->close_work);
-		xa_unlock(&kfile->objects);
+		xa_unlock(objects);
 	}
 	return 0;
 }
@@ -313,6 +357,7 @@ int kqp_create_id(struct kqp_ucmd *ucmd)
 {
 	struct kqp_create_id *cmd = ucmd->cmd;
 	struct kqp_file *kfile = ucmd->kfile;
+	struct kqp_ucontext *uctx = kqp_file_uctx(kfile);
 	struct rdma_cm_id *cm_id;
 	struct kqp_cm_id *ctx;
 	enum ib_qp_type qpt;
@@ -323,13 +368,15 @@ int kqp_create_id(struct kqp_ucmd *ucmd)
 	ret = kqp_port_space(cmd->port_space, cmd->qp_type, &qpt);
 	if (ret)
 		return ret;
+	if (!uctx)
+		return -ENOMEM;
 
 	ctx = kqp_cm_id_alloc(kfile);
 	if (!ctx)
 		return -ENOMEM;
 	ctx->uid = cmd->uid;
 	ctx->ready = true;
-	ret = kqp_object_reserve(kfile, &ctx->obj, KQP_OBJ_CM_ID);
+	ret = kqp_object_reserve(uctx, &ctx->obj, KQP_OBJ_CM_ID);
 	if (ret)
 		goto err_free;
 
@@ -346,28 +393,40 @@ int kqp_create_id(struct kqp_ucmd *ucmd)
 	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
 	if (ret)
 		goto err_destroy;
-	kqp_object_publish(kfile, &ctx->obj);
+	kqp_object_publish(uctx, &ctx->obj);
 	return 0;
 
 err_destroy:
 	rdma_destroy_id(cm_id);
 err_release:
-	kqp_object_release_id(kfile, &ctx->obj);
+	kqp_object_release_id(uctx, &ctx->obj);
 err_free:
-	kqp_cm_id_free(ctx);
+	kqp_cm_id_mem_put(ctx);
 	return ret;
 }
 
 int kqp_destroy_id(struct kqp_ucmd *ucmd)
 {
 	struct kqp_destroy_id *cmd = ucmd->cmd;
+	struct kqp_ucontext *uctx = READ_ONCE(ucmd->kfile->uctx);
+	struct kqp_cm_id *ctx;
 	struct kqp_object *obj;
 
-	obj = kqp_object_claim_id(ucmd->kfile, cmd->id, KQP_OBJ_CM_ID);
-	if (IS_ERR(obj))
-		return PTR_ERR(obj);
-	cmd->out_events_reported = kqp_cm_id_destroy_reported(ucmd->kfile,
-			container_of(obj, struct kqp_cm_id, obj));
+	if (!uctx)
+		return -ENOENT;
+	/* Claimed under the table's lock, and only by the owning file. */
+	xa_lock(&uctx->objects);
+	obj = xa_load(&uctx->objects, cmd->id);
+	if (!obj || obj->type != KQP_OBJ_CM_ID ||
+	    container_of(obj, struct kqp_cm_id, obj)->kfile != ucmd->kfile ||
+	    __xa_cmpxchg(&uctx->objects, cmd->id, obj, XA_ZERO_ENTRY,
+			 GFP_KERNEL) != obj)
+		obj = NULL;
+	xa_unlock(&uctx->objects);
+	if (!obj)
+		return -ENOENT;
+	ctx = container_of(obj, struct kqp_cm_id, obj);
+	cmd->out_events_reported = kqp_cm_id_destroy_reported(uctx, ctx);
 	return kqp_ucmd_respond(ucmd, sizeof(*cmd));
 }
 
@@ -801,16 +860,20 @@ static void kqp_unlock_files(struct kqp_file *a, struct kqp_file *b)
 
 /*
  * Move an id, with its unreported events and its memberships, to another
- * file, where it gets a new handle.  An id with unreported connection
- * requests cannot move: their new ids belong to this file.
+ * file.  Between files that share a table the handle stays, and the new
+ * ids of its unreported connection requests move with it.  Into another
+ * table the id gets a new handle; it cannot take a QP or unreported
+ * connection requests there (EBUSY), as those belong to the old table.
  */
 int kqp_migrate_id(struct kqp_ucmd *ucmd)
 {
 	struct kqp_migrate_id *cmd = ucmd->cmd;
 	struct kqp_file *cur = ucmd->kfile, *dst;
+	struct kqp_ucontext *uctx, *ductx;
 	struct kqp_event *ev, *tmp;
 	struct kqp_cm_id *ctx;
 	struct file *filp;
+	bool same;
 	int ret;
 
 	filp = fget(cmd->fd);
@@ -821,48 +884,68 @@ int kqp_migrate_id(struct kqp_ucmd *ucmd)
 		goto out_fput;
 	}
 	dst = filp->private_data;
+	ductx = kqp_file_uctx(dst);
+	if (!ductx) {
+		ret = -ENOMEM;
+		goto out_fput;
+	}
 
 	ctx = kqp_cm_id_lock(cur, cmd->id);
 	if (IS_ERR(ctx)) {
 		ret = PTR_ERR(ctx);
 		goto out_fput;
 	}
+	uctx = cur->uctx;
+	same = uctx == ductx;
+	cmd->out_id = ctx->obj.id;
 	if (dst == cur) {
 		mutex_lock(&cur->lock);
-		cmd->out_id = ctx->obj.id;
 		cmd->out_events_reported = ctx->events_reported;
 		mutex_unlock(&cur->lock);
 		ret = 0;
 		goto out_unlock;
 	}
-
-	/* Reserve the new handle first; moving must not fail half way. */
-	ret = xa_alloc(&dst->objects, &cmd->out_id, NULL, xa_limit_32b,
-		       GFP_KERNEL);
-	if (ret)
-		goto out_unlock;
+	if (!same) {
+		if (ctx->qp) {
+			ret = -EBUSY;
+			goto out_unlock;
+		}
+		/* Reserve the new handle first: moving must not fail half way. */
+		ret = xa_alloc_cyclic(&ductx->objects, &cmd->out_id, NULL,
+				      xa_limit_32b, &ductx->next_id, GFP_KERNEL);
+		if (ret < 0)
+			goto out_unlock;
+	}
 
 	/* No event is delivered while the id changes files. */
 	rdma_lock_handler(ctx->cm_id);
 	kqp_lock_files(cur, dst);
 	list_for_each_entry(ev, &cur->events, list) {
-		if (ev->ctx == ctx && ev->child) {
+		if (!same && ev->ctx == ctx && ev->child) {
 			ret = -EBUSY;
 			goto out_unreserve;
 		}
 	}
-	if (!kqp_object_claim(cur, &ctx->obj)) {
+	if (!same && !kqp_object_claim(uctx, &ctx->obj)) {
 		/* Being destroyed by its old handle. */
 		ret = -ENOENT;
 		goto out_unreserve;
 	}
-	list_for_each_entry_safe(ev, tmp, &cur->events, list)
-		if (ev->ctx == ctx)
-			list_move_tail(&ev->list, &dst->events);
-	kqp_object_release_id(cur, &ctx->obj);
-	ctx->obj.id = cmd->out_id;
-	ctx->kfile = dst;
-	kqp_object_publish(dst, &ctx->obj);
+	list_for_each_entry_safe(ev, tmp, &cur->events, list) {
+		if (ev->ctx != ctx)
+			continue;
+		/* Nobody knows these new ids yet: they follow their listener. */
+		if (ev->child)
+			WRITE_ONCE(ev->child->kfile, dst);
+		list_move_tail(&ev->list, &dst->events);
+	}
+	if (!same) {
+		kqp_object_release_id(uctx, &ctx->obj);
+		ctx->obj.id = cmd->out_id;
+	}
+	WRITE_ONCE(ctx->kfile, dst);
+	if (!same)
+		kqp_object_publish(ductx, &ctx->obj);
 	cmd->out_events_reported = ctx->events_reported;
 	kqp_unlock_files(cur, dst);
 	rdma_unlock_handler(ctx->cm_id);
@@ -875,7 +958,8 @@ int kqp_migrate_id(struct kqp_ucmd *ucmd)
 out_unreserve:
 	kqp_unlock_files(cur, dst);
 	rdma_unlock_handler(ctx->cm_id);
-	xa_erase(&dst->objects, cmd->out_id);
+	if (!same)
+		xa_erase(&ductx->objects, cmd->out_id);
 out_unlock:
 	kqp_cm_id_unlock(ctx);
 	if (!ret)

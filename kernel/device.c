@@ -9,6 +9,8 @@
 #include <linux/uaccess.h>
 #include <linux/xarray.h>
 
+#include <rdma/ib_cache.h>
+
 #include "kqp.h"
 
 /*
@@ -22,6 +24,34 @@ static DECLARE_RWSEM(kqp_devices_rwsem);
 
 static struct ib_client kqp_ib_client;
 
+static void kqp_device_free(struct kref *ref)
+{
+	kfree(container_of(ref, struct kqp_device, ref));
+}
+
+void kqp_device_put(struct kqp_device *kdev)
+{
+	kref_put(&kdev->ref, kqp_device_free);
+}
+
+/* The device with this index, referenced, or NULL. */
+struct kqp_device *kqp_device_get(u32 index)
+{
+	struct kqp_device *kdev;
+
+	down_read(&kqp_devices_rwsem);
+	kdev = xa_load(&kqp_devices, index);
+	if (kdev)
+		kref_get(&kdev->ref);
+	up_read(&kqp_devices_rwsem);
+	return kdev;
+}
+
+struct kqp_device *kqp_device_of(struct ib_device *ibdev)
+{
+	return kqp_device_get(ibdev->index);
+}
+
 static int kqp_ib_add(struct ib_device *ibdev)
 {
 	struct kqp_device *kdev;
@@ -31,12 +61,17 @@ static int kqp_ib_add(struct ib_device *ibdev)
 	if (!kdev)
 		return -ENOMEM;
 	kdev->ibdev = ibdev;
+	kdev->index = ibdev->index;
+	kref_init(&kdev->ref);
+	init_rwsem(&kdev->hw_rwsem);
+	spin_lock_init(&kdev->objects_lock);
+	INIT_LIST_HEAD(&kdev->objects);
 
 	down_write(&kqp_devices_rwsem);
 	ret = xa_insert(&kqp_devices, ibdev->index, kdev, GFP_KERNEL);
 	up_write(&kqp_devices_rwsem);
 	if (ret) {
-		kfree(kdev);
+		kqp_device_put(kdev);
 		return ret;
 	}
 	ib_set_client_data(ibdev, &kqp_ib_client, kdev);
@@ -44,15 +79,51 @@ static int kqp_ib_add(struct ib_device *ibdev)
 	return 0;
 }
 
+/*
+ * The device is going.  ib_core removes clients in the reverse order of
+ * registration, so this runs before rdma_cm's removal: the ids are still
+ * alive, and their QPs can still be handed back to rdma_cm.  Every
+ * hardware object of every table goes now, QPs first; the objects stay,
+ * answering ENXIO, until their owners destroy them.
+ */
 static void kqp_ib_remove(struct ib_device *ibdev, void *client_data)
 {
+	static const enum kqp_obj_type order[] = {
+		KQP_OBJ_QP, KQP_OBJ_AH, KQP_OBJ_MR, KQP_OBJ_CQ, KQP_OBJ_PD,
+	};
 	struct kqp_device *kdev = client_data;
+	struct kqp_vobj *vobj, *found;
+	unsigned int i;
 
 	down_write(&kqp_devices_rwsem);
 	xa_erase(&kqp_devices, ibdev->index);
 	up_write(&kqp_devices_rwsem);
+
+	down_write(&kdev->hw_rwsem);
+	kdev->dead = true;
+	for (i = 0; i < ARRAY_SIZE(order); i++) {
+		for (;;) {
+			found = NULL;
+			spin_lock(&kdev->objects_lock);
+			list_for_each_entry(vobj, &kdev->objects, dev_entry) {
+				if (vobj->obj.type == order[i]) {
+					found = vobj;
+					list_del_init(&vobj->dev_entry);
+					break;
+				}
+			}
+			spin_unlock(&kdev->objects_lock);
+			if (!found)
+				break;
+			/* Its owner may be destroying it: it waits for us. */
+			found->destroy_hw(found);
+			found->hw_gone = true;
+		}
+	}
+	WARN_ON(!list_empty(&kdev->objects));
+	up_write(&kdev->hw_rwsem);
 	ibdev_dbg(ibdev, "kqp: device removed\n");
-	kfree(kdev);
+	kqp_device_put(kdev);
 }
 
 static struct ib_client kqp_ib_client = {
@@ -131,6 +202,189 @@ int kqp_query(struct kqp_ucmd *ucmd)
 out:
 	kfree(infos);
 	return ret;
+}
+
+int kqp_query_device(struct kqp_ucmd *ucmd)
+{
+	struct kqp_query_device *cmd = ucmd->cmd;
+	const struct ib_device_attr *a;
+	struct kqp_device *kdev;
+	u32 index = cmd->device_index;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	kdev = kqp_device_get(index);
+	if (!kdev)
+		return -ENODEV;
+	down_read(&kdev->hw_rwsem);
+	if (kdev->dead) {
+		up_read(&kdev->hw_rwsem);
+		kqp_device_put(kdev);
+		return -ENODEV;
+	}
+	a = &kdev->ibdev->attrs;
+	memset(cmd, 0, sizeof(*cmd));
+	cmd->size = ucmd->user_size;
+	cmd->device_index = index;
+	cmd->out_fw_ver = a->fw_ver;
+	cmd->out_node_guid = (__force u64)kdev->ibdev->node_guid;
+	cmd->out_sys_image_guid = (__force u64)a->sys_image_guid;
+	cmd->out_max_mr_size = a->max_mr_size;
+	cmd->out_page_size_cap = a->page_size_cap;
+	cmd->out_device_cap_flags = a->device_cap_flags;
+	cmd->out_vendor_id = a->vendor_id;
+	cmd->out_vendor_part_id = a->vendor_part_id;
+	cmd->out_hw_ver = a->hw_ver;
+	cmd->out_max_qp = a->max_qp;
+	cmd->out_max_qp_wr = a->max_qp_wr;
+	cmd->out_max_sge = min(a->max_send_sge, a->max_recv_sge);
+	cmd->out_max_sge_rd = a->max_sge_rd;
+	cmd->out_max_cq = a->max_cq;
+	cmd->out_max_cqe = a->max_cqe;
+	cmd->out_max_mr = a->max_mr;
+	cmd->out_max_pd = a->max_pd;
+	cmd->out_max_qp_rd_atom = a->max_qp_rd_atom;
+	cmd->out_max_ee_rd_atom = a->max_ee_rd_atom;
+	cmd->out_max_res_rd_atom = a->max_res_rd_atom;
+	cmd->out_max_qp_init_rd_atom = a->max_qp_init_rd_atom;
+	cmd->out_max_ee_init_rd_atom = a->max_ee_init_rd_atom;
+	cmd->out_atomic_cap = a->atomic_cap;
+	cmd->out_max_ee = a->max_ee;
+	cmd->out_max_rdd = a->max_rdd;
+	cmd->out_max_mw = a->max_mw;
+	cmd->out_max_raw_ipv6_qp = a->max_raw_ipv6_qp;
+	cmd->out_max_raw_ethy_qp = a->max_raw_ethy_qp;
+	cmd->out_max_mcast_grp = a->max_mcast_grp;
+	cmd->out_max_mcast_qp_attach = a->max_mcast_qp_attach;
+	cmd->out_max_total_mcast_qp_attach = a->max_total_mcast_qp_attach;
+	cmd->out_max_ah = a->max_ah;
+	cmd->out_max_srq = a->max_srq;
+	cmd->out_max_srq_wr = a->max_srq_wr;
+	cmd->out_max_srq_sge = a->max_srq_sge;
+	cmd->out_max_pkeys = a->max_pkeys;
+	cmd->out_local_ca_ack_delay = a->local_ca_ack_delay;
+	cmd->out_phys_port_cnt = rdma_end_port(kdev->ibdev);
+	up_read(&kdev->hw_rwsem);
+	kqp_device_put(kdev);
+	return kqp_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
+/* The device and port a query names, with the hardware held. */
+static struct kqp_device *kqp_query_port_start(u32 index, u32 port)
+{
+	struct kqp_device *kdev = kqp_device_get(index);
+
+	if (!kdev)
+		return ERR_PTR(-ENODEV);
+	down_read(&kdev->hw_rwsem);
+	if (kdev->dead || !rdma_is_port_valid(kdev->ibdev, port)) {
+		int ret = kdev->dead ? -ENODEV : -EINVAL;
+
+		up_read(&kdev->hw_rwsem);
+		kqp_device_put(kdev);
+		return ERR_PTR(ret);
+	}
+	return kdev;
+}
+
+static void kqp_query_port_end(struct kqp_device *kdev)
+{
+	up_read(&kdev->hw_rwsem);
+	kqp_device_put(kdev);
+}
+
+int kqp_query_port(struct kqp_ucmd *ucmd)
+{
+	struct kqp_query_port *cmd = ucmd->cmd;
+	struct ib_port_attr a;
+	struct kqp_device *kdev;
+	int ret;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	kdev = kqp_query_port_start(cmd->device_index, cmd->port_num);
+	if (IS_ERR(kdev))
+		return PTR_ERR(kdev);
+	ret = ib_query_port(kdev->ibdev, cmd->port_num, &a);
+	if (!ret) {
+		cmd->out_state = a.state;
+		cmd->out_max_mtu = a.max_mtu;
+		cmd->out_active_mtu = a.active_mtu;
+		cmd->out_gid_tbl_len = a.gid_tbl_len;
+		cmd->out_port_cap_flags = a.port_cap_flags;
+		cmd->out_max_msg_sz = a.max_msg_sz;
+		cmd->out_bad_pkey_cntr = a.bad_pkey_cntr;
+		cmd->out_qkey_viol_cntr = a.qkey_viol_cntr;
+		cmd->out_lid = a.lid;
+		cmd->out_sm_lid = a.sm_lid;
+		cmd->out_pkey_tbl_len = a.pkey_tbl_len;
+		cmd->out_active_speed = a.active_speed;
+		cmd->out_lmc = a.lmc;
+		cmd->out_max_vl_num = a.max_vl_num;
+		cmd->out_sm_sl = a.sm_sl;
+		cmd->out_subnet_timeout = a.subnet_timeout;
+		cmd->out_init_type_reply = a.init_type_reply;
+		cmd->out_active_width = a.active_width;
+		cmd->out_phys_state = a.phys_state;
+		cmd->out_link_layer =
+			rdma_port_get_link_layer(kdev->ibdev, cmd->port_num) ==
+					IB_LINK_LAYER_ETHERNET ?
+				KQP_LINK_LAYER_ETHERNET :
+				KQP_LINK_LAYER_INFINIBAND;
+		cmd->out_port_cap_flags2 = a.port_cap_flags2;
+	}
+	kqp_query_port_end(kdev);
+	return ret ? ret : kqp_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
+int kqp_query_gid(struct kqp_ucmd *ucmd)
+{
+	struct kqp_query_gid *cmd = ucmd->cmd;
+	const struct ib_gid_attr *attr;
+	struct kqp_device *kdev;
+	int ret = 0;
+
+	kdev = kqp_query_port_start(cmd->device_index, cmd->port_num);
+	if (IS_ERR(kdev))
+		return PTR_ERR(kdev);
+	if (cmd->index >= kdev->ibdev->port_data[cmd->port_num].immutable.gid_tbl_len) {
+		ret = -EINVAL;
+		goto out;
+	}
+	/* An unused entry reads as zero, as libibverbs reads it. */
+	memset(cmd->out_gid, 0, sizeof(cmd->out_gid));
+	cmd->out_gid_type = 0;
+	attr = rdma_get_gid_attr(kdev->ibdev, cmd->port_num, cmd->index);
+	if (!IS_ERR(attr)) {
+		memcpy(cmd->out_gid, attr->gid.raw, sizeof(cmd->out_gid));
+		cmd->out_gid_type = attr->gid_type;
+		rdma_put_gid_attr(attr);
+	}
+out:
+	kqp_query_port_end(kdev);
+	return ret ? ret : kqp_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
+int kqp_query_pkey(struct kqp_ucmd *ucmd)
+{
+	struct kqp_query_pkey *cmd = ucmd->cmd;
+	struct kqp_device *kdev;
+	u16 pkey;
+	int ret;
+
+	kdev = kqp_query_port_start(cmd->device_index, cmd->port_num);
+	if (IS_ERR(kdev))
+		return PTR_ERR(kdev);
+	if (cmd->index > U16_MAX)
+		ret = -EINVAL;
+	else
+		ret = ib_query_pkey(kdev->ibdev, cmd->port_num, cmd->index,
+				    &pkey);
+	kqp_query_port_end(kdev);
+	if (ret)
+		return ret;
+	cmd->out_pkey = pkey;
+	return kqp_ucmd_respond(ucmd, sizeof(*cmd));
 }
 
 int kqp_device_init(void)

@@ -118,7 +118,7 @@ int kqp_events_purge(struct kqp_cm_id *ctx, struct list_head *children)
 		 * someone destroying it by its handle is waiting for this
 		 * lock to purge this very event, and finds it gone.
 		 */
-		if (ev->child && kqp_object_claim(kfile, &ev->child->obj))
+		if (ev->child && kqp_object_claim(kfile->uctx, &ev->child->obj))
 			list_add_tail(&ev->child->purge_list, children);
 		list_move_tail(&ev->list, &dead);
 	}

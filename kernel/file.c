@@ -39,6 +39,28 @@ union kqp_ucmd_buffer {
 	struct kqp_leave_mcast leave_mcast;
 	struct kqp_migrate_id migrate_id;
 	struct kqp_get_event get_event;
+	struct kqp_attach attach;
+	struct kqp_ctx_info ctx_info;
+	struct kqp_query_device query_device;
+	struct kqp_query_port query_port;
+	struct kqp_query_gid query_gid;
+	struct kqp_query_pkey query_pkey;
+	struct kqp_alloc_pd alloc_pd;
+	struct kqp_dealloc_pd dealloc_pd;
+	struct kqp_create_comp_channel create_comp_channel;
+	struct kqp_create_cq create_cq;
+	struct kqp_destroy_cq destroy_cq;
+	struct kqp_flush_cq flush_cq;
+	struct kqp_create_qp create_qp;
+	struct kqp_destroy_qp destroy_qp;
+	struct kqp_modify_qp modify_qp;
+	struct kqp_query_qp query_qp;
+	struct kqp_post post;
+	struct kqp_create_async_fd create_async_fd;
+	struct kqp_reg_mr reg_mr;
+	struct kqp_dereg_mr dereg_mr;
+	struct kqp_create_ah create_ah;
+	struct kqp_destroy_ah destroy_ah;
 };
 
 struct kqp_ioctl_op {
@@ -101,6 +123,52 @@ static const struct kqp_ioctl_op kqp_ioctl_ops[] = {
 		     struct kqp_migrate_id, out_events_reported, 0),
 	KQP_IOCTL_OP(KQP_IOCTL_GET_EVENT, kqp_get_event, struct kqp_get_event,
 		     out_private_data, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_ATTACH, kqp_attach, struct kqp_attach,
+		     __reserved, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_CTX_INFO, kqp_ctx_info, struct kqp_ctx_info,
+		     out_files, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_QUERY_DEVICE, kqp_query_device,
+		     struct kqp_query_device, out_phys_port_cnt, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_QUERY_PORT, kqp_query_port,
+		     struct kqp_query_port, __reserved, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_QUERY_GID, kqp_query_gid, struct kqp_query_gid,
+		     out_gid, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_QUERY_PKEY, kqp_query_pkey,
+		     struct kqp_query_pkey, out_pkey, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_ALLOC_PD, kqp_alloc_pd, struct kqp_alloc_pd,
+		     out_pd, KQP_ALLOC_PD_DEFAULT),
+	KQP_IOCTL_OP(KQP_IOCTL_DEALLOC_PD, kqp_dealloc_pd,
+		     struct kqp_dealloc_pd, __reserved, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_CREATE_COMP_CHANNEL, kqp_create_comp_channel,
+		     struct kqp_create_comp_channel, __reserved, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_CREATE_CQ, kqp_create_cq, struct kqp_create_cq,
+		     out_ring, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_DESTROY_CQ, kqp_destroy_cq,
+		     struct kqp_destroy_cq, __reserved, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_FLUSH_CQ, kqp_flush_cq, struct kqp_flush_cq,
+		     __reserved, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_CREATE_QP, kqp_create_qp, struct kqp_create_qp,
+		     out_recv_ring, KQP_CREATE_QP_SQ_SIG_ALL),
+	KQP_IOCTL_OP(KQP_IOCTL_DESTROY_QP, kqp_destroy_qp,
+		     struct kqp_destroy_qp, out_recv_cq_events, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_MODIFY_QP, kqp_modify_qp, struct kqp_modify_qp,
+		     attr, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_QUERY_QP, kqp_query_qp, struct kqp_query_qp,
+		     out_sq_sig_all, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_POST_SEND, kqp_post_send, struct kqp_post,
+		     out_posted, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_POST_RECV, kqp_post_recv, struct kqp_post,
+		     out_posted, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_CREATE_ASYNC_FD, kqp_create_async_fd,
+		     struct kqp_create_async_fd, __reserved, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_REG_MR, kqp_reg_mr, struct kqp_reg_mr,
+		     __reserved, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_DEREG_MR, kqp_dereg_mr, struct kqp_dereg_mr,
+		     __reserved, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_CREATE_AH, kqp_create_ah, struct kqp_create_ah,
+		     __reserved2, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_DESTROY_AH, kqp_destroy_ah,
+		     struct kqp_destroy_ah, __reserved, 0),
 };
 
 static_assert(ARRAY_SIZE(kqp_ioctl_ops) == KQP_CMD_MAX - KQP_CMD_BASE);
@@ -156,9 +224,120 @@ static long kqp_fops_ioctl(struct file *filp, unsigned int cmd,
 	return op->execute(&ucmd);
 }
 
+/*
+ * Share another file's table.  A file's table is fixed the first time a
+ * command needs one, so this has to come first; after that, EBUSY.  The
+ * table pointer is set once and never changes, which is what lets every
+ * other command use it without a lock.
+ */
+int kqp_attach(struct kqp_ucmd *ucmd)
+{
+	struct kqp_attach *cmd = ucmd->cmd;
+	struct kqp_file *other;
+	struct file *filp;
+	int ret = 0;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	filp = fget(cmd->fd);
+	if (!filp)
+		return -EBADF;
+	if (filp->f_op != &kqp_fops) {
+		ret = -EINVAL;
+		goto out;
+	}
+	other = filp->private_data;
+	if (other == ucmd->kfile) {
+		ret = -EINVAL;
+		goto out;
+	}
+	/* The other file's table, made now if it has none yet. */
+	if (!kqp_file_uctx(other)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	kref_get(&other->uctx->ref);
+	if (cmpxchg(&ucmd->kfile->uctx, NULL, other->uctx)) {
+		kqp_ucontext_put(other->uctx);
+		ret = -EBUSY;
+	}
+out:
+	fput(filp);
+	return ret;
+}
+
+/* The file's table, made on first use; NULL only when out of memory. */
+struct kqp_ucontext *kqp_file_uctx(struct kqp_file *kfile)
+{
+	struct kqp_ucontext *uctx = READ_ONCE(kfile->uctx);
+
+	if (uctx)
+		return uctx;
+	uctx = kqp_ucontext_alloc();
+	if (!uctx)
+		return NULL;
+	if (cmpxchg(&kfile->uctx, NULL, uctx)) {
+		kqp_ucontext_put(uctx);
+		uctx = READ_ONCE(kfile->uctx);
+	}
+	return uctx;
+}
+
+int kqp_ctx_info(struct kqp_ucmd *ucmd)
+{
+	struct kqp_ctx_info *cmd = ucmd->cmd;
+	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_object *obj;
+	unsigned long index;
+
+	if (!uctx)
+		return -ENOMEM;
+	*cmd = (struct kqp_ctx_info){ .size = cmd->size };
+	xa_lock(&uctx->objects);
+	xa_for_each(&uctx->objects, index, obj) {
+		switch (obj->type) {
+		case KQP_OBJ_CM_ID:
+			cmd->out_cm_ids++;
+			break;
+		case KQP_OBJ_PD:
+			cmd->out_pds++;
+			if (container_of(obj, struct kqp_pd, vobj.obj)->is_default)
+				cmd->out_default_pds++;
+			break;
+		case KQP_OBJ_CQ:
+			cmd->out_cqs++;
+			break;
+		case KQP_OBJ_QP:
+			cmd->out_qps++;
+			break;
+		case KQP_OBJ_MR:
+			cmd->out_mrs++;
+			break;
+		case KQP_OBJ_AH:
+			cmd->out_ahs++;
+			break;
+		default:
+			break;
+		}
+	}
+	xa_unlock(&uctx->objects);
+	cmd->out_files = kref_read(&uctx->ref);
+	return kqp_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
 static __poll_t kqp_fops_poll(struct file *filp, struct poll_table_struct *wait)
 {
 	return kqp_events_poll(filp->private_data, filp, wait);
+}
+
+static int kqp_fops_mmap(struct file *filp, struct vm_area_struct *vma)
+{
+	struct kqp_ucontext *uctx = READ_ONCE(((struct kqp_file *)
+					      filp->private_data)->uctx);
+
+	if (!uctx)
+		return -EINVAL;
+	return kqp_cq_mmap(uctx, vma);
 }
 
 static int kqp_fops_open(struct inode *inode, struct file *filp)
@@ -169,7 +348,6 @@ static int kqp_fops_open(struct inode *inode, struct file *filp)
 	if (!kfile)
 		return -ENOMEM;
 	kfile->filp = filp;
-	xa_init_flags(&kfile->objects, XA_FLAGS_ALLOC1);
 	mutex_init(&kfile->lock);
 	INIT_LIST_HEAD(&kfile->events);
 	init_waitqueue_head(&kfile->poll_wait);
@@ -177,14 +355,19 @@ static int kqp_fops_open(struct inode *inode, struct file *filp)
 	return nonseekable_open(inode, filp);
 }
 
-/* Whatever state its ids are in, closing the file destroys them all. */
+/*
+ * Whatever state its ids are in, closing the file destroys them all; the
+ * table, and the verbs objects in it, go with the last file using it.
+ */
 static int kqp_fops_release(struct inode *inode, struct file *filp)
 {
 	struct kqp_file *kfile = filp->private_data;
 
-	kqp_file_destroy_objects(kfile);
+	if (kfile->uctx) {
+		kqp_file_destroy_objects(kfile);
+		kqp_ucontext_put(kfile->uctx);
+	}
 	kqp_events_free_all(kfile);
-	xa_destroy(&kfile->objects);
 	mutex_destroy(&kfile->lock);
 	kfree(kfile);
 	return 0;
@@ -195,6 +378,7 @@ const struct file_operations kqp_fops = {
 	.open = kqp_fops_open,
 	.release = kqp_fops_release,
 	.poll = kqp_fops_poll,
+	.mmap = kqp_fops_mmap,
 	.unlocked_ioctl = kqp_fops_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 };

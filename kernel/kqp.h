@@ -6,13 +6,19 @@
 #define KQP_H
 
 #include <linux/completion.h>
+#include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/rcupdate.h>
 #include <linux/refcount.h>
+#include <linux/rwsem.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
+/* irq_poll.h relies on list.h being included first. */
+#include <linux/irq_poll.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 #include <rdma/kqp-abi.h>
@@ -21,23 +27,63 @@
 
 extern unsigned int kqp_max_backlog;
 
+struct kqp_ucontext;
+
 /**
  * struct kqp_device - an RDMA device as kqp tracks it
- * @ibdev: the device; valid until the ib_client remove callback returns
- *
- * Created by the ib_client add callback and destroyed by its remove
- * callback; both run under kqp_devices_rwsem held for writing, so anyone
- * holding it for reading sees a live @ibdev.
+ * @ibdev: the device; valid while @dead is false
+ * @index: the device's index, as reported by KQP_IOCTL_QUERY
+ * @ref: the device table holds one; each verbs object on the device holds
+ *	one, so the struct outlives the device for objects left behind
+ * @hw_rwsem: held for reading by anyone using a hardware object of this
+ *	device (@ibdev included), for writing by device removal
+ * @dead: the device went away; its hardware objects are destroyed
+ * @objects_lock: protects @objects
+ * @objects: struct kqp_vobj on this device, for device removal
  */
 struct kqp_device {
 	struct ib_device *ibdev;
+	u32 index;
+	struct kref ref;
+	struct rw_semaphore hw_rwsem;
+	bool dead;
+	spinlock_t objects_lock;
+	struct list_head objects;
 };
 
 /**
- * struct kqp_file - the context behind one open of /dev/kqp
- * @filp: the open file
+ * struct kqp_ucontext - the object table a group of files share
+ * @ref: one per attached file
  * @objects: handle -> struct kqp_object; a reserved (NULL) entry is an
- *	object being built, XA_ZERO_ENTRY one being destroyed
+ *	object being built, XA_ZERO_ENTRY one being destroyed.  Handles are
+ *	allocated cyclically, so a handle is not reused soon after its object
+ *	is gone; completions carry QP handles and rely on that.
+ * @next_id: cursor for the cyclic allocation
+ * @lock: protects PD and CQ use counts and @default_pds
+ * @default_pds: device index -> struct kqp_pd, the default PD of each
+ *	device in this context
+ * @async: the context's async event queue
+ *
+ * Each open file of /dev/kqp starts with a context of its own; attaching
+ * it to another file (KQP_IOCTL_ATTACH) makes the two share one, so that
+ * event channels and the verbs objects their ids use live in one table.
+ */
+struct kqp_ucontext {
+	struct kref ref;
+	struct xarray objects;
+	u32 next_id;
+	struct mutex lock;
+	struct xarray default_pds;
+	struct kqp_async *async;
+};
+
+struct kqp_async;
+
+/**
+ * struct kqp_file - one open of /dev/kqp: an event channel
+ * @filp: the open file
+ * @uctx: the object table the file uses: set by the first command that
+ *	needs one (or by KQP_IOCTL_ATTACH) and never changed after
  * @lock: protects @events and orders an object's publication with the
  *	event that announces it
  * @events: struct kqp_event, oldest first
@@ -45,7 +91,7 @@ struct kqp_device {
  */
 struct kqp_file {
 	struct file *filp;
-	struct xarray objects;
+	struct kqp_ucontext *uctx;
 	struct mutex lock;
 	struct list_head events;
 	wait_queue_head_t poll_wait;
@@ -53,10 +99,16 @@ struct kqp_file {
 
 enum kqp_obj_type {
 	KQP_OBJ_CM_ID = 1,
+	KQP_OBJ_PD,
+	KQP_OBJ_CQ,
+	KQP_OBJ_QP,
+	KQP_OBJ_MR,
+	KQP_OBJ_AH,
+	KQP_OBJ_MAX,
 };
 
 /**
- * struct kqp_object - what every handle in a file's table names
+ * struct kqp_object - what every handle in a context's table names
  * @id: the handle
  * @type: what the object is
  * @users: one for the table, one per command using it; the object's
@@ -76,23 +128,244 @@ struct kqp_object {
 	struct completion unused;
 };
 
-int kqp_object_reserve(struct kqp_file *kfile, struct kqp_object *obj,
+int kqp_object_reserve(struct kqp_ucontext *uctx, struct kqp_object *obj,
 		       enum kqp_obj_type type);
-void kqp_object_publish(struct kqp_file *kfile, struct kqp_object *obj);
-void kqp_object_release_id(struct kqp_file *kfile, struct kqp_object *obj);
-struct kqp_object *kqp_object_get(struct kqp_file *kfile, u32 id,
+void kqp_object_publish(struct kqp_ucontext *uctx, struct kqp_object *obj);
+void kqp_object_release_id(struct kqp_ucontext *uctx, struct kqp_object *obj);
+struct kqp_object *kqp_object_get(struct kqp_ucontext *uctx, u32 id,
 				  enum kqp_obj_type type);
 void kqp_object_put(struct kqp_object *obj);
 void kqp_object_drain(struct kqp_object *obj);
-struct kqp_object *kqp_object_claim_id(struct kqp_file *kfile, u32 id,
+struct kqp_object *kqp_object_claim_id(struct kqp_ucontext *uctx, u32 id,
 				       enum kqp_obj_type type);
-bool kqp_object_claim(struct kqp_file *kfile, struct kqp_object *obj);
+bool kqp_object_claim(struct kqp_ucontext *uctx, struct kqp_object *obj);
+
+struct kqp_ucontext *kqp_ucontext_alloc(void);
+void kqp_ucontext_put(struct kqp_ucontext *uctx);
+
+/**
+ * struct kqp_vobj - a verbs object: backed by the hardware of one device
+ * @obj: handle and lifetime
+ * @kdev: the device, referenced
+ * @dev_entry: in @kdev->objects
+ * @destroy_hw: releases the hardware object; called once, by whoever comes
+ *	first of the object's destruction and its device's removal, with
+ *	@kdev->hw_rwsem held for writing
+ * @hw_gone: @destroy_hw ran
+ */
+struct kqp_vobj {
+	struct kqp_object obj;
+	struct kqp_device *kdev;
+	struct list_head dev_entry;
+	void (*destroy_hw)(struct kqp_vobj *vobj);
+	bool hw_gone;
+};
+
+void kqp_vobj_init(struct kqp_vobj *vobj, struct kqp_device *kdev,
+		   void (*destroy_hw)(struct kqp_vobj *vobj));
+void kqp_vobj_destroy_hw(struct kqp_vobj *vobj);
+
+/**
+ * struct kqp_pd - a protection domain
+ * @vobj: handle, device, lifetime
+ * @uctx: the owning context
+ * @pd: the kernel PD; NULL once its device is gone
+ * @users: QPs (and later MRs and AHs) using it, under @uctx->lock
+ * @default_refs: for a default PD, the references KQP_PD_DEFAULT handed
+ *	out, under @uctx->lock; it goes with the last of these and @users
+ * @is_default: this is its context's default PD for the device
+ * @mrs: lkey -> struct kqp_mr registered in this PD; what work requests
+ *	are checked against
+ */
+struct kqp_pd {
+	struct kqp_vobj vobj;
+	struct kqp_ucontext *uctx;
+	struct ib_pd *pd;
+	unsigned int users;
+	unsigned int default_refs;
+	bool is_default;
+	struct xarray mrs;
+};
+
+/**
+ * struct kqp_mr - memory the caller registered
+ * @vobj: handle, device, lifetime
+ * @pd: its PD, a user of it
+ * @mr: the kernel MR; NULL once its device is gone
+ * @lkey: local key, as handed out
+ * @iova: first address work requests may name
+ * @length: bytes from @iova
+ * @access: IB_ACCESS_* flags
+ */
+struct kqp_mr {
+	struct kqp_vobj vobj;
+	struct kqp_pd *pd;
+	struct ib_mr *mr;
+	u32 lkey;
+	u64 iova;
+	u64 length;
+	int access;
+};
+
+/**
+ * struct kqp_ah - an address handle for UD sends
+ * @vobj: handle, device, lifetime
+ * @pd: its PD, a user of it
+ * @ah: the kernel AH; NULL once its device is gone
+ */
+struct kqp_ah {
+	struct kqp_vobj vobj;
+	struct kqp_pd *pd;
+	struct ib_ah *ah;
+};
+
+/**
+ * struct kqp_channel - a completion channel, behind an anonymous fd
+ * @ref: the fd holds one, each CQ using the channel one
+ * @lock: protects @pending and the CQs' counts
+ * @read_mutex: held by a reader from peeking to counting, and by a CQ
+ *	leaving the channel
+ * @wait: woken when a CQ is added to @pending
+ * @pending: struct kqp_cq with notifications not read yet
+ */
+struct kqp_channel {
+	struct kref ref;
+	spinlock_t lock;
+	struct mutex read_mutex;
+	wait_queue_head_t wait;
+	struct list_head pending;
+};
+
+/**
+ * struct kqp_cq - a CQ whose completions userspace reaps from a ring
+ * @vobj: handle, device, lifetime
+ * @uctx: the owning context
+ * @cq: the kernel CQ; NULL once its device is gone
+ * @uid: the caller's value, reported with channel and async events
+ * @cqe: the CQ's actual depth
+ * @channel: completion channel, referenced, or NULL
+ * @chan_entry: in @channel->pending while notifications wait
+ * @chan_pending: notifications waiting in @channel, under its lock
+ * @comp_events_reported: notifications read from @channel, under its lock
+ * @ring: the shared ring: header, then @entries CQEs
+ * @ring_bytes: size of the mapping
+ * @entries: ring size, a power of two at least @cqe
+ * @iop: the softirq poller the completion handler schedules
+ * @cb_ns: when the completion handler last ran, for @stats
+ * @lock: serialises the producer: the poller and flushes
+ * @tail: the producer index; the ring's copy is only ever written
+ * @last_fired: the last arm sequence that fired a notification
+ * @overflowed: the ring filled; completions wait in @cq until a flush
+ * @users: QPs using the CQ, under @uctx->lock
+ * @auto_qp: allocated for a QP created on an id; destroyed with it
+ * @async_reported: async events read for the CQ
+ * @stats: completion path measurements (debugfs)
+ */
+struct kqp_cq {
+	struct kqp_vobj vobj;
+	struct kqp_ucontext *uctx;
+	struct ib_cq *cq;
+	u64 uid;
+	u32 cqe;
+	struct kqp_channel *channel;
+	struct list_head chan_entry;
+	u32 chan_pending;
+	u32 comp_events_reported;
+	struct kqp_cq_ring_hdr *ring;
+	size_t ring_bytes;
+	u32 entries;
+	struct irq_poll iop;
+	u64 cb_ns;
+	spinlock_t lock;
+	u32 tail;
+	u32 last_fired;
+	bool overflowed;
+	unsigned int users;
+	bool auto_qp;
+	u32 async_reported;
+	struct kqp_cq_stats {
+		u64 calls;
+		u64 cqes;
+		u64 lat_ns_sum;
+		u64 lat_ns_max;
+	} stats;
+};
+
+/**
+ * struct kqp_wr_slot - a posted work request the QP still owns
+ * @wr_id: the caller's wr_id
+ * @opcode: the caller's opcode (enum ibv_wr_opcode), for flush completions
+ * @signaled: a completion is reported for it
+ */
+struct kqp_wr_slot {
+	u64 wr_id;
+	u32 opcode;
+	bool signaled;
+};
+
+/**
+ * struct kqp_wq - one work queue's slots: a ring indexed by post counter
+ * @slots: @size entries
+ * @size: a power of two at least the queue's depth
+ * @head: posts so far
+ * @tail: posts retired so far
+ */
+struct kqp_wq {
+	struct kqp_wr_slot *slots;
+	u32 size;
+	u32 head;
+	u32 tail;
+};
+
+/**
+ * struct kqp_qp - a QP created in the kernel for a userspace caller
+ * @vobj: handle, device, lifetime
+ * @uctx: the owning context
+ * @qp: the kernel QP; NULL once destroyed
+ * @cm: the id it was created on, or NULL for a QP the caller transitions
+ * @pd: the PD, a user of it
+ * @send_cq: a user of it
+ * @recv_cq: a user of it
+ * @uid: the caller's value, reported with async events
+ * @qp_num: the QP number
+ * @qp_type: IB_QPT_RC or IB_QPT_UD
+ * @sq_sig_all: every send is signaled
+ * @cap: the actual capabilities
+ * @lock: protects @sq and @rq, between posting and completions
+ * @sq_mutex: serialises posting sends
+ * @rq_mutex: serialises posting receives
+ * @sq: send slots
+ * @rq: receive slots
+ * @async_reported: async events read for the QP
+ * @rcu: the completion handler looks QPs up under RCU
+ */
+struct kqp_qp {
+	struct kqp_vobj vobj;
+	struct kqp_ucontext *uctx;
+	struct ib_qp *qp;
+	struct kqp_cm_id *cm;
+	struct kqp_pd *pd;
+	struct kqp_cq *send_cq;
+	struct kqp_cq *recv_cq;
+	u64 uid;
+	u32 qp_num;
+	enum ib_qp_type qp_type;
+	bool sq_sig_all;
+	struct ib_qp_cap cap;
+	spinlock_t lock;
+	struct mutex sq_mutex;
+	struct mutex rq_mutex;
+	struct kqp_wq sq;
+	struct kqp_wq rq;
+	u32 async_reported;
+	struct rcu_head rcu;
+};
 
 /**
  * struct kqp_cm_id - an RDMA CM id owned by a file
  * @obj: handle and lifetime
- * @kfile: the owning file; changes only under the cm_id's handler lock
- *	and both files' locks (migrate)
+ * @kfile: the owning file, whose queue gets the id's events; changes only
+ *	under the rdma_cm handler lock and both files' locks (migrate)
  * @cm_id: the kernel's id; NULL once destroyed (device removal)
  * @uid: the caller's value reported with events
  * @mutex: serialises commands on this id
@@ -104,6 +377,9 @@ bool kqp_object_claim(struct kqp_file *kfile, struct kqp_object *obj);
  * @mc_ids: handle -> struct kqp_mcast joined through this id; changed
  *	under @mutex
  * @purge_list: on a destroyer's list of ids to destroy
+ * @qp: the QP created on the id, under @mutex
+ * @mem_ref: keeps the struct: the id holds one, and its QP one, so a QP
+ *	being destroyed can always take @mutex
  */
 struct kqp_cm_id {
 	struct kqp_object obj;
@@ -117,6 +393,8 @@ struct kqp_cm_id {
 	struct work_struct close_work;
 	struct xarray mc_ids;
 	struct list_head purge_list;
+	struct kqp_qp *qp;
+	struct kref mem_ref;
 };
 
 /**
@@ -171,9 +449,19 @@ int kqp_ucmd_respond(struct kqp_ucmd *ucmd, size_t cmd_len);
 int kqp_device_init(void);
 void kqp_device_exit(void);
 int kqp_query(struct kqp_ucmd *ucmd);
+struct kqp_device *kqp_device_get(u32 index);
+struct kqp_device *kqp_device_of(struct ib_device *ibdev);
+void kqp_device_put(struct kqp_device *kdev);
+int kqp_query_device(struct kqp_ucmd *ucmd);
+int kqp_query_port(struct kqp_ucmd *ucmd);
+int kqp_query_gid(struct kqp_ucmd *ucmd);
+int kqp_query_pkey(struct kqp_ucmd *ucmd);
 
 /* file.c */
 extern const struct file_operations kqp_fops;
+int kqp_attach(struct kqp_ucmd *ucmd);
+struct kqp_ucontext *kqp_file_uctx(struct kqp_file *kfile);
+int kqp_ctx_info(struct kqp_ucmd *ucmd);
 
 /* object.c */
 void kqp_file_destroy_objects(struct kqp_file *kfile);
@@ -195,9 +483,10 @@ int kqp_set_option(struct kqp_ucmd *ucmd);
 int kqp_init_qp_attr(struct kqp_ucmd *ucmd);
 int kqp_notify(struct kqp_ucmd *ucmd);
 int kqp_migrate_id(struct kqp_ucmd *ucmd);
-void kqp_cm_id_destroy(struct kqp_file *kfile, struct kqp_object *obj);
+void kqp_cm_id_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 struct kqp_cm_id *kqp_cm_id_get(struct kqp_file *kfile, u32 id);
 void kqp_cm_id_put(struct kqp_cm_id *ctx);
+void kqp_cm_id_mem_put(struct kqp_cm_id *ctx);
 void kqp_ah_attr_to_user(struct ib_device *ibdev, struct kqp_ah_attr *dst,
 			 struct rdma_ah_attr *src);
 
@@ -214,5 +503,114 @@ void kqp_events_free_all(struct kqp_file *kfile);
 int kqp_join_mcast(struct kqp_ucmd *ucmd);
 int kqp_leave_mcast(struct kqp_ucmd *ucmd);
 void kqp_mcast_free_all(struct kqp_cm_id *ctx);
+
+/* pd.c */
+int kqp_alloc_pd(struct kqp_ucmd *ucmd);
+int kqp_dealloc_pd(struct kqp_ucmd *ucmd);
+struct kqp_pd *kqp_pd_get_default_locked(struct kqp_ucontext *uctx,
+					 struct kqp_device *kdev);
+int kqp_pd_add_user(struct kqp_pd *pd);
+void kqp_pd_put_user(struct kqp_pd *pd);
+void kqp_pd_put_default_ref(struct kqp_pd *pd);
+void kqp_pd_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
+
+/* channel.c */
+int kqp_create_comp_channel(struct kqp_ucmd *ucmd);
+struct kqp_channel *kqp_channel_get_fd(int fd);
+struct kqp_channel *kqp_channel_make_fd(int *fd, struct file **filp);
+void kqp_channel_unmake_fd(int fd, struct file *filp);
+void kqp_channel_put(struct kqp_channel *chan);
+void kqp_channel_notify(struct kqp_channel *chan, struct kqp_cq *cq);
+u32 kqp_channel_forget(struct kqp_channel *chan, struct kqp_cq *cq);
+
+/* cq.c */
+int kqp_create_cq(struct kqp_ucmd *ucmd);
+int kqp_destroy_cq(struct kqp_ucmd *ucmd);
+int kqp_flush_cq(struct kqp_ucmd *ucmd);
+struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
+				    struct kqp_device *kdev, u32 cqe,
+				    u32 comp_vector, struct kqp_channel *chan,
+				    u64 uid);
+void kqp_cq_fill_ring_info(struct kqp_cq *cq, struct kqp_ring_info *info);
+int kqp_cq_add_user(struct kqp_cq *cq);
+void kqp_cq_put_user(struct kqp_cq *cq);
+u32 kqp_cq_destroy_auto(struct kqp_ucontext *uctx, struct kqp_cq *cq);
+void kqp_cq_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
+void kqp_cq_stats_read(struct kqp_cq_stats *st);
+int kqp_cq_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma);
+
+/* qp.c */
+int kqp_create_qp(struct kqp_ucmd *ucmd);
+int kqp_destroy_qp(struct kqp_ucmd *ucmd);
+int kqp_modify_qp(struct kqp_ucmd *ucmd);
+int kqp_query_qp(struct kqp_ucmd *ucmd);
+int kqp_post_send(struct kqp_ucmd *ucmd);
+int kqp_post_recv(struct kqp_ucmd *ucmd);
+void kqp_qp_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
+void kqp_qp_complete(struct kqp_ucontext *uctx, struct ib_wc *wc,
+		     struct kqp_cqe *cqe, bool *report);
+
+/* mr.c */
+int kqp_reg_mr(struct kqp_ucmd *ucmd);
+int kqp_dereg_mr(struct kqp_ucmd *ucmd);
+void kqp_mr_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
+int kqp_mr_check_sge(struct kqp_pd *pd, u64 addr, u32 length, u32 lkey,
+		     int access);
+
+/* ah.c */
+int kqp_create_ah(struct kqp_ucmd *ucmd);
+int kqp_destroy_ah(struct kqp_ucmd *ucmd);
+void kqp_ah_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
+int kqp_ah_attr_from_user(struct ib_device *ibdev,
+			  const struct kqp_ah_attr *src,
+			  struct rdma_ah_attr *dst);
+
+/* async.c */
+int kqp_create_async_fd(struct kqp_ucmd *ucmd);
+void kqp_async_queue_event(struct kqp_ucontext *uctx, u32 event, u32 kind,
+			   u32 handle, u64 uid, u32 *reported);
+void kqp_async_forget(struct kqp_ucontext *uctx, u32 *reported);
+void kqp_async_detach(struct kqp_ucontext *uctx);
+
+/* core.c: rdma_create_qp(3) semantics, shared with the exported API */
+struct kqp_core_scope;
+
+/**
+ * struct kqp_core_scope_ops - where a caller's default PD and CQs come from
+ * @get_default_pd: the default PD of @kdev in this scope, one more user
+ * @put_default_pd: drop the user @get_default_pd took
+ * @alloc_cq: a CQ of at least @cqe entries for a QP that has none
+ * @free_cq: free a CQ @alloc_cq made
+ */
+struct kqp_core_scope_ops {
+	struct ib_pd *(*get_default_pd)(struct kqp_core_scope *scope,
+					struct kqp_device *kdev, void **token);
+	void (*put_default_pd)(struct kqp_core_scope *scope, void *token);
+	struct ib_cq *(*alloc_cq)(struct kqp_core_scope *scope,
+				  struct kqp_device *kdev, u32 cqe, bool send,
+				  void **token);
+	void (*free_cq)(struct kqp_core_scope *scope, void *token);
+};
+
+struct kqp_core_scope {
+	const struct kqp_core_scope_ops *ops;
+};
+
+/**
+ * struct kqp_core_qp - what the core allocated for one QP
+ * @pd_token: the default PD's, when the caller passed none
+ * @send_cq_token: the send CQ's, when the caller passed none
+ * @recv_cq_token: the receive CQ's, when the caller passed none
+ */
+struct kqp_core_qp {
+	void *pd_token;
+	void *send_cq_token;
+	void *recv_cq_token;
+};
+
+int kqp_core_create_qp(struct kqp_core_scope *scope, struct rdma_cm_id *id,
+		       struct ib_pd *pd, struct ib_qp_init_attr *attr,
+		       struct kqp_core_qp *res);
+void kqp_core_release(struct kqp_core_scope *scope, struct kqp_core_qp *res);
 
 #endif /* KQP_H */

@@ -5,8 +5,10 @@
  * Module init and exit: the ib_client that tracks RDMA devices and the
  * misc device that userspace opens.
  */
+#include <linux/debugfs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/seq_file.h>
 
 #include "kqp.h"
 
@@ -14,6 +16,26 @@ unsigned int kqp_max_backlog = 1024;
 module_param_named(max_backlog, kqp_max_backlog, uint, 0644);
 MODULE_PARM_DESC(max_backlog,
 		 "Most connection requests a listener may have unreported (default 1024)");
+
+static struct dentry *kqp_debugfs;
+
+/*
+ * /sys/kernel/debug/kqp/completions: the completion path, from the
+ * kernel CQ's callback to the entries being visible in the ring, summed
+ * over the CQs destroyed so far.
+ */
+static int kqp_completions_show(struct seq_file *m, void *v)
+{
+	struct kqp_cq_stats st;
+
+	kqp_cq_stats_read(&st);
+	seq_printf(m, "callbacks %llu\n", st.calls);
+	seq_printf(m, "completions %llu\n", st.cqes);
+	seq_printf(m, "callback_ns_total %llu\n", st.lat_ns_sum);
+	seq_printf(m, "callback_ns_max %llu\n", st.lat_ns_max);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(kqp_completions);
 
 static struct miscdevice kqp_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
@@ -34,6 +56,9 @@ static int __init kqp_init(void)
 	ret = misc_register(&kqp_misc);
 	if (ret)
 		goto err_device;
+	kqp_debugfs = debugfs_create_dir(KQP_MODNAME, NULL);
+	debugfs_create_file("completions", 0444, kqp_debugfs, NULL,
+			    &kqp_completions_fops);
 	return 0;
 
 err_device:
@@ -43,6 +68,7 @@ err_device:
 
 static void __exit kqp_exit(void)
 {
+	debugfs_remove_recursive(kqp_debugfs);
 	misc_deregister(&kqp_misc);
 	kqp_device_exit();
 }

@@ -77,6 +77,29 @@ enum {
 	KQP_CMD_LEAVE_MCAST,
 	KQP_CMD_MIGRATE_ID,
 	KQP_CMD_GET_EVENT,
+	KQP_CMD_ATTACH,
+	KQP_CMD_CTX_INFO,
+	KQP_CMD_QUERY_DEVICE,
+	KQP_CMD_QUERY_PORT,
+	KQP_CMD_QUERY_GID,
+	KQP_CMD_QUERY_PKEY,
+	KQP_CMD_ALLOC_PD,
+	KQP_CMD_DEALLOC_PD,
+	KQP_CMD_CREATE_COMP_CHANNEL,
+	KQP_CMD_CREATE_CQ,
+	KQP_CMD_DESTROY_CQ,
+	KQP_CMD_FLUSH_CQ,
+	KQP_CMD_CREATE_QP,
+	KQP_CMD_DESTROY_QP,
+	KQP_CMD_MODIFY_QP,
+	KQP_CMD_QUERY_QP,
+	KQP_CMD_POST_SEND,
+	KQP_CMD_POST_RECV,
+	KQP_CMD_CREATE_ASYNC_FD,
+	KQP_CMD_REG_MR,
+	KQP_CMD_DEREG_MR,
+	KQP_CMD_CREATE_AH,
+	KQP_CMD_DESTROY_AH,
 	KQP_CMD_MAX,	/* one past the last command */
 };
 
@@ -708,5 +731,701 @@ struct kqp_get_event {
 	__u8 out_private_data[KQP_MAX_PRIVATE_DATA];
 };
 #define KQP_IOCTL_GET_EVENT _IO(KQP_IOCTL_TYPE, KQP_CMD_GET_EVENT)
+
+/**
+ * DOC: Verbs objects
+ *
+ * PDs, CQs and QPs live in the kernel, in a table of handles that a group
+ * of files can share: a file attached to another (KQP_IOCTL_ATTACH) uses
+ * the other's table, so an event channel's ids can use the PDs and CQs
+ * created through the file the library keeps for its verbs.  The table
+ * and everything in it go with the last file that uses it; ids go with
+ * the file that owns them.
+ *
+ * Completions are reaped from a ring the kernel fills and userspace maps
+ * (mmap of the file at &struct kqp_ring_info.mmap_offset, MAP_SHARED,
+ * readable and writable, not executable, exactly mmap_size bytes).  The
+ * kernel is the only producer: it writes entries, then the tail with
+ * release semantics.  Userspace is the only consumer: it reads the tail
+ * with acquire semantics, reads entries, then stores the head with
+ * release semantics.  The kernel reads the head only to learn how much
+ * room there is, and treats an impossible value as a full ring.
+ *
+ * A CQ is armed by storing a new value in the ring's arm word: an
+ * increasing sequence in bits 31..1 and KQP_CQ_ARM_SOLICITED in bit 0.
+ * The kernel fires the CQ's completion channel once for each new arm value,
+ * when it adds a completion that matches it.  Userspace must issue a full
+ * memory barrier between storing the arm word and looking at the tail
+ * again; the kernel issues one between storing the tail and reading the
+ * arm word.
+ *
+ * ENXIO: the object's device went away; the object can still be destroyed.
+ * EBUSY: destroying an object that another object still uses.
+ */
+
+/* KQP_IOCTL_ATTACH: share @fd's table.  EBUSY if this file has objects. */
+struct kqp_attach {
+	__u32 size;
+	__u32 flags;
+	__s32 fd;
+	__u32 __reserved;
+};
+#define KQP_IOCTL_ATTACH _IO(KQP_IOCTL_TYPE, KQP_CMD_ATTACH)
+
+/**
+ * struct kqp_ctx_info - ioctl(KQP_IOCTL_CTX_INFO): what the table holds
+ * @size: sizeof(struct kqp_ctx_info)
+ * @flags: must be 0
+ * @out_cm_ids: CM ids
+ * @out_pds: PDs, default ones included
+ * @out_default_pds: default PDs
+ * @out_cqs: CQs
+ * @out_qps: QPs
+ * @out_files: files sharing the table
+ * @out_mrs: MRs
+ * @out_ahs: AHs
+ */
+struct kqp_ctx_info {
+	__u32 size;
+	__u32 flags;
+	__u32 out_cm_ids;
+	__u32 out_pds;
+	__u32 out_default_pds;
+	__u32 out_cqs;
+	__u32 out_qps;
+	__u32 out_files;
+	__u32 out_mrs;
+	__u32 out_ahs;
+};
+#define KQP_IOCTL_CTX_INFO _IO(KQP_IOCTL_TYPE, KQP_CMD_CTX_INFO)
+
+/**
+ * struct kqp_query_device - ioctl(KQP_IOCTL_QUERY_DEVICE)
+ *
+ * The device's attributes, as struct ibv_device_attr.  ENODEV if
+ * @device_index names no device.
+ */
+struct kqp_query_device {
+	__u32 size;
+	__u32 flags;
+	__u32 device_index;
+	__u32 __reserved;
+	__aligned_u64 out_fw_ver;
+	__aligned_u64 out_node_guid;
+	__aligned_u64 out_sys_image_guid;
+	__aligned_u64 out_max_mr_size;
+	__aligned_u64 out_page_size_cap;
+	__aligned_u64 out_device_cap_flags;
+	__u32 out_vendor_id;
+	__u32 out_vendor_part_id;
+	__u32 out_hw_ver;
+	__u32 out_max_qp;
+	__u32 out_max_qp_wr;
+	__u32 out_max_sge;
+	__u32 out_max_sge_rd;
+	__u32 out_max_cq;
+	__u32 out_max_cqe;
+	__u32 out_max_mr;
+	__u32 out_max_pd;
+	__u32 out_max_qp_rd_atom;
+	__u32 out_max_ee_rd_atom;
+	__u32 out_max_res_rd_atom;
+	__u32 out_max_qp_init_rd_atom;
+	__u32 out_max_ee_init_rd_atom;
+	__u32 out_atomic_cap;
+	__u32 out_max_ee;
+	__u32 out_max_rdd;
+	__u32 out_max_mw;
+	__u32 out_max_raw_ipv6_qp;
+	__u32 out_max_raw_ethy_qp;
+	__u32 out_max_mcast_grp;
+	__u32 out_max_mcast_qp_attach;
+	__u32 out_max_total_mcast_qp_attach;
+	__u32 out_max_ah;
+	__u32 out_max_srq;
+	__u32 out_max_srq_wr;
+	__u32 out_max_srq_sge;
+	__u16 out_max_pkeys;
+	__u8 out_local_ca_ack_delay;
+	__u8 out_phys_port_cnt;
+};
+#define KQP_IOCTL_QUERY_DEVICE _IO(KQP_IOCTL_TYPE, KQP_CMD_QUERY_DEVICE)
+
+/**
+ * struct kqp_query_port - ioctl(KQP_IOCTL_QUERY_PORT)
+ *
+ * A port's attributes, as struct ibv_port_attr.  EINVAL for a port the
+ * device does not have.
+ */
+struct kqp_query_port {
+	__u32 size;
+	__u32 flags;
+	__u32 device_index;
+	__u32 port_num;
+	__u32 out_state;
+	__u32 out_max_mtu;
+	__u32 out_active_mtu;
+	__u32 out_gid_tbl_len;
+	__u32 out_port_cap_flags;
+	__u32 out_max_msg_sz;
+	__u32 out_bad_pkey_cntr;
+	__u32 out_qkey_viol_cntr;
+	__u32 out_lid;
+	__u32 out_sm_lid;
+	__u16 out_pkey_tbl_len;
+	__u16 out_active_speed;
+	__u8 out_lmc;
+	__u8 out_max_vl_num;
+	__u8 out_sm_sl;
+	__u8 out_subnet_timeout;
+	__u8 out_init_type_reply;
+	__u8 out_active_width;
+	__u8 out_phys_state;
+	__u8 out_link_layer;
+	__u32 out_port_cap_flags2;
+	__u32 __reserved;
+};
+#define KQP_IOCTL_QUERY_PORT _IO(KQP_IOCTL_TYPE, KQP_CMD_QUERY_PORT)
+
+/* Link layers, as IBV_LINK_LAYER_*. */
+#define KQP_LINK_LAYER_INFINIBAND	1
+#define KQP_LINK_LAYER_ETHERNET		2
+
+/**
+ * struct kqp_query_gid - ioctl(KQP_IOCTL_QUERY_GID)
+ *
+ * One GID table entry.  EINVAL for an index past the table; an unused
+ * entry reads as zero, as in libibverbs.
+ */
+struct kqp_query_gid {
+	__u32 size;
+	__u32 flags;
+	__u32 device_index;
+	__u32 port_num;
+	__u32 index;
+	__u32 out_gid_type;
+	__u8 out_gid[16];
+};
+#define KQP_IOCTL_QUERY_GID _IO(KQP_IOCTL_TYPE, KQP_CMD_QUERY_GID)
+
+/* struct kqp_query_pkey - ioctl(KQP_IOCTL_QUERY_PKEY): one P_Key, host order */
+struct kqp_query_pkey {
+	__u32 size;
+	__u32 flags;
+	__u32 device_index;
+	__u32 port_num;
+	__u32 index;
+	__u32 out_pkey;
+};
+#define KQP_IOCTL_QUERY_PKEY _IO(KQP_IOCTL_TYPE, KQP_CMD_QUERY_PKEY)
+
+/* Get the table's default PD for the device instead of a new PD. */
+#define KQP_ALLOC_PD_DEFAULT	(1U << 0)
+
+/**
+ * struct kqp_alloc_pd - ioctl(KQP_IOCTL_ALLOC_PD)
+ * @size: sizeof(struct kqp_alloc_pd)
+ * @flags: KQP_ALLOC_PD_DEFAULT or 0
+ * @device_index: the device
+ * @out_pd: handle
+ *
+ * With KQP_ALLOC_PD_DEFAULT, the device's default PD in this table, one
+ * per device: the same handle each time, one more reference each time.
+ * KQP_IOCTL_DEALLOC_PD drops one; the PD goes with the last of these and
+ * of the QPs using it.  A QP created on an id with no PD uses it too.
+ */
+struct kqp_alloc_pd {
+	__u32 size;
+	__u32 flags;
+	__u32 device_index;
+	__u32 out_pd;
+};
+#define KQP_IOCTL_ALLOC_PD _IO(KQP_IOCTL_TYPE, KQP_CMD_ALLOC_PD)
+
+/*
+ * KQP_IOCTL_DEALLOC_PD: EBUSY while a QP uses the PD (or, for the default
+ * PD, EINVAL when no reference from KQP_ALLOC_PD_DEFAULT is left).
+ */
+struct kqp_dealloc_pd {
+	__u32 size;
+	__u32 flags;
+	__u32 pd;
+	__u32 __reserved;
+};
+#define KQP_IOCTL_DEALLOC_PD _IO(KQP_IOCTL_TYPE, KQP_CMD_DEALLOC_PD)
+
+/**
+ * struct kqp_create_comp_channel - ioctl(KQP_IOCTL_CREATE_COMP_CHANNEL)
+ * @size: sizeof(struct kqp_create_comp_channel)
+ * @flags: must be 0
+ * @out_fd: a new file descriptor (O_CLOEXEC): poll()able, and read()
+ *	gives one struct kqp_comp_event per call (EAGAIN if O_NONBLOCK and
+ *	none is waiting; EINVAL for a buffer smaller than one)
+ * @__reserved: zero
+ */
+struct kqp_create_comp_channel {
+	__u32 size;
+	__u32 flags;
+	__s32 out_fd;
+	__u32 __reserved;
+};
+#define KQP_IOCTL_CREATE_COMP_CHANNEL \
+	_IO(KQP_IOCTL_TYPE, KQP_CMD_CREATE_COMP_CHANNEL)
+
+/* What read() of a completion channel gives: an armed CQ fired. */
+struct kqp_comp_event {
+	__aligned_u64 cq_uid;
+	__u32 cq;
+	__u32 __reserved;
+};
+
+#define KQP_CQ_ARM_SOLICITED	(1U << 0)
+
+/* Ring flags: completions wait in the kernel; call KQP_IOCTL_FLUSH_CQ. */
+#define KQP_CQ_RING_OVERFLOW	(1U << 0)
+
+/**
+ * struct kqp_cq_ring_hdr - the start of a CQ ring mapping
+ * @head: consumer index, written by userspace
+ * @arm: arm word, written by userspace
+ * @tail: producer index, written by the kernel
+ * @flags: KQP_CQ_RING_*, written by the kernel
+ *
+ * Indices count entries since creation and wrap at 2^32; entry i is at
+ * cqes[i & (entries - 1)].  The two halves are on separate 128-byte
+ * lines so the producer and the consumer do not share one.
+ */
+struct kqp_cq_ring_hdr {
+	__u32 head;
+	__u32 arm;
+	__u8 __pad0[120];
+	__u32 tail;
+	__u32 flags;
+	__u8 __pad1[120];
+};
+
+/* A completion, as struct ibv_wc; numbering and flags are libibverbs'. */
+struct kqp_cqe {
+	__aligned_u64 wr_id;
+	__u32 status;
+	__u32 opcode;
+	__u32 vendor_err;
+	__u32 byte_len;
+	__u32 imm_data;
+	__u32 qp_num;
+	__u32 src_qp;
+	__u32 wc_flags;
+	__u32 slid;
+	__u16 pkey_index;
+	__u8 sl;
+	__u8 dlid_path_bits;
+	__u8 __reserved[16];
+};
+
+/**
+ * struct kqp_ring_info - how to map a CQ's ring
+ * @mmap_offset: the offset to pass to mmap() of a file sharing the table
+ * @mmap_size: the length to map
+ * @entries: ring entries, a power of two
+ * @off_head: byte offset of the head
+ * @off_tail: byte offset of the tail
+ * @off_arm: byte offset of the arm word
+ * @off_flags: byte offset of the flags
+ * @off_cqes: byte offset of the first struct kqp_cqe
+ * @__reserved: zero
+ */
+struct kqp_ring_info {
+	__aligned_u64 mmap_offset;
+	__u32 mmap_size;
+	__u32 entries;
+	__u32 off_head;
+	__u32 off_tail;
+	__u32 off_arm;
+	__u32 off_flags;
+	__u32 off_cqes;
+	__u32 __reserved;
+};
+
+/**
+ * struct kqp_create_cq - ioctl(KQP_IOCTL_CREATE_CQ)
+ * @size: sizeof(struct kqp_create_cq)
+ * @flags: must be 0
+ * @device_index: the device
+ * @cqe: minimum depth, 1 to the device's max_cqe (EINVAL otherwise)
+ * @comp_vector: as ibv_create_cq()
+ * @channel_fd: a completion channel's fd, or -1
+ * @uid: the caller's value, reported with the CQ's events
+ * @out_cq: handle
+ * @out_cqe: actual depth
+ * @out_ring: the completion ring
+ */
+struct kqp_create_cq {
+	__u32 size;
+	__u32 flags;
+	__u32 device_index;
+	__u32 cqe;
+	__u32 comp_vector;
+	__s32 channel_fd;
+	__aligned_u64 uid;
+	__u32 out_cq;
+	__u32 out_cqe;
+	struct kqp_ring_info out_ring;
+};
+#define KQP_IOCTL_CREATE_CQ _IO(KQP_IOCTL_TYPE, KQP_CMD_CREATE_CQ)
+
+/**
+ * struct kqp_destroy_cq - ioctl(KQP_IOCTL_DESTROY_CQ)
+ * @out_comp_events_reported: channel notifications read for the CQ
+ * @out_async_events_reported: async events read for the CQ
+ *
+ * EBUSY while a QP uses the CQ.  The ring stays mapped where it is mapped
+ * (it is freed with the last mapping) but is never written again.
+ */
+struct kqp_destroy_cq {
+	__u32 size;
+	__u32 flags;
+	__u32 cq;
+	__u32 out_comp_events_reported;
+	__u32 out_async_events_reported;
+	__u32 __reserved;
+};
+#define KQP_IOCTL_DESTROY_CQ _IO(KQP_IOCTL_TYPE, KQP_CMD_DESTROY_CQ)
+
+/*
+ * KQP_IOCTL_FLUSH_CQ: after KQP_CQ_RING_OVERFLOW, move the completions
+ * that wait in the kernel into the room the consumer made.
+ */
+struct kqp_flush_cq {
+	__u32 size;
+	__u32 flags;
+	__u32 cq;
+	__u32 __reserved;
+};
+#define KQP_IOCTL_FLUSH_CQ _IO(KQP_IOCTL_TYPE, KQP_CMD_FLUSH_CQ)
+
+/* QP capabilities, as struct ibv_qp_cap. */
+struct kqp_qp_cap {
+	__u32 max_send_wr;
+	__u32 max_recv_wr;
+	__u32 max_send_sge;
+	__u32 max_recv_sge;
+	__u32 max_inline_data;
+	__u32 __reserved;
+};
+
+/* Every send is signaled (ibv_qp_init_attr.sq_sig_all). */
+#define KQP_CREATE_QP_SQ_SIG_ALL	(1U << 0)
+
+/**
+ * struct kqp_create_qp - ioctl(KQP_IOCTL_CREATE_QP)
+ * @size: sizeof(struct kqp_create_qp)
+ * @flags: KQP_CREATE_QP_*
+ * @id: the CM id to create the QP on, or 0 for a QP the caller moves
+ *	through its states itself (ibv_create_qp())
+ * @pd: the PD, or 0 (on an id only) for the device's default PD
+ * @send_cq: the send CQ, or 0 (on an id only) to have one made
+ * @recv_cq: the receive CQ, or 0 (on an id only) to have one made
+ * @qp_type: KQP_QPT_RC or KQP_QPT_UD; on an id, the id's
+ * @send_cq_uid: the uid of a send CQ made here
+ * @recv_cq_uid: the uid of a receive CQ made here
+ * @uid: the caller's value, reported with the QP's async events
+ * @cap: wanted capabilities; on return, the actual ones
+ * @out_qp: handle
+ * @out_qp_num: the QP number
+ * @out_pd: the PD used
+ * @out_send_cq: the send CQ used
+ * @out_recv_cq: the receive CQ used
+ * @out_send_channel_fd: the completion channel of a send CQ made here, or
+ *	-1; a new fd the caller owns
+ * @out_recv_channel_fd: likewise for the receive CQ
+ * @out_send_cqe: depth of a send CQ made here
+ * @out_recv_cqe: depth of a receive CQ made here
+ * @out_send_ring: ring of a send CQ made here
+ * @out_recv_ring: ring of a receive CQ made here
+ *
+ * On an id this is rdma_create_qp(3): the id must be bound to a device
+ * (EINVAL), a PD given must be of that device (EINVAL), the id must have
+ * no QP yet (EINVAL, and nothing changes), and capabilities the device
+ * cannot give fail with EINVAL, leaving nothing behind.  An RC QP is left
+ * in INIT, ready for receives, and rdma_cm moves it to RTR and RTS when
+ * the connection is made; a UD QP is left in RTS.  CQs made here get a
+ * completion channel each and are destroyed with the QP.
+ *
+ * Without an id, @pd, @send_cq and @recv_cq are required and the QP is
+ * left in RESET.
+ */
+struct kqp_create_qp {
+	__u32 size;
+	__u32 flags;
+	__u32 id;
+	__u32 pd;
+	__u32 send_cq;
+	__u32 recv_cq;
+	__u32 qp_type;
+	__u32 __reserved;
+	__aligned_u64 send_cq_uid;
+	__aligned_u64 recv_cq_uid;
+	__aligned_u64 uid;
+	struct kqp_qp_cap cap;
+	__u32 out_qp;
+	__u32 out_qp_num;
+	__u32 out_pd;
+	__u32 out_send_cq;
+	__u32 out_recv_cq;
+	__s32 out_send_channel_fd;
+	__s32 out_recv_channel_fd;
+	__u32 out_send_cqe;
+	__u32 out_recv_cqe;
+	__u32 __reserved2;
+	struct kqp_ring_info out_send_ring;
+	struct kqp_ring_info out_recv_ring;
+};
+#define KQP_IOCTL_CREATE_QP _IO(KQP_IOCTL_TYPE, KQP_CMD_CREATE_QP)
+
+/**
+ * struct kqp_destroy_qp - ioctl(KQP_IOCTL_DESTROY_QP)
+ * @out_events_reported: async events read for the QP
+ * @out_send_cq_events: channel notifications read for a send CQ made for
+ *	the QP, which goes with it
+ * @out_recv_cq_events: likewise for the receive CQ
+ * @__reserved: zero
+ *
+ * Work still posted is discarded with the QP.  CQs made for it go too.
+ */
+struct kqp_destroy_qp {
+	__u32 size;
+	__u32 flags;
+	__u32 qp;
+	__u32 out_events_reported;
+	__u32 out_send_cq_events;
+	__u32 out_recv_cq_events;
+};
+#define KQP_IOCTL_DESTROY_QP _IO(KQP_IOCTL_TYPE, KQP_CMD_DESTROY_QP)
+
+/**
+ * struct kqp_modify_qp - ioctl(KQP_IOCTL_MODIFY_QP)
+ * @attr_mask: enum ibv_qp_attr_mask bits naming the fields of @attr to use
+ * @attr: as struct ibv_qp_attr
+ *
+ * For a QP on an id, rdma_cm moves it; modifying it is refused (EINVAL)
+ * except into ERR.  Unknown mask bits: EOPNOTSUPP.
+ */
+struct kqp_modify_qp {
+	__u32 size;
+	__u32 flags;
+	__u32 qp;
+	__u32 attr_mask;
+	struct kqp_qp_attr attr;
+};
+#define KQP_IOCTL_MODIFY_QP _IO(KQP_IOCTL_TYPE, KQP_CMD_MODIFY_QP)
+
+/**
+ * struct kqp_query_qp - ioctl(KQP_IOCTL_QUERY_QP)
+ * @attr_mask: the attributes wanted, enum ibv_qp_attr_mask
+ * @out_attr: the attributes
+ * @out_cap: the capabilities
+ * @out_qp_type: KQP_QPT_*
+ * @out_sq_sig_all: 1 if every send is signaled
+ */
+struct kqp_query_qp {
+	__u32 size;
+	__u32 flags;
+	__u32 qp;
+	__u32 attr_mask;
+	struct kqp_qp_attr out_attr;
+	struct kqp_qp_cap out_cap;
+	__u32 out_qp_type;
+	__u32 out_sq_sig_all;
+};
+#define KQP_IOCTL_QUERY_QP _IO(KQP_IOCTL_TYPE, KQP_CMD_QUERY_QP)
+
+/* A scatter/gather element: a range of a registered MR. */
+struct kqp_sge {
+	__aligned_u64 addr;
+	__u32 length;
+	__u32 lkey;
+};
+
+/**
+ * struct kqp_send_wr - one send work request in a KQP_IOCTL_POST_SEND list
+ * @wr_id: reported back in the request's completion
+ * @opcode: enum ibv_wr_opcode
+ * @send_flags: enum ibv_send_flags
+ * @num_sge: SGEs following this header
+ * @inline_len: with IBV_SEND_INLINE, the bytes following this header
+ *	(and no SGEs); at most the QP's max_inline_data
+ * @imm_data: immediate data, network byte order
+ * @__reserved: zero
+ * @wr: the opcode's parameters
+ *
+ * Each request is followed by its SGEs or inline data, padded to 8 bytes.
+ */
+struct kqp_send_wr {
+	__aligned_u64 wr_id;
+	__u32 opcode;
+	__u32 send_flags;
+	__u32 num_sge;
+	__u32 inline_len;
+	__u32 imm_data;
+	__u32 __reserved;
+	union {
+		struct {
+			__aligned_u64 remote_addr;
+			__u32 rkey;
+			__u32 __reserved;
+		} rdma;
+		struct {
+			__aligned_u64 remote_addr;
+			__aligned_u64 compare_add;
+			__aligned_u64 swap;
+			__u32 rkey;
+			__u32 __reserved;
+		} atomic;
+		struct {
+			__u32 ah;
+			__u32 remote_qpn;
+			__u32 remote_qkey;
+			__u32 __reserved;
+		} ud;
+	} wr;
+};
+
+/* One receive work request, followed by its SGEs. */
+struct kqp_recv_wr {
+	__aligned_u64 wr_id;
+	__u32 num_sge;
+	__u32 __reserved;
+};
+
+/**
+ * struct kqp_post - ioctl(KQP_IOCTL_POST_SEND), ioctl(KQP_IOCTL_POST_RECV)
+ * @size: sizeof(struct kqp_post)
+ * @flags: must be 0
+ * @qp: handle
+ * @count: requests in the list
+ * @wrs: user pointer to the list
+ * @wrs_len: its length in bytes, at most KQP_POST_MAX_BYTES
+ * @out_posted: requests posted; on failure, the index of the first that
+ *	was not, and nothing from it onward was posted
+ *
+ * The list is copied once and checked request by request before anything
+ * reaches the device: the opcode and flags against the QP's type, SGE and
+ * inline counts against its capabilities, every SGE against the caller's
+ * registered memory.  ENOMEM when the queue is full.
+ */
+struct kqp_post {
+	__u32 size;
+	__u32 flags;
+	__u32 qp;
+	__u32 count;
+	__aligned_u64 wrs;
+	__u32 wrs_len;
+	__u32 out_posted;
+};
+#define KQP_IOCTL_POST_SEND _IO(KQP_IOCTL_TYPE, KQP_CMD_POST_SEND)
+#define KQP_IOCTL_POST_RECV _IO(KQP_IOCTL_TYPE, KQP_CMD_POST_RECV)
+
+#define KQP_POST_MAX_BYTES	(1U << 20)
+
+/**
+ * struct kqp_create_async_fd - ioctl(KQP_IOCTL_CREATE_ASYNC_FD)
+ * @out_fd: a new fd (O_CLOEXEC), poll()able; read() gives one struct
+ *	kqp_async_event per call.  One per table: EBUSY for a second.
+ */
+struct kqp_create_async_fd {
+	__u32 size;
+	__u32 flags;
+	__s32 out_fd;
+	__u32 __reserved;
+};
+#define KQP_IOCTL_CREATE_ASYNC_FD _IO(KQP_IOCTL_TYPE, KQP_CMD_CREATE_ASYNC_FD)
+
+/* What an async event is about. */
+#define KQP_ASYNC_CQ	1
+#define KQP_ASYNC_QP	2
+
+/**
+ * struct kqp_async_event - an async event (enum ibv_event_type)
+ * @uid: the object's uid
+ * @event: enum ibv_event_type
+ * @kind: KQP_ASYNC_*
+ * @handle: the object's handle
+ * @__reserved: zero
+ */
+struct kqp_async_event {
+	__aligned_u64 uid;
+	__u32 event;
+	__u32 kind;
+	__u32 handle;
+	__u32 __reserved;
+};
+
+/**
+ * struct kqp_reg_mr - ioctl(KQP_IOCTL_REG_MR)
+ * @size: sizeof(struct kqp_reg_mr)
+ * @flags: must be 0
+ * @pd: the PD
+ * @access: enum ibv_access_flags; remote write or atomic access needs
+ *	local write (EINVAL otherwise), as the verbs spec says
+ * @addr: start of the caller's memory to register
+ * @length: its length, not 0
+ * @iova: the address work requests and peers use for @addr
+ * @out_mr: handle
+ * @out_lkey: local key
+ * @out_rkey: remote key
+ * @__reserved: zero
+ *
+ * The pages are pinned against the caller's RLIMIT_MEMLOCK (ENOMEM past
+ * it, unless the caller has CAP_IPC_LOCK).
+ */
+struct kqp_reg_mr {
+	__u32 size;
+	__u32 flags;
+	__u32 pd;
+	__u32 access;
+	__aligned_u64 addr;
+	__aligned_u64 length;
+	__aligned_u64 iova;
+	__u32 out_mr;
+	__u32 out_lkey;
+	__u32 out_rkey;
+	__u32 __reserved;
+};
+#define KQP_IOCTL_REG_MR _IO(KQP_IOCTL_TYPE, KQP_CMD_REG_MR)
+
+/* KQP_IOCTL_DEREG_MR: work still in flight on it completes in error. */
+struct kqp_dereg_mr {
+	__u32 size;
+	__u32 flags;
+	__u32 mr;
+	__u32 __reserved;
+};
+#define KQP_IOCTL_DEREG_MR _IO(KQP_IOCTL_TYPE, KQP_CMD_DEREG_MR)
+
+/**
+ * struct kqp_create_ah - ioctl(KQP_IOCTL_CREATE_AH)
+ * @pd: the PD
+ * @attr: where to send; on Ethernet (RoCE) a GRH is required and the
+ *	peer's MAC address is resolved from its GID
+ * @out_ah: handle, for UD send work requests
+ */
+struct kqp_create_ah {
+	__u32 size;
+	__u32 flags;
+	__u32 pd;
+	__u32 __reserved;
+	struct kqp_ah_attr attr;
+	__u32 out_ah;
+	__u32 __reserved2;
+};
+#define KQP_IOCTL_CREATE_AH _IO(KQP_IOCTL_TYPE, KQP_CMD_CREATE_AH)
+
+struct kqp_destroy_ah {
+	__u32 size;
+	__u32 flags;
+	__u32 ah;
+	__u32 __reserved;
+};
+#define KQP_IOCTL_DESTROY_AH _IO(KQP_IOCTL_TYPE, KQP_CMD_DESTROY_AH)
 
 #endif /* _UAPI_RDMA_KQP_ABI_H */

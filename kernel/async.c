@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Async events of a table's CQs and QPs, read from an anonymous fd
+ * (ibv_context->async_fd).  Events are queued from driver callbacks, so
+ * under a spinlock with atomic allocations, and the queue is bounded: past
+ * KQP_ASYNC_MAX pending events new ones are counted as dropped.
+ */
+#include <linux/anon_inodes.h>
+#include <linux/file.h>
+#include <linux/poll.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "kqp.h"
+
+#define KQP_ASYNC_MAX 1024
+
+struct kqp_async {
+	struct kref ref;
+	spinlock_t lock;
+	struct mutex read_mutex;
+	wait_queue_head_t wait;
+	struct list_head events;
+	unsigned int pending;
+	unsigned long dropped;
+};
+
+struct kqp_async_entry {
+	struct list_head list;
+	struct kqp_async_event ev;
+	u32 *reported;		/* the object's count of events read */
+};
+
+static void kqp_async_free(struct kref *ref)
+{
+	struct kqp_async *async = container_of(ref, struct kqp_async, ref);
+	struct kqp_async_entry *e, *tmp;
+
+	list_for_each_entry_safe(e, tmp, &async->events, list)
+		kfree(e);
+	mutex_destroy(&async->read_mutex);
+	kfree(async);
+}
+
+/*
+ * Queue an event for an object; @reported is the object's count of events
+ * read, which kqp_async_forget() reads when the object goes.
+ */
+void kqp_async_queue_event(struct kqp_ucontext *uctx, u32 event, u32 kind,
+			   u32 handle, u64 uid, u32 *reported)
+{
+	struct kqp_async *async = READ_ONCE(uctx->async);
+	struct kqp_async_entry *e;
+	unsigned long flags;
+
+	if (!async)
+		return;
+	e = kzalloc(sizeof(*e), GFP_ATOMIC);
+	spin_lock_irqsave(&async->lock, flags);
+	if (!e || async->pending >= KQP_ASYNC_MAX) {
+		async->dropped++;
+		spin_unlock_irqrestore(&async->lock, flags);
+		kfree(e);
+		return;
+	}
+	e->ev.uid = uid;
+	e->ev.event = event;
+	e->ev.kind = kind;
+	e->ev.handle = handle;
+	e->reported = reported;
+	list_add_tail(&e->list, &async->events);
+	async->pending++;
+	spin_unlock_irqrestore(&async->lock, flags);
+	wake_up_interruptible(&async->wait);
+}
+
+/* An object is going: drop its pending events; the count read is final. */
+void kqp_async_forget(struct kqp_ucontext *uctx, u32 *reported)
+{
+	struct kqp_async *async = READ_ONCE(uctx->async);
+	struct kqp_async_entry *e, *tmp;
+	LIST_HEAD(dead);
+
+	if (!async)
+		return;
+	mutex_lock(&async->read_mutex);
+	spin_lock_irq(&async->lock);
+	list_for_each_entry_safe(e, tmp, &async->events, list) {
+		if (e->reported == reported) {
+			list_move(&e->list, &dead);
+			async->pending--;
+		}
+	}
+	spin_unlock_irq(&async->lock);
+	mutex_unlock(&async->read_mutex);
+	list_for_each_entry_safe(e, tmp, &dead, list)
+		kfree(e);
+}
+
+static ssize_t kqp_async_read(struct file *filp, char __user *buf,
+			      size_t count, loff_t *pos)
+{
+	struct kqp_async *async = filp->private_data;
+	struct kqp_async_entry *e;
+	ssize_t ret;
+
+	if (count < sizeof(e->ev))
+		return -EINVAL;
+	for (;;) {
+		if (mutex_lock_interruptible(&async->read_mutex))
+			return -ERESTARTSYS;
+		spin_lock_irq(&async->lock);
+		if (!list_empty(&async->events))
+			break;
+		spin_unlock_irq(&async->lock);
+		mutex_unlock(&async->read_mutex);
+		if (filp->f_flags & O_NONBLOCK)
+			return -EAGAIN;
+		if (wait_event_interruptible(async->wait,
+				!list_empty_careful(&async->events)))
+			return -ERESTARTSYS;
+	}
+	e = list_first_entry(&async->events, struct kqp_async_entry, list);
+	spin_unlock_irq(&async->lock);
+
+	if (copy_to_user(buf, &e->ev, sizeof(e->ev))) {
+		ret = -EFAULT;
+		goto out;
+	}
+	spin_lock_irq(&async->lock);
+	list_del(&e->list);
+	async->pending--;
+	if (e->reported)
+		(*e->reported)++;
+	spin_unlock_irq(&async->lock);
+	kfree(e);
+	ret = sizeof(e->ev);
+out:
+	mutex_unlock(&async->read_mutex);
+	return ret;
+}
+
+static __poll_t kqp_async_poll(struct file *filp,
+			       struct poll_table_struct *wait)
+{
+	struct kqp_async *async = filp->private_data;
+
+	poll_wait(filp, &async->wait, wait);
+	return list_empty_careful(&async->events) ? 0 : EPOLLIN | EPOLLRDNORM;
+}
+
+static int kqp_async_release(struct inode *inode, struct file *filp)
+{
+	struct kqp_async *async = filp->private_data;
+
+	kref_put(&async->ref, kqp_async_free);
+	return 0;
+}
+
+static const struct file_operations kqp_async_fops = {
+	.owner = THIS_MODULE,
+	.read = kqp_async_read,
+	.poll = kqp_async_poll,
+	.release = kqp_async_release,
+	.llseek = noop_llseek,
+};
+
+int kqp_create_async_fd(struct kqp_ucmd *ucmd)
+{
+	struct kqp_create_async_fd *cmd = ucmd->cmd;
+	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_async *async;
+	struct file *filp;
+	int fd, ret;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	if (!uctx)
+		return -ENOMEM;
+	async = kzalloc(sizeof(*async), GFP_KERNEL);
+	if (!async)
+		return -ENOMEM;
+	/* One for the table, one for the file. */
+	kref_init(&async->ref);
+	kref_get(&async->ref);
+	spin_lock_init(&async->lock);
+	mutex_init(&async->read_mutex);
+	init_waitqueue_head(&async->wait);
+	INIT_LIST_HEAD(&async->events);
+
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0) {
+		ret = fd;
+		goto err_free;
+	}
+	filp = anon_inode_getfile("[kqp-async]", &kqp_async_fops, async,
+				  O_RDWR);
+	if (IS_ERR(filp)) {
+		ret = PTR_ERR(filp);
+		goto err_fd;
+	}
+	cmd->out_fd = fd;
+	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
+	if (ret)
+		goto err_file;
+	if (cmpxchg(&uctx->async, NULL, async)) {
+		ret = -EBUSY;
+		goto err_file;
+	}
+	fd_install(fd, filp);
+	return 0;
+
+err_file:
+	put_unused_fd(fd);
+	fput(filp);	/* drops the file's reference */
+	kref_put(&async->ref, kqp_async_free);
+	return ret;
+err_fd:
+	put_unused_fd(fd);
+err_free:
+	kfree(async);
+	return ret;
+}
+
+/* The table is going; its objects and their events went before. */
+void kqp_async_detach(struct kqp_ucontext *uctx)
+{
+	struct kqp_async *async = xchg(&uctx->async, NULL);
+
+	if (async)
+		kref_put(&async->ref, kqp_async_free);
+}

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Completion channels: an anonymous fd per channel.  A CQ that fires adds
+ * itself to its channel's pending list (from the completion handler, so
+ * under a spinlock); read() hands out one notification per call.
+ *
+ * Readers also hold read_mutex from looking at the first pending CQ until
+ * it is counted, and a CQ being destroyed takes it to leave the list, so a
+ * reader never reports a CQ that has gone, and the count destroy returns
+ * is exactly what readers saw.
+ */
+#include <linux/anon_inodes.h>
+#include <linux/file.h>
+#include <linux/poll.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "kqp.h"
+
+static void kqp_channel_free(struct kref *ref)
+{
+	struct kqp_channel *chan = container_of(ref, struct kqp_channel, ref);
+
+	WARN_ON(!list_empty(&chan->pending));
+	mutex_destroy(&chan->read_mutex);
+	kfree(chan);
+}
+
+void kqp_channel_put(struct kqp_channel *chan)
+{
+	kref_put(&chan->ref, kqp_channel_free);
+}
+
+/* From the CQ producer: the CQ fired. */
+void kqp_channel_notify(struct kqp_channel *chan, struct kqp_cq *cq)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&chan->lock, flags);
+	if (!cq->chan_pending++)
+		list_add_tail(&cq->chan_entry, &chan->pending);
+	spin_unlock_irqrestore(&chan->lock, flags);
+	wake_up_interruptible(&chan->wait);
+}
+
+/* The CQ is being destroyed: drop its notifications, return how many were read. */
+u32 kqp_channel_forget(struct kqp_channel *chan, struct kqp_cq *cq)
+{
+	u32 reported;
+
+	mutex_lock(&chan->read_mutex);
+	spin_lock_irq(&chan->lock);
+	if (cq->chan_pending)
+		list_del_init(&cq->chan_entry);
+	cq->chan_pending = 0;
+	reported = cq->comp_events_reported;
+	spin_unlock_irq(&chan->lock);
+	mutex_unlock(&chan->read_mutex);
+	return reported;
+}
+
+static ssize_t kqp_channel_read(struct file *filp, char __user *buf,
+				size_t count, loff_t *pos)
+{
+	struct kqp_channel *chan = filp->private_data;
+	struct kqp_comp_event ev = {};
+	struct kqp_cq *cq;
+	ssize_t ret;
+
+	if (count < sizeof(ev))
+		return -EINVAL;
+
+	for (;;) {
+		if (mutex_lock_interruptible(&chan->read_mutex))
+			return -ERESTARTSYS;
+		spin_lock_irq(&chan->lock);
+		if (!list_empty(&chan->pending))
+			break;
+		spin_unlock_irq(&chan->lock);
+		mutex_unlock(&chan->read_mutex);
+		if (filp->f_flags & O_NONBLOCK)
+			return -EAGAIN;
+		if (wait_event_interruptible(chan->wait,
+				!list_empty_careful(&chan->pending)))
+			return -ERESTARTSYS;
+	}
+	cq = list_first_entry(&chan->pending, struct kqp_cq, chan_entry);
+	ev.cq_uid = cq->uid;
+	ev.cq = cq->vobj.obj.id;
+	spin_unlock_irq(&chan->lock);
+
+	/* A notification leaves only once it reached the caller. */
+	if (copy_to_user(buf, &ev, sizeof(ev))) {
+		ret = -EFAULT;
+		goto out;
+	}
+	spin_lock_irq(&chan->lock);
+	if (!--cq->chan_pending)
+		list_del_init(&cq->chan_entry);
+	cq->comp_events_reported++;
+	spin_unlock_irq(&chan->lock);
+	ret = sizeof(ev);
+out:
+	mutex_unlock(&chan->read_mutex);
+	return ret;
+}
+
+static __poll_t kqp_channel_poll(struct file *filp,
+				 struct poll_table_struct *wait)
+{
+	struct kqp_channel *chan = filp->private_data;
+
+	poll_wait(filp, &chan->wait, wait);
+	return list_empty_careful(&chan->pending) ? 0 : EPOLLIN | EPOLLRDNORM;
+}
+
+static int kqp_channel_release(struct inode *inode, struct file *filp)
+{
+	kqp_channel_put(filp->private_data);
+	return 0;
+}
+
+static const struct file_operations kqp_channel_fops = {
+	.owner = THIS_MODULE,
+	.read = kqp_channel_read,
+	.poll = kqp_channel_poll,
+	.release = kqp_channel_release,
+	.llseek = noop_llseek,
+};
+
+/* The channel behind a completion channel fd, referenced. */
+struct kqp_channel *kqp_channel_get_fd(int fd)
+{
+	struct kqp_channel *chan;
+	struct file *filp;
+
+	filp = fget(fd);
+	if (!filp)
+		return ERR_PTR(-EBADF);
+	if (filp->f_op != &kqp_channel_fops) {
+		fput(filp);
+		return ERR_PTR(-EINVAL);
+	}
+	chan = filp->private_data;
+	kref_get(&chan->ref);
+	fput(filp);
+	return chan;
+}
+
+/*
+ * A new channel and an fd for it, not installed: the caller installs it
+ * with fd_install() once nothing can fail any more, or undoes it with
+ * kqp_channel_unmake_fd().
+ */
+struct kqp_channel *kqp_channel_make_fd(int *fd, struct file **filp)
+{
+	struct kqp_channel *chan;
+
+	chan = kzalloc(sizeof(*chan), GFP_KERNEL);
+	if (!chan)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&chan->ref);
+	spin_lock_init(&chan->lock);
+	mutex_init(&chan->read_mutex);
+	init_waitqueue_head(&chan->wait);
+	INIT_LIST_HEAD(&chan->pending);
+
+	*fd = get_unused_fd_flags(O_CLOEXEC);
+	if (*fd < 0) {
+		int ret = *fd;
+
+		kqp_channel_put(chan);
+		return ERR_PTR(ret);
+	}
+	/* The file owns the initial reference. */
+	*filp = anon_inode_getfile("[kqp-comp]", &kqp_channel_fops, chan,
+				   O_RDWR);
+	if (IS_ERR(*filp)) {
+		int ret = PTR_ERR(*filp);
+
+		put_unused_fd(*fd);
+		kqp_channel_put(chan);
+		return ERR_PTR(ret);
+	}
+	return chan;
+}
+
+void kqp_channel_unmake_fd(int fd, struct file *filp)
+{
+	put_unused_fd(fd);
+	fput(filp);
+}
+
+int kqp_create_comp_channel(struct kqp_ucmd *ucmd)
+{
+	struct kqp_create_comp_channel *cmd = ucmd->cmd;
+	struct kqp_channel *chan;
+	struct file *filp;
+	int fd, ret;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	chan = kqp_channel_make_fd(&fd, &filp);
+	if (IS_ERR(chan))
+		return PTR_ERR(chan);
+	cmd->out_fd = fd;
+	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
+	if (ret) {
+		kqp_channel_unmake_fd(fd, filp);
+		return ret;
+	}
+	fd_install(fd, filp);
+	return 0;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * What differs between the kernels kqp builds for (6.1 to 6.12 and on).
+ */
+#ifndef KQP_COMPAT_H
+#define KQP_COMPAT_H
+
+#include <linux/mm.h>
+#include <linux/version.h>
+
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
+static inline void kqp_vm_flags_mod(struct vm_area_struct *vma,
+				    vm_flags_t set, vm_flags_t clear)
+{
+	vma->vm_flags = (vma->vm_flags | set) & ~clear;
+}
+#else
+#define kqp_vm_flags_mod vm_flags_mod
+#endif
+
+#endif /* KQP_COMPAT_H */

@@ -1,0 +1,559 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * CQs whose completions userspace reaps from a ring, without a syscall.
+ *
+ * The kernel CQ is always armed.  Its completion handler cannot poll it:
+ * drivers call it with their own CQ lock held (rxe does), so it schedules
+ * the CQ's irq_poll, and the softirq that follows polls the kernel CQ
+ * straight into the ring and re-arms it.  That one softirq is the only
+ * hop between the callback and the entry being visible in the ring, the
+ * same one ib_core's fastest mode (IB_POLL_SOFTIRQ) takes; there is no
+ * work item and no thread.  The poller is the only producer, serialised
+ * with flushes by cq->lock; it keeps the producer index in cq->tail and
+ * only ever writes the ring's copy.
+ *
+ * The ring never drops a completion.  When it is full the handler stops
+ * polling: the completions stay in the kernel CQ, the ring says
+ * KQP_CQ_RING_OVERFLOW and an IBV_EVENT_CQ_ERR async event is queued.  A
+ * consumer that made room calls KQP_IOCTL_FLUSH_CQ to resume.
+ */
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include "compat.h"
+#include "kqp.h"
+
+#define KQP_CQ_POLL_BATCH 8
+#define KQP_CQ_POLL_BUDGET 64
+
+/* The ring's header is followed by the entries. */
+static_assert(sizeof(struct kqp_cq_ring_hdr) == 256);
+static_assert(sizeof(struct kqp_cqe) == 64);
+
+/* The completion path's measurements, summed over destroyed CQs. */
+static DEFINE_SPINLOCK(kqp_cq_stats_lock);
+static struct kqp_cq_stats kqp_cq_stats_total;
+
+void kqp_cq_stats_read(struct kqp_cq_stats *st)
+{
+	spin_lock_irq(&kqp_cq_stats_lock);
+	*st = kqp_cq_stats_total;
+	spin_unlock_irq(&kqp_cq_stats_lock);
+}
+
+static void kqp_cq_stats_add(struct kqp_cq *cq)
+{
+	struct kqp_cq_stats *t = &kqp_cq_stats_total;
+
+	spin_lock_irq(&kqp_cq_stats_lock);
+	t->calls += cq->stats.calls;
+	t->cqes += cq->stats.cqes;
+	t->lat_ns_sum += cq->stats.lat_ns_sum;
+	t->lat_ns_max = max(t->lat_ns_max, cq->stats.lat_ns_max);
+	spin_unlock_irq(&kqp_cq_stats_lock);
+}
+
+static struct kqp_cqe *kqp_cq_cqes(struct kqp_cq *cq)
+{
+	return (struct kqp_cqe *)(cq->ring + 1);
+}
+
+/*
+ * Would a completion match the consumer's arm word?  Solicited-only arms
+ * cannot be told apart exactly: ib_core does not pass the solicited-event
+ * bit of a completion to kernel consumers.  They fire on any receive
+ * completion and on any error, a superset that never misses a solicited
+ * one; the consumer polls after waking in any case.
+ */
+static bool kqp_cqe_fires(const struct kqp_cqe *cqe, u32 arm)
+{
+	if (!(arm & KQP_CQ_ARM_SOLICITED))
+		return true;
+	return cqe->status != IB_WC_SUCCESS || (cqe->opcode & IB_WC_RECV);
+}
+
+/*
+ * Move up to @budget completions from the kernel CQ into the ring while
+ * there is room; fire the channel if the consumer armed for one of them.
+ * Called with cq->lock held.  Returns how many were polled; *@full says
+ * the ring filled first.
+ */
+static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
+{
+	struct kqp_cq_ring_hdr *ring = cq->ring;
+	struct kqp_cqe *cqes = kqp_cq_cqes(cq);
+	struct ib_wc wc[KQP_CQ_POLL_BATCH];
+	u32 mask = cq->entries - 1;
+	u32 head, room, arm, start = cq->tail;
+	bool fire = false;
+	int n, i, polled = 0;
+
+	*full = false;
+	while (polled < budget) {
+		/*
+		 * Pairs with the consumer's store-release of the head: the
+		 * entries below it were read and may be overwritten.  The
+		 * value is the consumer's to write, so it is only used to
+		 * compute room, never to index; one that no consumer could
+		 * have written reads as a full ring.
+		 */
+		head = smp_load_acquire(&ring->head);
+		room = cq->entries - (cq->tail - head);
+		if (room > cq->entries)
+			room = 0;
+		if (!room) {
+			*full = true;
+			break;
+		}
+		n = ib_poll_cq(cq->cq, min3(room, (u32)KQP_CQ_POLL_BATCH,
+					    (u32)(budget - polled)), wc);
+		if (n <= 0)
+			break;
+		polled += n;
+		for (i = 0; i < n; i++) {
+			struct kqp_cqe *cqe = &cqes[cq->tail & mask];
+			bool report;
+
+			kqp_qp_complete(cq->uctx, &wc[i], cqe, &report);
+			if (report)
+				cq->tail++;
+		}
+	}
+	if (cq->tail == start)
+		return polled;
+
+	cq->stats.cqes += cq->tail - start;
+	/*
+	 * Pairs with the consumer's load-acquire of the tail: the entries
+	 * are written before the tail that covers them.
+	 */
+	smp_store_release(&ring->tail, cq->tail);
+	/*
+	 * Pairs with the full barrier the consumer issues between storing the
+	 * arm word and reading the tail again: either the consumer sees these
+	 * entries, or this reads its arm.
+	 */
+	smp_mb();
+	arm = READ_ONCE(ring->arm);
+	if (arm && arm != cq->last_fired && cq->channel) {
+		u32 i;
+
+		for (i = start; i != cq->tail && !fire; i++)
+			fire = kqp_cqe_fires(&cqes[i & mask], arm);
+		if (fire) {
+			cq->last_fired = arm;
+			kqp_channel_notify(cq->channel, cq);
+		}
+	}
+	return polled;
+}
+
+/*
+ * Poll the kernel CQ into the ring, and re-arm it once it is empty; with
+ * cq->lock held.  Returns how many completions were polled; true in
+ * *@more when the caller should poll again (budget spent, or a completion
+ * raced with re-arming).
+ */
+static int kqp_cq_drain(struct kqp_cq *cq, int budget, bool *more)
+{
+	bool full;
+	int done;
+
+	*more = false;
+	done = kqp_cq_produce(cq, budget, &full);
+	if (full) {
+		if (!cq->overflowed) {
+			cq->overflowed = true;
+			WRITE_ONCE(cq->ring->flags,
+				   cq->ring->flags | KQP_CQ_RING_OVERFLOW);
+			kqp_async_queue_event(cq->uctx, IB_EVENT_CQ_ERR,
+					      KQP_ASYNC_CQ, cq->vobj.obj.id,
+					      cq->uid, &cq->async_reported);
+		}
+		/* Left unarmed; KQP_IOCTL_FLUSH_CQ resumes. */
+		return done;
+	}
+	if (done >= budget) {
+		*more = true;
+		return done;
+	}
+	/* Completions that raced with re-arming are polled again. */
+	if (ib_req_notify_cq(cq->cq, IB_CQ_NEXT_COMP |
+				     IB_CQ_REPORT_MISSED_EVENTS) > 0)
+		*more = true;
+	return done;
+}
+
+/* The softirq poller: the only path from the kernel CQ to the ring. */
+static int kqp_cq_poll(struct irq_poll *iop, int budget)
+{
+	struct kqp_cq *cq = container_of(iop, struct kqp_cq, iop);
+	bool more;
+	u64 dt;
+	int done;
+
+	spin_lock(&cq->lock);
+	done = kqp_cq_drain(cq, budget, &more);
+	if (done) {
+		/* From the callback to the entries being in the ring. */
+		dt = ktime_get_ns() - READ_ONCE(cq->cb_ns);
+		cq->stats.calls++;
+		cq->stats.lat_ns_sum += dt;
+		if (dt > cq->stats.lat_ns_max)
+			cq->stats.lat_ns_max = dt;
+	}
+	spin_unlock(&cq->lock);
+
+	if (!more) {
+		irq_poll_complete(iop);
+		return done;
+	}
+	/* Budget spent: irq_poll calls again; a re-arm race: schedule. */
+	if (done < budget) {
+		irq_poll_complete(iop);
+		irq_poll_sched(iop);
+	}
+	return done;
+}
+
+/*
+ * Called by the driver, possibly under its own CQ lock: only schedule
+ * the poller.
+ */
+static void kqp_cq_comp_handler(struct ib_cq *ibcq, void *cq_context)
+{
+	struct kqp_cq *cq = cq_context;
+
+	WRITE_ONCE(cq->cb_ns, ktime_get_ns());
+	irq_poll_sched(&cq->iop);
+}
+
+static void kqp_cq_event_handler(struct ib_event *event, void *cq_context)
+{
+	struct kqp_cq *cq = cq_context;
+
+	kqp_async_queue_event(cq->uctx, event->event, KQP_ASYNC_CQ,
+			      cq->vobj.obj.id, cq->uid, &cq->async_reported);
+}
+
+static void kqp_cq_destroy_hw(struct kqp_vobj *vobj)
+{
+	struct kqp_cq *cq = container_of(vobj, struct kqp_cq, vobj);
+
+	/* Waits for a running poller; none runs after this. */
+	irq_poll_disable(&cq->iop);
+	ib_destroy_cq(cq->cq);
+	cq->cq = NULL;
+}
+
+void kqp_cq_fill_ring_info(struct kqp_cq *cq, struct kqp_ring_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->mmap_offset = (u64)cq->vobj.obj.id << PAGE_SHIFT;
+	info->mmap_size = cq->ring_bytes;
+	info->entries = cq->entries;
+	info->off_head = offsetof(struct kqp_cq_ring_hdr, head);
+	info->off_tail = offsetof(struct kqp_cq_ring_hdr, tail);
+	info->off_arm = offsetof(struct kqp_cq_ring_hdr, arm);
+	info->off_flags = offsetof(struct kqp_cq_ring_hdr, flags);
+	info->off_cqes = sizeof(struct kqp_cq_ring_hdr);
+}
+
+/*
+ * A CQ of at least @cqe entries on @kdev, reserved in @uctx but not
+ * published.  @chan, if any, is taken over by the CQ.  The caller holds
+ * kdev->hw_rwsem for reading and checked that the device lives.
+ */
+struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
+				    struct kqp_device *kdev, u32 cqe,
+				    u32 comp_vector, struct kqp_channel *chan,
+				    u64 uid)
+{
+	struct ib_cq_init_attr attr = {};
+	struct kqp_cq *cq;
+	struct ib_cq *ibcq;
+	int ret;
+
+	if (!cqe || cqe > kdev->ibdev->attrs.max_cqe)
+		return ERR_PTR(-EINVAL);
+	if (comp_vector >= kdev->ibdev->num_comp_vectors)
+		return ERR_PTR(-EINVAL);
+
+	cq = kzalloc(sizeof(*cq), GFP_KERNEL);
+	if (!cq)
+		return ERR_PTR(-ENOMEM);
+	spin_lock_init(&cq->lock);
+	irq_poll_init(&cq->iop, KQP_CQ_POLL_BUDGET, kqp_cq_poll);
+	INIT_LIST_HEAD(&cq->chan_entry);
+	cq->uctx = uctx;
+	cq->uid = uid;
+
+	/*
+	 * At least as many entries as the kernel CQ can hold, so a consumer
+	 * that keeps up never sees the ring fill.
+	 */
+	cq->entries = roundup_pow_of_two(cqe);
+	cq->ring_bytes = PAGE_ALIGN(sizeof(struct kqp_cq_ring_hdr) +
+				    (size_t)cq->entries *
+				    sizeof(struct kqp_cqe));
+	cq->ring = vmalloc_user(cq->ring_bytes);
+	if (!cq->ring) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+
+	ret = kqp_object_reserve(uctx, &cq->vobj.obj, KQP_OBJ_CQ);
+	if (ret)
+		goto err_ring;
+
+	lockdep_assert_held_read(&kdev->hw_rwsem);
+	attr.cqe = cq->entries;
+	attr.comp_vector = comp_vector;
+	ibcq = ib_create_cq(kdev->ibdev, kqp_cq_comp_handler,
+			    kqp_cq_event_handler, cq, &attr);
+	if (IS_ERR(ibcq)) {
+		ret = PTR_ERR(ibcq);
+		goto err_release;
+	}
+	cq->cq = ibcq;
+	cq->cqe = ibcq->cqe;
+	cq->channel = chan;
+	kref_get(&kdev->ref);
+	kqp_vobj_init(&cq->vobj, kdev, kqp_cq_destroy_hw);
+	/* From now on completions flow into the ring. */
+	ib_req_notify_cq(ibcq, IB_CQ_NEXT_COMP);
+	return cq;
+
+err_release:
+	kqp_object_release_id(uctx, &cq->vobj.obj);
+err_ring:
+	vfree(cq->ring);
+err_free:
+	kfree(cq);
+	return ERR_PTR(ret);
+}
+
+/*
+ * The CQ is claimed (or never published): no QP uses it.  The ring's
+ * pages stay in whatever mappings still have them and go with the last.
+ */
+static void kqp_cq_free(struct kqp_ucontext *uctx, struct kqp_cq *cq,
+			u32 *comp_reported, u32 *async_reported)
+{
+	struct kqp_device *kdev = cq->vobj.kdev;
+	u32 comp = 0;
+
+	kqp_object_drain(&cq->vobj.obj);
+	kqp_vobj_destroy_hw(&cq->vobj);
+	kqp_cq_stats_add(cq);
+	if (cq->channel) {
+		comp = kqp_channel_forget(cq->channel, cq);
+		kqp_channel_put(cq->channel);
+	}
+	kqp_async_forget(uctx, &cq->async_reported);
+	if (comp_reported)
+		*comp_reported = comp;
+	if (async_reported)
+		*async_reported = cq->async_reported;
+	kqp_object_release_id(uctx, &cq->vobj.obj);
+	kqp_device_put(kdev);
+	vfree(cq->ring);
+	kfree(cq);
+}
+
+void kqp_cq_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj)
+{
+	kqp_cq_free(uctx, container_of(obj, struct kqp_cq, vobj.obj), NULL,
+		    NULL);
+}
+
+int kqp_create_cq(struct kqp_ucmd *ucmd)
+{
+	struct kqp_create_cq *cmd = ucmd->cmd;
+	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_channel *chan = NULL;
+	struct kqp_device *kdev;
+	struct kqp_cq *cq;
+	int ret;
+
+	if (!uctx)
+		return -ENOMEM;
+	if (cmd->channel_fd != -1) {
+		chan = kqp_channel_get_fd(cmd->channel_fd);
+		if (IS_ERR(chan))
+			return PTR_ERR(chan);
+	}
+	kdev = kqp_device_get(cmd->device_index);
+	if (!kdev) {
+		ret = -ENODEV;
+		goto err_chan;
+	}
+	down_read(&kdev->hw_rwsem);
+	cq = kdev->dead ? ERR_PTR(-ENXIO) :
+			  kqp_cq_create_locked(uctx, kdev, cmd->cqe,
+					       cmd->comp_vector, chan, cmd->uid);
+	up_read(&kdev->hw_rwsem);
+	kqp_device_put(kdev);
+	if (IS_ERR(cq)) {
+		ret = PTR_ERR(cq);
+		goto err_chan;
+	}
+	cmd->out_cq = cq->vobj.obj.id;
+	cmd->out_cqe = cq->cqe;
+	kqp_cq_fill_ring_info(cq, &cmd->out_ring);
+	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
+	if (ret) {
+		kqp_cq_free(uctx, cq, NULL, NULL);
+		return ret;
+	}
+	kqp_object_publish(uctx, &cq->vobj.obj);
+	return 0;
+
+err_chan:
+	if (chan)
+		kqp_channel_put(chan);
+	return ret;
+}
+
+int kqp_destroy_cq(struct kqp_ucmd *ucmd)
+{
+	struct kqp_destroy_cq *cmd = ucmd->cmd;
+	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_object *obj;
+	struct kqp_cq *cq;
+	int ret = 0;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	if (!uctx)
+		return -ENOMEM;
+	obj = kqp_object_get(uctx, cmd->cq, KQP_OBJ_CQ);
+	if (IS_ERR(obj))
+		return PTR_ERR(obj);
+	cq = container_of(obj, struct kqp_cq, vobj.obj);
+
+	/* Same lock as QPs taking the CQ: a CQ in use stays. */
+	mutex_lock(&uctx->lock);
+	if (cq->users || cq->auto_qp)
+		ret = -EBUSY;
+	else if (!kqp_object_claim(uctx, obj))
+		ret = -ENOENT;
+	mutex_unlock(&uctx->lock);
+	kqp_object_put(obj);
+	if (ret)
+		return ret;
+	kqp_cq_free(uctx, cq, &cmd->out_comp_events_reported,
+		    &cmd->out_async_events_reported);
+	return kqp_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
+/* One more user (a QP) of a CQ the caller looked up. */
+int kqp_cq_add_user(struct kqp_cq *cq)
+{
+	struct kqp_ucontext *uctx = cq->uctx;
+	int ret = 0;
+
+	mutex_lock(&uctx->lock);
+	if (xa_load(&uctx->objects, cq->vobj.obj.id) != cq)
+		ret = -ENOENT;
+	else
+		cq->users++;
+	mutex_unlock(&uctx->lock);
+	return ret;
+}
+
+void kqp_cq_put_user(struct kqp_cq *cq)
+{
+	mutex_lock(&cq->uctx->lock);
+	cq->users--;
+	mutex_unlock(&cq->uctx->lock);
+}
+
+/*
+ * Free a CQ made for a QP on an id, with the QP; returns the notifications
+ * read for it.
+ */
+u32 kqp_cq_destroy_auto(struct kqp_ucontext *uctx, struct kqp_cq *cq)
+{
+	u32 comp = 0;
+
+	if (kqp_object_claim(uctx, &cq->vobj.obj))
+		kqp_cq_free(uctx, cq, &comp, NULL);
+	return comp;
+}
+
+int kqp_flush_cq(struct kqp_ucmd *ucmd)
+{
+	struct kqp_flush_cq *cmd = ucmd->cmd;
+	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_device *kdev;
+	struct kqp_object *obj;
+	struct kqp_cq *cq;
+	int ret = 0;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	if (!uctx)
+		return -ENOMEM;
+	obj = kqp_object_get(uctx, cmd->cq, KQP_OBJ_CQ);
+	if (IS_ERR(obj))
+		return PTR_ERR(obj);
+	cq = container_of(obj, struct kqp_cq, vobj.obj);
+	kdev = cq->vobj.kdev;
+
+	down_read(&kdev->hw_rwsem);
+	if (cq->vobj.hw_gone) {
+		ret = -ENXIO;
+	} else {
+		bool more = false;
+
+		/* In the caller's context, so the room it made is used now. */
+		spin_lock_bh(&cq->lock);
+		if (cq->overflowed) {
+			cq->overflowed = false;
+			WRITE_ONCE(cq->ring->flags,
+				   cq->ring->flags & ~KQP_CQ_RING_OVERFLOW);
+			kqp_cq_drain(cq, cq->entries, &more);
+		}
+		spin_unlock_bh(&cq->lock);
+		if (more)
+			irq_poll_sched(&cq->iop);
+	}
+	up_read(&kdev->hw_rwsem);
+	kqp_object_put(obj);
+	return ret;
+}
+
+/*
+ * mmap of a CQ's ring: the offset names the CQ, the length is the ring's,
+ * the mapping is shared and never executable.
+ */
+int kqp_cq_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma)
+{
+	struct kqp_object *obj;
+	struct kqp_cq *cq;
+	int ret;
+
+	if (vma->vm_pgoff > U32_MAX)
+		return -EINVAL;
+	obj = kqp_object_get(uctx, vma->vm_pgoff, KQP_OBJ_CQ);
+	if (IS_ERR(obj))
+		return -EINVAL;
+	cq = container_of(obj, struct kqp_cq, vobj.obj);
+
+	if (vma->vm_end - vma->vm_start != cq->ring_bytes ||
+	    !(vma->vm_flags & VM_SHARED)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (vma->vm_flags & VM_EXEC) {
+		ret = -EPERM;
+		goto out;
+	}
+	kqp_vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP, VM_MAYEXEC);
+	ret = remap_vmalloc_range(vma, cq->ring, 0);
+out:
+	kqp_object_put(obj);
+	return ret;
+}

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Memory regions: the caller's memory, registered in the kernel.
+ *
+ * ib_reg_user_mr() pins the calling process's pages (ib_umem_get(),
+ * charged to its RLIMIT_MEMLOCK), so an MR's keys address the caller's
+ * virtual addresses exactly as on the userspace verbs path.  Each PD keeps
+ * its MRs by lkey: every SGE of every work request is checked against
+ * them before kqp posts it, so the device is never handed a range the
+ * caller did not register in that PD, with the access it needs.
+ */
+#include <linux/overflow.h>
+#include <linux/slab.h>
+
+#include "kqp.h"
+
+/* enum ibv_access_flags kqp accepts; they equal IB_ACCESS_*. */
+#define KQP_ACCESS_LOCAL_WRITE		(1 << 0)
+#define KQP_ACCESS_REMOTE_WRITE		(1 << 1)
+#define KQP_ACCESS_REMOTE_READ		(1 << 2)
+#define KQP_ACCESS_REMOTE_ATOMIC	(1 << 3)
+#define KQP_ACCESS_SUPPORTED	(KQP_ACCESS_LOCAL_WRITE |		\
+				 KQP_ACCESS_REMOTE_WRITE |		\
+				 KQP_ACCESS_REMOTE_READ |		\
+				 KQP_ACCESS_REMOTE_ATOMIC)
+
+static_assert(KQP_ACCESS_LOCAL_WRITE == IB_ACCESS_LOCAL_WRITE);
+static_assert(KQP_ACCESS_REMOTE_WRITE == IB_ACCESS_REMOTE_WRITE);
+static_assert(KQP_ACCESS_REMOTE_READ == IB_ACCESS_REMOTE_READ);
+static_assert(KQP_ACCESS_REMOTE_ATOMIC == IB_ACCESS_REMOTE_ATOMIC);
+
+static void kqp_mr_destroy_hw(struct kqp_vobj *vobj)
+{
+	struct kqp_mr *mr = container_of(vobj, struct kqp_mr, vobj);
+
+	ib_dereg_mr(mr->mr);
+	mr->mr = NULL;
+}
+
+/*
+ * Is [addr, addr + length) inside an MR of @pd registered with @access?
+ * Called by the post path with the device's hw_rwsem held for reading,
+ * which keeps every MR it can find alive: an MR is freed only after its
+ * hardware half, which needs the rwsem for writing.
+ */
+int kqp_mr_check_sge(struct kqp_pd *pd, u64 addr, u32 length, u32 lkey,
+		     int access)
+{
+	struct kqp_mr *mr = xa_load(&pd->mrs, lkey);
+	u64 end;
+
+	if (!mr || mr->vobj.hw_gone)
+		return -EINVAL;
+	if (check_add_overflow(addr, (u64)length, &end) ||
+	    addr < mr->iova || end > mr->iova + mr->length)
+		return -EINVAL;
+	if ((mr->access & access) != access)
+		return -EACCES;
+	return 0;
+}
+
+/* The MR is claimed, or was never published. */
+void kqp_mr_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj)
+{
+	struct kqp_mr *mr = container_of(obj, struct kqp_mr, vobj.obj);
+	struct kqp_device *kdev = mr->vobj.kdev;
+
+	kqp_object_drain(obj);
+	/* No new work request can name it from here on... */
+	xa_cmpxchg(&mr->pd->mrs, mr->lkey, mr, NULL, GFP_KERNEL);
+	/* ...and this waits for any post that already found it. */
+	kqp_vobj_destroy_hw(&mr->vobj);
+	kqp_pd_put_user(mr->pd);
+	kqp_object_release_id(uctx, obj);
+	kqp_device_put(kdev);
+	kfree(mr);
+}
+
+int kqp_reg_mr(struct kqp_ucmd *ucmd)
+{
+	struct kqp_reg_mr *cmd = ucmd->cmd;
+	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_object *obj;
+	struct kqp_device *kdev;
+	struct kqp_pd *pd;
+	struct kqp_mr *mr;
+	struct ib_mr *ibmr;
+	u64 end;
+	int ret;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	if (cmd->access & ~KQP_ACCESS_SUPPORTED)
+		return -EOPNOTSUPP;
+	/* Remote write and atomics need local write (IBA 10.6.3.1). */
+	if ((cmd->access & (KQP_ACCESS_REMOTE_WRITE |
+			    KQP_ACCESS_REMOTE_ATOMIC)) &&
+	    !(cmd->access & KQP_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	if (!cmd->length || check_add_overflow(cmd->addr, cmd->length, &end) ||
+	    check_add_overflow(cmd->iova, cmd->length, &end))
+		return -EINVAL;
+	if (!uctx)
+		return -ENOMEM;
+
+	obj = kqp_object_get(uctx, cmd->pd, KQP_OBJ_PD);
+	if (IS_ERR(obj))
+		return PTR_ERR(obj);
+	pd = container_of(obj, struct kqp_pd, vobj.obj);
+	ret = kqp_pd_add_user(pd);
+	kqp_object_put(obj);
+	if (ret)
+		return ret;
+	kdev = pd->vobj.kdev;
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr) {
+		ret = -ENOMEM;
+		goto err_pd;
+	}
+	mr->pd = pd;
+	ret = kqp_object_reserve(uctx, &mr->vobj.obj, KQP_OBJ_MR);
+	if (ret)
+		goto err_free;
+
+	down_read(&kdev->hw_rwsem);
+	if (pd->vobj.hw_gone) {
+		ret = -ENXIO;
+		goto err_unlock;
+	}
+	/* Pins the calling process's pages, against its RLIMIT_MEMLOCK. */
+	ibmr = ib_reg_user_mr(pd->pd, cmd->addr, cmd->length, cmd->iova,
+			      cmd->access);
+	if (IS_ERR(ibmr)) {
+		ret = PTR_ERR(ibmr);
+		goto err_unlock;
+	}
+	mr->mr = ibmr;
+	mr->lkey = ibmr->lkey;
+	mr->iova = cmd->iova;
+	mr->length = cmd->length;
+	mr->access = cmd->access;
+	kref_get(&kdev->ref);
+	kqp_vobj_init(&mr->vobj, kdev, kqp_mr_destroy_hw);
+	up_read(&kdev->hw_rwsem);
+
+	cmd->out_mr = mr->vobj.obj.id;
+	cmd->out_lkey = ibmr->lkey;
+	cmd->out_rkey = ibmr->rkey;
+	ret = xa_insert(&pd->mrs, mr->lkey, mr, GFP_KERNEL);
+	if (!ret)
+		ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
+	if (ret) {
+		kqp_mr_destroy(uctx, &mr->vobj.obj);
+		return ret;
+	}
+	kqp_object_publish(uctx, &mr->vobj.obj);
+	return 0;
+
+err_unlock:
+	up_read(&kdev->hw_rwsem);
+	kqp_object_release_id(uctx, &mr->vobj.obj);
+err_free:
+	kfree(mr);
+err_pd:
+	kqp_pd_put_user(pd);
+	return ret;
+}
+
+int kqp_dereg_mr(struct kqp_ucmd *ucmd)
+{
+	struct kqp_dereg_mr *cmd = ucmd->cmd;
+	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_object *obj;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	if (!uctx)
+		return -ENOMEM;
+	obj = kqp_object_claim_id(uctx, cmd->mr, KQP_OBJ_MR);
+	if (IS_ERR(obj))
+		return PTR_ERR(obj);
+	kqp_mr_destroy(uctx, obj);
+	return 0;
+}

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Protection domains, and the default PD each table has per device.
+ *
+ * Kernel PDs (ib_alloc_pd() without IB_PD_UNSAFE_GLOBAL_RKEY): nothing
+ * done through them reaches memory that was not registered.  A default
+ * PD exists while someone holds a reference from KQP_ALLOC_PD_DEFAULT or
+ * a QP created with no PD uses it, and goes with the last of them.
+ */
+#include <linux/slab.h>
+
+#include "kqp.h"
+
+static void kqp_pd_destroy_hw(struct kqp_vobj *vobj)
+{
+	struct kqp_pd *pd = container_of(vobj, struct kqp_pd, vobj);
+
+	ib_dealloc_pd(pd->pd);
+	pd->pd = NULL;
+}
+
+/*
+ * A new PD, reserved in @uctx but not published.  The caller holds
+ * kdev->hw_rwsem for reading and checked that the device lives.
+ */
+static struct kqp_pd *kqp_pd_create_locked(struct kqp_ucontext *uctx,
+					   struct kqp_device *kdev,
+					   bool is_default)
+{
+	struct kqp_pd *pd;
+	struct ib_pd *ibpd;
+	int ret;
+
+	lockdep_assert_held_read(&kdev->hw_rwsem);
+	pd = kzalloc(sizeof(*pd), GFP_KERNEL);
+	if (!pd)
+		return ERR_PTR(-ENOMEM);
+	ret = kqp_object_reserve(uctx, &pd->vobj.obj, KQP_OBJ_PD);
+	if (ret)
+		goto err_free;
+	ibpd = ib_alloc_pd(kdev->ibdev, 0);
+	if (IS_ERR(ibpd)) {
+		ret = PTR_ERR(ibpd);
+		goto err_release;
+	}
+	pd->pd = ibpd;
+	pd->uctx = uctx;
+	xa_init(&pd->mrs);
+	pd->is_default = is_default;
+	kref_get(&kdev->ref);
+	kqp_vobj_init(&pd->vobj, kdev, kqp_pd_destroy_hw);
+	return pd;
+
+err_release:
+	kqp_object_release_id(uctx, &pd->vobj.obj);
+err_free:
+	kfree(pd);
+	return ERR_PTR(ret);
+}
+
+/*
+ * The PD is claimed (or was never published) and unused: nothing can
+ * reach it any more.
+ */
+void kqp_pd_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj)
+{
+	struct kqp_pd *pd = container_of(obj, struct kqp_pd, vobj.obj);
+	struct kqp_device *kdev = pd->vobj.kdev;
+
+	kqp_object_drain(obj);
+	kqp_vobj_destroy_hw(&pd->vobj);
+	if (pd->is_default)
+		xa_erase(&uctx->default_pds, kdev->index);
+	kqp_object_release_id(uctx, obj);
+	kqp_device_put(kdev);
+	WARN_ON(!xa_empty(&pd->mrs));
+	xa_destroy(&pd->mrs);
+	kfree(pd);
+}
+
+/*
+ * Called with uctx->lock held when a default PD may have lost its last
+ * reference; the caller destroys what this returns, after dropping the
+ * lock.
+ */
+static bool kqp_pd_default_unused(struct kqp_pd *pd)
+{
+	lockdep_assert_held(&pd->uctx->lock);
+	if (!pd->is_default || pd->default_refs || pd->users)
+		return false;
+	/* Nobody can find it from now on; the handle may be claimed. */
+	xa_erase(&pd->uctx->default_pds, pd->vobj.kdev->index);
+	pd->is_default = false;
+	return kqp_object_claim(pd->uctx, &pd->vobj.obj);
+}
+
+/*
+ * The device's default PD in @uctx, with one more user (a QP).  The
+ * caller holds kdev->hw_rwsem for reading (lock order: the device's
+ * rwsem, then the table's lock) and checked that the device lives.
+ */
+struct kqp_pd *kqp_pd_get_default_locked(struct kqp_ucontext *uctx,
+					 struct kqp_device *kdev)
+{
+	struct kqp_pd *pd;
+	int ret;
+
+	mutex_lock(&uctx->lock);
+	pd = xa_load(&uctx->default_pds, kdev->index);
+	if (!pd) {
+		/* Room first, so nothing can fail once the PD exists. */
+		ret = xa_reserve(&uctx->default_pds, kdev->index, GFP_KERNEL);
+		if (ret) {
+			pd = ERR_PTR(ret);
+			goto out;
+		}
+		pd = kqp_pd_create_locked(uctx, kdev, true);
+		if (IS_ERR(pd)) {
+			xa_release(&uctx->default_pds, kdev->index);
+			goto out;
+		}
+		xa_store(&uctx->default_pds, kdev->index, pd, GFP_KERNEL);
+		kqp_object_publish(uctx, &pd->vobj.obj);
+	}
+	pd->users++;
+out:
+	mutex_unlock(&uctx->lock);
+	return pd;
+}
+
+/*
+ * One more user (a QP) of a PD the caller looked up: refused if the PD is
+ * being destroyed, which is decided under the same lock.
+ */
+int kqp_pd_add_user(struct kqp_pd *pd)
+{
+	struct kqp_ucontext *uctx = pd->uctx;
+	int ret = 0;
+
+	mutex_lock(&uctx->lock);
+	if (xa_load(&uctx->objects, pd->vobj.obj.id) != pd)
+		ret = -ENOENT;
+	else
+		pd->users++;
+	mutex_unlock(&uctx->lock);
+	return ret;
+}
+
+/* Drop a user (a QP) of @pd; a default PD may go with it. */
+void kqp_pd_put_user(struct kqp_pd *pd)
+{
+	struct kqp_ucontext *uctx = pd->uctx;
+	bool destroy;
+
+	mutex_lock(&uctx->lock);
+	pd->users--;
+	destroy = kqp_pd_default_unused(pd);
+	mutex_unlock(&uctx->lock);
+	if (destroy)
+		kqp_pd_destroy(uctx, &pd->vobj.obj);
+}
+
+void kqp_pd_put_default_ref(struct kqp_pd *pd)
+{
+	struct kqp_ucontext *uctx = pd->uctx;
+	bool destroy;
+
+	mutex_lock(&uctx->lock);
+	pd->default_refs--;
+	destroy = kqp_pd_default_unused(pd);
+	mutex_unlock(&uctx->lock);
+	if (destroy)
+		kqp_pd_destroy(uctx, &pd->vobj.obj);
+}
+
+int kqp_alloc_pd(struct kqp_ucmd *ucmd)
+{
+	struct kqp_alloc_pd *cmd = ucmd->cmd;
+	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_device *kdev;
+	struct kqp_pd *pd;
+	int ret;
+
+	if (!uctx)
+		return -ENOMEM;
+	kdev = kqp_device_get(cmd->device_index);
+	if (!kdev)
+		return -ENODEV;
+
+	down_read(&kdev->hw_rwsem);
+	if (kdev->dead)
+		pd = ERR_PTR(-ENXIO);
+	else if (cmd->flags & KQP_ALLOC_PD_DEFAULT)
+		pd = kqp_pd_get_default_locked(uctx, kdev);
+	else
+		pd = kqp_pd_create_locked(uctx, kdev, false);
+	up_read(&kdev->hw_rwsem);
+	if (IS_ERR(pd)) {
+		ret = PTR_ERR(pd);
+		goto out;
+	}
+
+	if (cmd->flags & KQP_ALLOC_PD_DEFAULT) {
+		/* Trade the user reference for a handed-out one. */
+		mutex_lock(&uctx->lock);
+		pd->users--;
+		pd->default_refs++;
+		mutex_unlock(&uctx->lock);
+		cmd->out_pd = pd->vobj.obj.id;
+		ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
+		if (ret)
+			kqp_pd_put_default_ref(pd);
+		goto out;
+	}
+
+	cmd->out_pd = pd->vobj.obj.id;
+	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
+	if (ret) {
+		kqp_pd_destroy(uctx, &pd->vobj.obj);
+		goto out;
+	}
+	kqp_object_publish(uctx, &pd->vobj.obj);
+out:
+	kqp_device_put(kdev);
+	return ret;
+}
+
+int kqp_dealloc_pd(struct kqp_ucmd *ucmd)
+{
+	struct kqp_dealloc_pd *cmd = ucmd->cmd;
+	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_object *obj;
+	struct kqp_pd *pd;
+	int ret = 0;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	if (!uctx)
+		return -ENOMEM;
+	obj = kqp_object_get(uctx, cmd->pd, KQP_OBJ_PD);
+	if (IS_ERR(obj))
+		return PTR_ERR(obj);
+	pd = container_of(obj, struct kqp_pd, vobj.obj);
+
+	mutex_lock(&uctx->lock);
+	if (pd->is_default) {
+		if (!pd->default_refs) {
+			ret = -EINVAL;
+		} else {
+			mutex_unlock(&uctx->lock);
+			kqp_object_put(obj);
+			kqp_pd_put_default_ref(pd);
+			return 0;
+		}
+	} else if (pd->users) {
+		ret = -EBUSY;
+	} else if (!kqp_object_claim(uctx, obj)) {
+		ret = -ENOENT;
+	}
+	mutex_unlock(&uctx->lock);
+	kqp_object_put(obj);
+	if (!ret && !pd->is_default)
+		kqp_pd_destroy(uctx, obj);
+	return ret;
+}

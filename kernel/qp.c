@@ -1,0 +1,1108 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * QPs created in the kernel for userspace: on an id through the core
+ * (rdma_create_qp(3)), or alone for callers that move them through their
+ * states (ibv_create_qp() + rdma_init_qp_attr() + ibv_modify_qp()).
+ *
+ * The kernel posts every work request itself, so each one is checked
+ * first.  A posted request takes a slot in its queue; the kernel's wr_id
+ * names the QP (by handle) and the slot, and the slot holds the caller's
+ * wr_id.  A completion retires its slot and every unsignaled one before
+ * it.  Completions name their QP by handle, looked up under RCU, so one
+ * that arrives for a QP already destroyed is recognised and dropped.
+ */
+#include <linux/file.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "kqp.h"
+
+#define KQP_WRID_RECV		(1U << 31)
+#define KQP_WRID_SLOT_MASK	(KQP_WRID_RECV - 1)
+
+static u64 kqp_wrid(struct kqp_qp *qp, u32 slot, bool recv)
+{
+	return (u64)qp->vobj.obj.id << 32 | (recv ? KQP_WRID_RECV : 0) |
+	       (slot & KQP_WRID_SLOT_MASK);
+}
+
+/* enum ibv_wr_opcode: the requests a send queue can carry. */
+enum {
+	KQP_WR_RDMA_WRITE,
+	KQP_WR_RDMA_WRITE_WITH_IMM,
+	KQP_WR_SEND,
+	KQP_WR_SEND_WITH_IMM,
+	KQP_WR_RDMA_READ,
+	KQP_WR_ATOMIC_CMP_AND_SWP,
+	KQP_WR_ATOMIC_FETCH_AND_ADD,
+};
+
+/* enum ibv_send_flags */
+enum {
+	KQP_SEND_FENCE = 1 << 0,
+	KQP_SEND_SIGNALED = 1 << 1,
+	KQP_SEND_SOLICITED = 1 << 2,
+	KQP_SEND_INLINE = 1 << 3,
+};
+
+/* enum ibv_wc_opcode of a send request's completion */
+static u32 kqp_wc_opcode_of_wr(u32 opcode)
+{
+	switch (opcode) {
+	case KQP_WR_RDMA_WRITE:
+	case KQP_WR_RDMA_WRITE_WITH_IMM:
+		return IB_WC_RDMA_WRITE;
+	case KQP_WR_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	case KQP_WR_ATOMIC_CMP_AND_SWP:
+		return IB_WC_COMP_SWAP;
+	case KQP_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_WC_FETCH_ADD;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+/* ib_wc_flags to enum ibv_wc_flags */
+static u32 kqp_wc_flags(int flags)
+{
+	u32 out = 0;
+
+	if (flags & IB_WC_GRH)
+		out |= 1 << 0;
+	if (flags & IB_WC_WITH_IMM)
+		out |= 1 << 1;
+	if (flags & IB_WC_IP_CSUM_OK)
+		out |= 1 << 2;
+	if (flags & IB_WC_WITH_INVALIDATE)
+		out |= 1 << 3;
+	return out;
+}
+
+/*
+ * Fill @cqe from a kernel completion; @report says whether it is to be
+ * reported.  Runs in the CQ's completion handler, under the CQ's lock.
+ */
+void kqp_qp_complete(struct kqp_ucontext *uctx, struct ib_wc *wc,
+		     struct kqp_cqe *cqe, bool *report)
+{
+	u32 handle = wc->wr_id >> 32, slot_id = (u32)wc->wr_id;
+	bool recv = slot_id & KQP_WRID_RECV;
+	struct kqp_wr_slot *slot;
+	struct kqp_object *obj;
+	struct kqp_qp *qp;
+	struct kqp_wq *wq;
+	u32 idx;
+
+	*report = false;
+	rcu_read_lock();
+	obj = xa_load(&uctx->objects, handle);
+	if (!obj || obj->type != KQP_OBJ_QP)
+		goto out;
+	qp = container_of(obj, struct kqp_qp, vobj.obj);
+	spin_lock(&qp->lock);
+	wq = recv ? &qp->rq : &qp->sq;
+	idx = slot_id & KQP_WRID_SLOT_MASK;
+	/* Not outstanding: a stale completion; drop it. */
+	if (!wq->slots || ((idx - wq->tail) & KQP_WRID_SLOT_MASK) >=
+			  ((wq->head - wq->tail) & KQP_WRID_SLOT_MASK))
+		goto unlock;
+	slot = &wq->slots[idx & (wq->size - 1)];
+
+	memset(cqe, 0, sizeof(*cqe));
+	cqe->wr_id = slot->wr_id;
+	cqe->status = wc->status;
+	if (wc->status == IB_WC_SUCCESS)
+		cqe->opcode = wc->opcode;
+	else
+		cqe->opcode = recv ? IB_WC_RECV :
+				     kqp_wc_opcode_of_wr(slot->opcode);
+	cqe->vendor_err = wc->vendor_err;
+	cqe->byte_len = wc->byte_len;
+	if (wc->wc_flags & IB_WC_WITH_INVALIDATE)
+		cqe->imm_data = wc->ex.invalidate_rkey;
+	else
+		cqe->imm_data = (__force u32)wc->ex.imm_data;
+	cqe->qp_num = qp->qp_num;
+	cqe->src_qp = wc->src_qp;
+	cqe->wc_flags = kqp_wc_flags(wc->wc_flags);
+	cqe->slid = wc->slid;
+	cqe->pkey_index = wc->pkey_index;
+	cqe->sl = wc->sl;
+	cqe->dlid_path_bits = wc->dlid_path_bits;
+
+	/* Completions come in order: everything before it is done too. */
+	wq->tail += ((idx - wq->tail) & KQP_WRID_SLOT_MASK) + 1;
+	*report = true;
+unlock:
+	spin_unlock(&qp->lock);
+out:
+	rcu_read_unlock();
+}
+
+static void kqp_qp_event_handler(struct ib_event *event, void *context)
+{
+	struct kqp_qp *qp = context;
+
+	kqp_async_queue_event(qp->uctx, event->event, KQP_ASYNC_QP,
+			      qp->vobj.obj.id, qp->uid, &qp->async_reported);
+}
+
+static void kqp_qp_destroy_hw(struct kqp_vobj *vobj)
+{
+	struct kqp_qp *qp = container_of(vobj, struct kqp_qp, vobj);
+	struct rdma_cm_id *cm_id = qp->cm ? qp->cm->cm_id : NULL;
+
+	/*
+	 * While the id lives, rdma_cm holds the QP and must let go of it
+	 * itself.  The id's close destroys this before the id, under the
+	 * same lock, so a live cm_id here is one rdma_cm still uses.
+	 */
+	if (cm_id && cm_id->qp == qp->qp)
+		rdma_destroy_qp(cm_id);
+	else
+		ib_destroy_qp(qp->qp);
+	qp->qp = NULL;
+}
+
+static void kqp_qp_free_rcu(struct rcu_head *rcu)
+{
+	struct kqp_qp *qp = container_of(rcu, struct kqp_qp, rcu);
+
+	kfree(qp->sq.slots);
+	kfree(qp->rq.slots);
+	kfree(qp);
+}
+
+/*
+ * Drop the CQs, PD and id a QP used; it is no longer on the device.  CQs
+ * made for it are destroyed; @cq_events gets their notification counts.
+ */
+static void kqp_qp_release_deps(struct kqp_ucontext *uctx, struct kqp_qp *qp,
+				u32 *cq_events)
+{
+	struct kqp_cq *cqs[2] = { qp->send_cq, qp->recv_cq };
+	int i;
+
+	/* A CQ used for both queues was taken twice. */
+	for (i = 0; i < 2; i++) {
+		if (!cqs[i])
+			continue;
+		if (cqs[i]->auto_qp)
+			cq_events[i] = kqp_cq_destroy_auto(uctx, cqs[i]);
+		else
+			kqp_cq_put_user(cqs[i]);
+	}
+	if (qp->pd)
+		kqp_pd_put_user(qp->pd);
+	if (qp->cm)
+		kqp_cm_id_mem_put(qp->cm);
+}
+
+/*
+ * The QP is claimed, or was never published.  Returns how many async
+ * events were read for it.
+ */
+static u32 kqp_qp_free(struct kqp_ucontext *uctx, struct kqp_object *obj,
+		       u32 *cq_events)
+{
+	struct kqp_qp *qp = container_of(obj, struct kqp_qp, vobj.obj);
+	struct kqp_cm_id *cm = qp->cm;
+	u32 reported, dummy[2];
+
+	kqp_object_drain(obj);
+	if (cm) {
+		mutex_lock(&cm->mutex);
+		kqp_vobj_destroy_hw(&qp->vobj);
+		if (cm->qp == qp)
+			cm->qp = NULL;
+		mutex_unlock(&cm->mutex);
+	} else {
+		kqp_vobj_destroy_hw(&qp->vobj);
+	}
+	/* Work still posted is discarded with the QP. */
+	spin_lock_irq(&qp->lock);
+	qp->sq.tail = qp->sq.head;
+	qp->rq.tail = qp->rq.head;
+	spin_unlock_irq(&qp->lock);
+	kqp_async_forget(uctx, &qp->async_reported);
+	reported = qp->async_reported;
+	kqp_qp_release_deps(uctx, qp, cq_events ? cq_events : dummy);
+	kqp_object_release_id(uctx, obj);
+	kqp_device_put(qp->vobj.kdev);
+	call_rcu(&qp->rcu, kqp_qp_free_rcu);
+	return reported;
+}
+
+void kqp_qp_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj)
+{
+	kqp_qp_free(uctx, obj, NULL);
+}
+
+static int kqp_wq_init(struct kqp_wq *wq, u32 depth)
+{
+	wq->size = roundup_pow_of_two(max(depth, 1U));
+	wq->slots = kcalloc(wq->size, sizeof(*wq->slots), GFP_KERNEL);
+	return wq->slots ? 0 : -ENOMEM;
+}
+
+/*
+ * What the ioctl path gives the core: the table's PDs and ring CQs.  The
+ * core calls the allocating operations with the device's hw_rwsem held
+ * for reading; the freeing ones are called after it is dropped.
+ */
+struct kqp_uscope {
+	struct kqp_core_scope scope;
+	struct kqp_ucontext *uctx;
+	u64 uid[2];		/* send, recv */
+	struct kqp_cq *cq[2];
+	int fd[2];
+	struct file *filp[2];
+};
+
+static struct ib_pd *kqp_uscope_get_default_pd(struct kqp_core_scope *scope,
+					       struct kqp_device *kdev,
+					       void **token)
+{
+	struct kqp_uscope *us = container_of(scope, struct kqp_uscope, scope);
+	struct kqp_pd *pd = kqp_pd_get_default_locked(us->uctx, kdev);
+
+	if (IS_ERR(pd))
+		return ERR_CAST(pd);
+	*token = pd;
+	return pd->pd;
+}
+
+static void kqp_uscope_put_default_pd(struct kqp_core_scope *scope,
+				      void *token)
+{
+	kqp_pd_put_user(token);
+}
+
+/* A ring CQ with a completion channel of its own, as librdmacm makes. */
+static struct ib_cq *kqp_uscope_alloc_cq(struct kqp_core_scope *scope,
+					 struct kqp_device *kdev, u32 cqe,
+					 bool send, void **token)
+{
+	struct kqp_uscope *us = container_of(scope, struct kqp_uscope, scope);
+	int i = send ? 0 : 1;
+	struct kqp_channel *chan;
+	struct kqp_cq *cq;
+
+	chan = kqp_channel_make_fd(&us->fd[i], &us->filp[i]);
+	if (IS_ERR(chan))
+		return ERR_CAST(chan);
+	kref_get(&chan->ref);
+	cq = kqp_cq_create_locked(us->uctx, kdev, cqe, 0, chan, us->uid[i]);
+	if (IS_ERR(cq)) {
+		kqp_channel_put(chan);
+		kqp_channel_unmake_fd(us->fd[i], us->filp[i]);
+		us->fd[i] = -1;
+		return ERR_CAST(cq);
+	}
+	cq->auto_qp = true;
+	cq->users = 1;
+	us->cq[i] = cq;
+	*token = cq;
+	return cq->cq;
+}
+
+static void kqp_uscope_free_cq(struct kqp_core_scope *scope, void *token)
+{
+	struct kqp_uscope *us = container_of(scope, struct kqp_uscope, scope);
+	struct kqp_cq *cq = token;
+	int i = us->cq[0] == cq ? 0 : 1;
+
+	/* Never published: destroy it directly. */
+	kqp_cq_destroy(us->uctx, &cq->vobj.obj);
+	kqp_channel_unmake_fd(us->fd[i], us->filp[i]);
+	us->cq[i] = NULL;
+	us->fd[i] = -1;
+}
+
+static const struct kqp_core_scope_ops kqp_uscope_ops = {
+	.get_default_pd = kqp_uscope_get_default_pd,
+	.put_default_pd = kqp_uscope_put_default_pd,
+	.alloc_cq = kqp_uscope_alloc_cq,
+	.free_cq = kqp_uscope_free_cq,
+};
+
+/* Look up and take a user reference on a PD or CQ named by handle. */
+static struct kqp_pd *kqp_qp_take_pd(struct kqp_ucontext *uctx, u32 handle)
+{
+	struct kqp_object *obj = kqp_object_get(uctx, handle, KQP_OBJ_PD);
+	struct kqp_pd *pd;
+	int ret;
+
+	if (IS_ERR(obj))
+		return ERR_CAST(obj);
+	pd = container_of(obj, struct kqp_pd, vobj.obj);
+	ret = kqp_pd_add_user(pd);
+	kqp_object_put(obj);
+	return ret ? ERR_PTR(ret) : pd;
+}
+
+static struct kqp_cq *kqp_qp_take_cq(struct kqp_ucontext *uctx, u32 handle)
+{
+	struct kqp_object *obj = kqp_object_get(uctx, handle, KQP_OBJ_CQ);
+	struct kqp_cq *cq;
+	int ret;
+
+	if (IS_ERR(obj))
+		return ERR_CAST(obj);
+	cq = container_of(obj, struct kqp_cq, vobj.obj);
+	ret = cq->auto_qp ? -EINVAL : kqp_cq_add_user(cq);
+	kqp_object_put(obj);
+	return ret ? ERR_PTR(ret) : cq;
+}
+
+int kqp_create_qp(struct kqp_ucmd *ucmd)
+{
+	struct kqp_create_qp *cmd = ucmd->cmd;
+	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_uscope us = {
+		.scope.ops = &kqp_uscope_ops,
+		.uid = { cmd->send_cq_uid, cmd->recv_cq_uid },
+		.fd = { -1, -1 },
+	};
+	struct ib_qp_init_attr attr = {};
+	struct kqp_core_qp res = {};
+	struct kqp_cm_id *cm = NULL;
+	u32 cq_events[2];
+	struct kqp_device *kdev = NULL;
+	struct kqp_qp *qp;
+	struct ib_qp *ibqp;
+	int ret, i;
+
+	if (cmd->__reserved || cmd->__reserved2 || cmd->cap.__reserved)
+		return -EOPNOTSUPP;
+	if (cmd->qp_type != KQP_QPT_RC && cmd->qp_type != KQP_QPT_UD)
+		return -EINVAL;
+	if (!uctx)
+		return -ENOMEM;
+	us.uctx = uctx;
+
+	qp = kzalloc(sizeof(*qp), GFP_KERNEL);
+	if (!qp)
+		return -ENOMEM;
+	spin_lock_init(&qp->lock);
+	mutex_init(&qp->sq_mutex);
+	mutex_init(&qp->rq_mutex);
+	qp->uctx = uctx;
+	qp->uid = cmd->uid;
+	qp->qp_type = cmd->qp_type == KQP_QPT_RC ? IB_QPT_RC : IB_QPT_UD;
+	qp->sq_sig_all = cmd->flags & KQP_CREATE_QP_SQ_SIG_ALL;
+	ret = kqp_object_reserve(uctx, &qp->vobj.obj, KQP_OBJ_QP);
+	if (ret)
+		goto err_free;
+
+	attr.qp_type = qp->qp_type;
+	attr.sq_sig_type = qp->sq_sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
+	attr.cap.max_send_wr = cmd->cap.max_send_wr;
+	attr.cap.max_recv_wr = cmd->cap.max_recv_wr;
+	attr.cap.max_send_sge = cmd->cap.max_send_sge;
+	attr.cap.max_recv_sge = cmd->cap.max_recv_sge;
+	attr.cap.max_inline_data = cmd->cap.max_inline_data;
+	attr.event_handler = kqp_qp_event_handler;
+	attr.qp_context = qp;
+
+	if (cmd->pd) {
+		qp->pd = kqp_qp_take_pd(uctx, cmd->pd);
+		if (IS_ERR(qp->pd)) {
+			ret = PTR_ERR(qp->pd);
+			qp->pd = NULL;
+			goto err_release;
+		}
+	}
+	if (cmd->send_cq) {
+		qp->send_cq = kqp_qp_take_cq(uctx, cmd->send_cq);
+		if (IS_ERR(qp->send_cq)) {
+			ret = PTR_ERR(qp->send_cq);
+			qp->send_cq = NULL;
+			goto err_deps;
+		}
+		attr.send_cq = qp->send_cq->cq;
+	}
+	if (cmd->recv_cq) {
+		qp->recv_cq = kqp_qp_take_cq(uctx, cmd->recv_cq);
+		if (IS_ERR(qp->recv_cq)) {
+			ret = PTR_ERR(qp->recv_cq);
+			qp->recv_cq = NULL;
+			goto err_deps;
+		}
+		attr.recv_cq = qp->recv_cq->cq;
+	}
+
+	if (cmd->id) {
+		cm = kqp_cm_id_get(ucmd->kfile, cmd->id);
+		if (IS_ERR(cm)) {
+			ret = PTR_ERR(cm);
+			cm = NULL;
+			goto err_deps;
+		}
+		mutex_lock(&cm->mutex);
+		/* One QP per id; an unbound id has no device. */
+		if (cm->qp || !cm->cm_id->device) {
+			ret = -EINVAL;
+			goto err_unlock_cm;
+		}
+		kdev = kqp_device_of(cm->cm_id->device);
+	} else {
+		/* ibv_create_qp(): the caller names everything. */
+		if (!qp->pd || !qp->send_cq || !qp->recv_cq) {
+			ret = -EINVAL;
+			goto err_deps;
+		}
+		kdev = qp->pd->vobj.kdev;
+		kref_get(&kdev->ref);
+	}
+	if (!kdev) {
+		ret = -ENODEV;
+		goto err_unlock_cm;
+	}
+	if ((qp->pd && qp->pd->vobj.kdev != kdev) ||
+	    (qp->send_cq && qp->send_cq->vobj.kdev != kdev) ||
+	    (qp->recv_cq && qp->recv_cq->vobj.kdev != kdev)) {
+		ret = -EINVAL;
+		goto err_kdev;
+	}
+
+	down_read(&kdev->hw_rwsem);
+	if (kdev->dead || (qp->pd && qp->pd->vobj.hw_gone) ||
+	    (qp->send_cq && qp->send_cq->vobj.hw_gone) ||
+	    (qp->recv_cq && qp->recv_cq->vobj.hw_gone)) {
+		ret = -ENXIO;
+		goto err_hw;
+	}
+	if (cm) {
+		ret = kqp_core_create_qp(&us.scope, cm->cm_id,
+					 qp->pd ? qp->pd->pd : NULL, &attr,
+					 &res);
+		if (ret) {
+			up_read(&kdev->hw_rwsem);
+			kqp_core_release(&us.scope, &res);
+			goto err_kdev;
+		}
+		ibqp = cm->cm_id->qp;
+		/* The core's default PD and CQs are this QP's now. */
+		if (res.pd_token)
+			qp->pd = res.pd_token;
+		if (res.send_cq_token)
+			qp->send_cq = res.send_cq_token;
+		if (res.recv_cq_token)
+			qp->recv_cq = res.recv_cq_token;
+	} else {
+		ibqp = ib_create_qp(qp->pd->pd, &attr);
+		if (IS_ERR(ibqp)) {
+			ret = PTR_ERR(ibqp);
+			goto err_hw;
+		}
+	}
+	qp->qp = ibqp;
+	qp->qp_num = ibqp->qp_num;
+	qp->cap = attr.cap;
+	kqp_vobj_init(&qp->vobj, kdev, kqp_qp_destroy_hw);
+	up_read(&kdev->hw_rwsem);
+	if (cm) {
+		qp->cm = cm;
+		kref_get(&cm->mem_ref);
+	}
+
+	ret = kqp_wq_init(&qp->sq, attr.cap.max_send_wr);
+	if (!ret)
+		ret = kqp_wq_init(&qp->rq, attr.cap.max_recv_wr);
+	if (ret)
+		goto err_destroy;
+
+	cmd->cap.max_send_wr = attr.cap.max_send_wr;
+	cmd->cap.max_recv_wr = attr.cap.max_recv_wr;
+	cmd->cap.max_send_sge = attr.cap.max_send_sge;
+	cmd->cap.max_recv_sge = attr.cap.max_recv_sge;
+	cmd->cap.max_inline_data = attr.cap.max_inline_data;
+	cmd->out_qp = qp->vobj.obj.id;
+	cmd->out_qp_num = qp->qp_num;
+	cmd->out_pd = qp->pd->vobj.obj.id;
+	cmd->out_send_cq = qp->send_cq->vobj.obj.id;
+	cmd->out_recv_cq = qp->recv_cq->vobj.obj.id;
+	cmd->out_send_channel_fd = us.fd[0];
+	cmd->out_recv_channel_fd = us.fd[1];
+	memset(&cmd->out_send_ring, 0, sizeof(cmd->out_send_ring));
+	memset(&cmd->out_recv_ring, 0, sizeof(cmd->out_recv_ring));
+	cmd->out_send_cqe = 0;
+	cmd->out_recv_cqe = 0;
+	if (us.cq[0]) {
+		cmd->out_send_cqe = us.cq[0]->cqe;
+		kqp_cq_fill_ring_info(us.cq[0], &cmd->out_send_ring);
+	}
+	if (us.cq[1]) {
+		cmd->out_recv_cqe = us.cq[1]->cqe;
+		kqp_cq_fill_ring_info(us.cq[1], &cmd->out_recv_ring);
+	}
+	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
+	if (ret)
+		goto err_destroy;
+
+	/* Nothing can fail from here on. */
+	for (i = 0; i < 2; i++) {
+		if (!us.cq[i])
+			continue;
+		kqp_object_publish(uctx, &us.cq[i]->vobj.obj);
+		fd_install(us.fd[i], us.filp[i]);
+	}
+	kqp_object_publish(uctx, &qp->vobj.obj);
+	if (cm) {
+		cm->qp = qp;
+		mutex_unlock(&cm->mutex);
+		kqp_cm_id_put(cm);
+	}
+	return 0;
+
+err_destroy:
+	/*
+	 * Undo everything through the one destroy path, which claims the
+	 * CQs made here: publish them for it.  Nobody was told their
+	 * handles, and their fds were never installed.
+	 */
+	if (cm)
+		mutex_unlock(&cm->mutex);
+	for (i = 0; i < 2; i++) {
+		if (!us.cq[i])
+			continue;
+		kqp_object_publish(uctx, &us.cq[i]->vobj.obj);
+		kqp_channel_unmake_fd(us.fd[i], us.filp[i]);
+	}
+	kqp_qp_free(uctx, &qp->vobj.obj, NULL);
+	if (cm)
+		kqp_cm_id_put(cm);
+	return ret;
+
+err_hw:
+	up_read(&kdev->hw_rwsem);
+err_kdev:
+	kqp_device_put(kdev);
+err_unlock_cm:
+	if (cm) {
+		mutex_unlock(&cm->mutex);
+		kqp_cm_id_put(cm);
+	}
+err_deps:
+	kqp_qp_release_deps(uctx, qp, cq_events);
+err_release:
+	kqp_object_release_id(uctx, &qp->vobj.obj);
+err_free:
+	kfree(qp);
+	return ret;
+}
+
+int kqp_destroy_qp(struct kqp_ucmd *ucmd)
+{
+	struct kqp_destroy_qp *cmd = ucmd->cmd;
+	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_object *obj;
+	u32 cq_events[2] = {};
+
+	if (!uctx)
+		return -ENOMEM;
+	obj = kqp_object_claim_id(uctx, cmd->qp, KQP_OBJ_QP);
+	if (IS_ERR(obj))
+		return PTR_ERR(obj);
+	cmd->out_events_reported = kqp_qp_free(uctx, obj, cq_events);
+	cmd->out_send_cq_events = cq_events[0];
+	cmd->out_recv_cq_events = cq_events[1];
+	return kqp_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
+/* Look up a QP and hold its device's hardware for a command. */
+static struct kqp_qp *kqp_qp_get_hw(struct kqp_ucontext *uctx, u32 handle)
+{
+	struct kqp_object *obj;
+	struct kqp_qp *qp;
+
+	if (!uctx)
+		return ERR_PTR(-ENOENT);
+	obj = kqp_object_get(uctx, handle, KQP_OBJ_QP);
+	if (IS_ERR(obj))
+		return ERR_CAST(obj);
+	qp = container_of(obj, struct kqp_qp, vobj.obj);
+	down_read(&qp->vobj.kdev->hw_rwsem);
+	if (qp->vobj.hw_gone) {
+		up_read(&qp->vobj.kdev->hw_rwsem);
+		kqp_object_put(obj);
+		return ERR_PTR(-ENXIO);
+	}
+	return qp;
+}
+
+static void kqp_qp_put_hw(struct kqp_qp *qp)
+{
+	up_read(&qp->vobj.kdev->hw_rwsem);
+	kqp_object_put(&qp->vobj.obj);
+}
+
+/* The standard attribute bits, as enum ibv_qp_attr_mask; no resizing. */
+#define KQP_QP_ATTR_MASK	(((IB_QP_DEST_QPN << 1) - 1) & ~IB_QP_CAP)
+
+int kqp_modify_qp(struct kqp_ucmd *ucmd)
+{
+	struct kqp_modify_qp *cmd = ucmd->cmd;
+	struct kqp_qp_attr *u = &cmd->attr;
+	struct ib_qp_attr attr = {};
+	u32 mask = cmd->attr_mask;
+	struct kqp_qp *qp;
+	int ret;
+
+	if (u->__reserved)
+		return -EOPNOTSUPP;
+	if (mask & ~KQP_QP_ATTR_MASK)
+		return -EOPNOTSUPP;
+	if (((mask & IB_QP_STATE) && u->qp_state > IB_QPS_ERR) ||
+	    ((mask & IB_QP_CUR_STATE) && u->cur_qp_state > IB_QPS_ERR))
+		return -EINVAL;
+	qp = kqp_qp_get_hw(ucmd->kfile->uctx, cmd->qp);
+	if (IS_ERR(qp))
+		return PTR_ERR(qp);
+
+	/* rdma_cm moves a QP on an id; the caller may only break it. */
+	if (qp->cm && !(mask == IB_QP_STATE && u->qp_state == IB_QPS_ERR)) {
+		ret = -EINVAL;
+		goto out;
+	}
+
+	attr.qp_state = u->qp_state;
+	attr.cur_qp_state = u->cur_qp_state;
+	attr.path_mtu = u->path_mtu;
+	attr.path_mig_state = u->path_mig_state;
+	attr.qkey = u->qkey;
+	attr.rq_psn = u->rq_psn;
+	attr.sq_psn = u->sq_psn;
+	attr.dest_qp_num = u->dest_qp_num;
+	attr.qp_access_flags = u->qp_access_flags;
+	attr.pkey_index = u->pkey_index;
+	attr.alt_pkey_index = u->alt_pkey_index;
+	attr.en_sqd_async_notify = u->en_sqd_async_notify;
+	attr.max_rd_atomic = u->max_rd_atomic;
+	attr.max_dest_rd_atomic = u->max_dest_rd_atomic;
+	attr.min_rnr_timer = u->min_rnr_timer;
+	attr.port_num = u->port_num;
+	attr.timeout = u->timeout;
+	attr.retry_cnt = u->retry_cnt;
+	attr.rnr_retry = u->rnr_retry;
+	attr.alt_port_num = u->alt_port_num;
+	attr.alt_timeout = u->alt_timeout;
+	if (mask & IB_QP_ALT_PATH) {
+		ret = kqp_ah_attr_from_user(qp->qp->device, &u->alt_ah_attr,
+					    &attr.alt_ah_attr);
+		if (ret)
+			goto out;
+	}
+	if (mask & IB_QP_AV) {
+		ret = kqp_ah_attr_from_user(qp->qp->device, &u->ah_attr,
+					    &attr.ah_attr);
+		if (ret)
+			goto out;
+		/*
+		 * Kernel callers hand ib_modify_qp() resolved RoCE addresses;
+		 * the caller's has a GID only.  Creating an AH resolves the
+		 * peer's MAC address into the attributes, as the user verbs
+		 * path does.
+		 */
+		if (attr.ah_attr.type == RDMA_AH_ATTR_TYPE_ROCE) {
+			struct ib_ah *ah = rdma_create_user_ah(qp->pd->pd,
+							       &attr.ah_attr,
+							       NULL);
+
+			if (IS_ERR(ah)) {
+				ret = PTR_ERR(ah);
+				goto out;
+			}
+			rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
+		}
+	}
+	ret = ib_modify_qp(qp->qp, &attr, mask);
+out:
+	kqp_qp_put_hw(qp);
+	return ret;
+}
+
+int kqp_query_qp(struct kqp_ucmd *ucmd)
+{
+	struct kqp_query_qp *cmd = ucmd->cmd;
+	struct kqp_qp_attr *u = &cmd->out_attr;
+	struct ib_qp_init_attr init = {};
+	struct ib_qp_attr attr = {};
+	struct kqp_qp *qp;
+	int ret;
+
+	if (cmd->attr_mask & ~(KQP_QP_ATTR_MASK | IB_QP_CAP))
+		return -EOPNOTSUPP;
+	qp = kqp_qp_get_hw(ucmd->kfile->uctx, cmd->qp);
+	if (IS_ERR(qp))
+		return PTR_ERR(qp);
+	ret = ib_query_qp(qp->qp, &attr, cmd->attr_mask, &init);
+	if (ret)
+		goto out;
+
+	memset(u, 0, sizeof(*u));
+	u->qp_state = attr.qp_state;
+	u->cur_qp_state = attr.cur_qp_state;
+	u->path_mtu = attr.path_mtu;
+	u->path_mig_state = attr.path_mig_state;
+	u->qkey = attr.qkey;
+	u->rq_psn = attr.rq_psn;
+	u->sq_psn = attr.sq_psn;
+	u->dest_qp_num = attr.dest_qp_num;
+	u->qp_access_flags = attr.qp_access_flags;
+	u->pkey_index = attr.pkey_index;
+	u->alt_pkey_index = attr.alt_pkey_index;
+	u->en_sqd_async_notify = attr.en_sqd_async_notify;
+	u->sq_draining = attr.sq_draining;
+	u->max_rd_atomic = attr.max_rd_atomic;
+	u->max_dest_rd_atomic = attr.max_dest_rd_atomic;
+	u->min_rnr_timer = attr.min_rnr_timer;
+	u->port_num = attr.port_num;
+	u->timeout = attr.timeout;
+	u->retry_cnt = attr.retry_cnt;
+	u->rnr_retry = attr.rnr_retry;
+	u->alt_port_num = attr.alt_port_num;
+	u->alt_timeout = attr.alt_timeout;
+	kqp_ah_attr_to_user(qp->qp->device, &u->ah_attr, &attr.ah_attr);
+	kqp_ah_attr_to_user(qp->qp->device, &u->alt_ah_attr,
+			    &attr.alt_ah_attr);
+	memset(&cmd->out_cap, 0, sizeof(cmd->out_cap));
+	cmd->out_cap.max_send_wr = qp->cap.max_send_wr;
+	cmd->out_cap.max_recv_wr = qp->cap.max_recv_wr;
+	cmd->out_cap.max_send_sge = qp->cap.max_send_sge;
+	cmd->out_cap.max_recv_sge = qp->cap.max_recv_sge;
+	cmd->out_cap.max_inline_data = qp->cap.max_inline_data;
+	cmd->out_qp_type = qp->qp_type == IB_QPT_RC ? KQP_QPT_RC : KQP_QPT_UD;
+	cmd->out_sq_sig_all = qp->sq_sig_all;
+	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
+out:
+	kqp_qp_put_hw(qp);
+	return ret;
+}
+
+/* The caller's list of work requests, copied once. */
+static void *kqp_post_copy(struct kqp_post *cmd)
+{
+	void *buf;
+
+	if (!cmd->count || !cmd->wrs_len || cmd->wrs_len > KQP_POST_MAX_BYTES)
+		return ERR_PTR(-EINVAL);
+	buf = kvmalloc(cmd->wrs_len, GFP_KERNEL);
+	if (!buf)
+		return ERR_PTR(-ENOMEM);
+	if (copy_from_user(buf, u64_to_user_ptr(cmd->wrs), cmd->wrs_len)) {
+		kvfree(buf);
+		return ERR_PTR(-EFAULT);
+	}
+	return buf;
+}
+
+/* One request, in kernel form, with room for the largest of its kinds. */
+union kqp_kwr {
+	struct ib_send_wr send;
+	struct ib_rdma_wr rdma;
+	struct ib_atomic_wr atomic;
+	struct ib_ud_wr ud;
+	struct ib_recv_wr recv;
+};
+
+/*
+ * Check an SGE list (already in kernel memory) against the QP's PD and
+ * convert it.  @access is what the device will do with the memory.
+ */
+static int kqp_post_sges(struct kqp_qp *qp, const struct kqp_sge *usge,
+			 u32 num, struct ib_sge *ksge, int access)
+{
+	u32 i;
+	int ret;
+
+	for (i = 0; i < num; i++) {
+		ret = kqp_mr_check_sge(qp->pd, usge[i].addr, usge[i].length,
+				       usge[i].lkey, access);
+		if (ret)
+			return ret;
+		ksge[i].addr = usge[i].addr;
+		ksge[i].length = usge[i].length;
+		ksge[i].lkey = usge[i].lkey;
+	}
+	return 0;
+}
+
+struct kqp_post_ctx {
+	struct kqp_ucontext *uctx;
+	struct kqp_object *ahs[1];	/* the AH of the request being built */
+};
+
+/*
+ * Build one send request from @hdr (in the kernel copy), checking it
+ * against the QP's type and capabilities and the caller's MRs.  @len is
+ * what is left of the copy; returns the request's size in it.
+ */
+static long kqp_build_send(struct kqp_qp *qp, struct kqp_post_ctx *pc,
+			   const void *p, size_t len, union kqp_kwr *kwr,
+			   struct ib_sge *ksge, void **inline_buf)
+{
+	const struct kqp_send_wr *hdr = p;
+	const unsigned int allowed = KQP_SEND_FENCE | KQP_SEND_SIGNALED |
+				     KQP_SEND_SOLICITED | KQP_SEND_INLINE;
+	struct ib_send_wr *wr = &kwr->send;
+	bool inl;
+	size_t need;
+	int access = 0, ret;
+
+	if (len < sizeof(*hdr))
+		return -EINVAL;
+	if (hdr->__reserved)
+		return -EOPNOTSUPP;
+	if (hdr->send_flags & ~allowed)
+		return -EINVAL;
+	inl = hdr->send_flags & KQP_SEND_INLINE;
+	if (inl) {
+		if (hdr->num_sge || hdr->inline_len > qp->cap.max_inline_data)
+			return -EINVAL;
+		need = sizeof(*hdr) + ALIGN(hdr->inline_len, 8);
+	} else {
+		if (hdr->inline_len || hdr->num_sge > qp->cap.max_send_sge)
+			return -EINVAL;
+		need = sizeof(*hdr) + hdr->num_sge * sizeof(struct kqp_sge);
+	}
+	if (need > len)
+		return -EINVAL;
+
+	memset(kwr, 0, sizeof(*kwr));
+	switch (hdr->opcode) {
+	case KQP_WR_SEND:
+		wr->opcode = IB_WR_SEND;
+		break;
+	case KQP_WR_SEND_WITH_IMM:
+		wr->opcode = IB_WR_SEND_WITH_IMM;
+		break;
+	case KQP_WR_RDMA_WRITE:
+		wr->opcode = IB_WR_RDMA_WRITE;
+		break;
+	case KQP_WR_RDMA_WRITE_WITH_IMM:
+		wr->opcode = IB_WR_RDMA_WRITE_WITH_IMM;
+		break;
+	case KQP_WR_RDMA_READ:
+		wr->opcode = IB_WR_RDMA_READ;
+		access = IB_ACCESS_LOCAL_WRITE;
+		break;
+	case KQP_WR_ATOMIC_CMP_AND_SWP:
+		wr->opcode = IB_WR_ATOMIC_CMP_AND_SWP;
+		access = IB_ACCESS_LOCAL_WRITE;
+		break;
+	case KQP_WR_ATOMIC_FETCH_AND_ADD:
+		wr->opcode = IB_WR_ATOMIC_FETCH_AND_ADD;
+		access = IB_ACCESS_LOCAL_WRITE;
+		break;
+	default:
+		return -EINVAL;
+	}
+
+	if (qp->qp_type == IB_QPT_UD) {
+		struct kqp_object *obj;
+
+		/* A UD QP sends, with or without immediate data, and only. */
+		if (wr->opcode != IB_WR_SEND &&
+		    wr->opcode != IB_WR_SEND_WITH_IMM)
+			return -EINVAL;
+		if (hdr->wr.ud.__reserved)
+			return -EOPNOTSUPP;
+		obj = kqp_object_get(pc->uctx, hdr->wr.ud.ah, KQP_OBJ_AH);
+		if (IS_ERR(obj))
+			return PTR_ERR(obj) == -ENOENT ? -EINVAL : PTR_ERR(obj);
+		pc->ahs[0] = obj;
+		if (container_of(obj, struct kqp_ah, vobj.obj)->pd != qp->pd ||
+		    container_of(obj, struct kqp_ah, vobj.obj)->vobj.hw_gone)
+			return -EINVAL;
+		kwr->ud.ah = container_of(obj, struct kqp_ah, vobj.obj)->ah;
+		kwr->ud.remote_qpn = hdr->wr.ud.remote_qpn & 0xffffff;
+		kwr->ud.remote_qkey = hdr->wr.ud.remote_qkey;
+	} else if (wr->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+		   wr->opcode == IB_WR_ATOMIC_FETCH_AND_ADD) {
+		if (hdr->wr.atomic.__reserved)
+			return -EOPNOTSUPP;
+		/* Atomics work on one 8-byte operand. */
+		if (inl || hdr->num_sge != 1 ||
+		    ((const struct kqp_sge *)(hdr + 1))->length != 8)
+			return -EINVAL;
+		kwr->atomic.remote_addr = hdr->wr.atomic.remote_addr;
+		kwr->atomic.compare_add = hdr->wr.atomic.compare_add;
+		kwr->atomic.swap = hdr->wr.atomic.swap;
+		kwr->atomic.rkey = hdr->wr.atomic.rkey;
+	} else if (wr->opcode != IB_WR_SEND &&
+		   wr->opcode != IB_WR_SEND_WITH_IMM) {
+		if (hdr->wr.rdma.__reserved)
+			return -EOPNOTSUPP;
+		if (inl && wr->opcode == IB_WR_RDMA_READ)
+			return -EINVAL;
+		kwr->rdma.remote_addr = hdr->wr.rdma.remote_addr;
+		kwr->rdma.rkey = hdr->wr.rdma.rkey;
+	}
+
+	if (inl) {
+		/*
+		 * The device copies inline data when the request is posted;
+		 * point it at the kernel's copy of the caller's bytes.
+		 */
+		*inline_buf = (void *)(hdr + 1);
+		if (hdr->inline_len) {
+			ksge[0].addr = (uintptr_t)*inline_buf;
+			ksge[0].length = hdr->inline_len;
+			wr->num_sge = 1;
+		}
+		wr->send_flags |= IB_SEND_INLINE;
+	} else {
+		ret = kqp_post_sges(qp, (const struct kqp_sge *)(hdr + 1),
+				    hdr->num_sge, ksge, access);
+		if (ret)
+			return ret;
+		wr->num_sge = hdr->num_sge;
+	}
+	wr->sg_list = ksge;
+	wr->ex.imm_data = (__force __be32)hdr->imm_data;
+	if (hdr->send_flags & KQP_SEND_FENCE)
+		wr->send_flags |= IB_SEND_FENCE;
+	if ((hdr->send_flags & KQP_SEND_SIGNALED) || qp->sq_sig_all)
+		wr->send_flags |= IB_SEND_SIGNALED;
+	if (hdr->send_flags & KQP_SEND_SOLICITED)
+		wr->send_flags |= IB_SEND_SOLICITED;
+	return need;
+}
+
+/*
+ * Post one request at a time: build it, give it a slot, hand it to the
+ * device.  The first request that fails stops the list; none after it is
+ * posted, and out_posted says which it was.
+ */
+static int kqp_post(struct kqp_ucmd *ucmd, bool recv)
+{
+	struct kqp_post *cmd = ucmd->cmd;
+	struct kqp_post_ctx pc = { .uctx = ucmd->kfile->uctx };
+	struct ib_sge *ksge;
+	union kqp_kwr *kwr;
+	struct kqp_qp *qp;
+	size_t off = 0;
+	void *buf;
+	u32 i, max_sge;
+	int ret = 0;
+
+	buf = kqp_post_copy(cmd);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	qp = kqp_qp_get_hw(pc.uctx, cmd->qp);
+	if (IS_ERR(qp)) {
+		kvfree(buf);
+		return PTR_ERR(qp);
+	}
+	max_sge = max(recv ? qp->cap.max_recv_sge : qp->cap.max_send_sge, 1U);
+	kwr = kmalloc(sizeof(*kwr) + max_sge * sizeof(*ksge), GFP_KERNEL);
+	if (!kwr) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ksge = (struct ib_sge *)(kwr + 1);
+
+	mutex_lock(recv ? &qp->rq_mutex : &qp->sq_mutex);
+	for (i = 0; i < cmd->count; i++) {
+		struct kqp_wq *wq = recv ? &qp->rq : &qp->sq;
+		const struct ib_send_wr *bad_send;
+		const struct ib_recv_wr *bad_recv;
+		struct kqp_wr_slot *slot;
+		void *inline_buf = NULL;
+		u32 opcode = 0, head;
+		long used;
+
+		if (recv) {
+			const struct kqp_recv_wr *hdr = buf + off;
+
+			used = -EINVAL;
+			if (cmd->wrs_len - off >= sizeof(*hdr) &&
+			    !hdr->__reserved &&
+			    hdr->num_sge <= qp->cap.max_recv_sge &&
+			    cmd->wrs_len - off - sizeof(*hdr) >=
+				    hdr->num_sge * sizeof(struct kqp_sge)) {
+				memset(&kwr->recv, 0, sizeof(kwr->recv));
+				used = kqp_post_sges(qp,
+					(const struct kqp_sge *)(hdr + 1),
+					hdr->num_sge, ksge,
+					IB_ACCESS_LOCAL_WRITE);
+				if (!used)
+					used = sizeof(*hdr) + hdr->num_sge *
+						       sizeof(struct kqp_sge);
+				kwr->recv.sg_list = ksge;
+				kwr->recv.num_sge = hdr->num_sge;
+			}
+		} else {
+			used = kqp_build_send(qp, &pc, buf + off,
+					      cmd->wrs_len - off, kwr, ksge,
+					      &inline_buf);
+			opcode = ((const struct kqp_send_wr *)(buf + off))->opcode;
+		}
+		if (used < 0) {
+			ret = used;
+			goto put_ah;
+		}
+
+		/*
+		 * Take the slot, then post without qp->lock: the device may
+		 * complete the request before ib_post_*() returns, and the
+		 * completion handler takes qp->lock.  The queue's mutex keeps
+		 * other posters out, so a failed post can give its slot back.
+		 */
+		spin_lock_irq(&qp->lock);
+		if (wq->head - wq->tail >= wq->size) {
+			spin_unlock_irq(&qp->lock);
+			ret = -ENOMEM;
+			goto put_ah;
+		}
+		head = wq->head++;
+		slot = &wq->slots[head & (wq->size - 1)];
+		slot->wr_id = *(const u64 *)(buf + off);
+		slot->opcode = opcode;
+		slot->signaled = recv || (kwr->send.send_flags & IB_SEND_SIGNALED);
+		spin_unlock_irq(&qp->lock);
+		if (recv) {
+			kwr->recv.wr_id = kqp_wrid(qp, head, true);
+			ret = ib_post_recv(qp->qp, &kwr->recv, &bad_recv);
+		} else {
+			kwr->send.wr_id = kqp_wrid(qp, head, false);
+			ret = ib_post_send(qp->qp, &kwr->send, &bad_send);
+		}
+		if (ret) {
+			spin_lock_irq(&qp->lock);
+			wq->head--;
+			spin_unlock_irq(&qp->lock);
+		}
+put_ah:
+		if (pc.ahs[0]) {
+			kqp_object_put(pc.ahs[0]);
+			pc.ahs[0] = NULL;
+		}
+		if (ret)
+			break;
+		off += used;
+	}
+	mutex_unlock(recv ? &qp->rq_mutex : &qp->sq_mutex);
+	kfree(kwr);
+out:
+	kqp_qp_put_hw(qp);
+	kvfree(buf);
+	cmd->out_posted = i;
+	/* The posted count is part of the answer, failure or not. */
+	if (kqp_ucmd_respond(ucmd, sizeof(*cmd)))
+		return -EFAULT;
+	return ret;
+}
+
+int kqp_post_send(struct kqp_ucmd *ucmd)
+{
+	return kqp_post(ucmd, false);
+}
+
+int kqp_post_recv(struct kqp_ucmd *ucmd)
+{
+	return kqp_post(ucmd, true);
+}
