@@ -191,9 +191,6 @@ KQP_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 
 	if (!id || !res)
 		return kqp_err(EINVAL);
-	/* QPs come with kqp's rdma_create_qp(); not in this version. */
-	if (qp_init_attr)
-		return kqp_err(ENOSYS);
 
 	ret = kqp_create_id_qpt(NULL, &cm_id, NULL, res->ai_port_space,
 				res->ai_qp_type);
@@ -207,6 +204,16 @@ KQP_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 			goto err;
 		if (pd)
 			cm_id->pd = pd;
+		/* Each request rdma_get_request() returns gets a QP like it. */
+		if (qp_init_attr) {
+			kid->qp_init_attr = malloc(sizeof(*qp_init_attr));
+			if (!kid->qp_init_attr) {
+				ret = kqp_err(ENOMEM);
+				goto err;
+			}
+			*kid->qp_init_attr = *qp_init_attr;
+			kid->qp_init_attr->qp_type = res->ai_qp_type;
+		}
 		goto out;
 	}
 
@@ -217,6 +224,12 @@ KQP_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 	ret = rdma_resolve_route(cm_id, 2000);
 	if (ret)
 		goto err;
+	if (qp_init_attr) {
+		qp_init_attr->qp_type = res->ai_qp_type;
+		ret = rdma_create_qp(cm_id, pd, qp_init_attr);
+		if (ret)
+			goto err;
+	}
 
 	if (res->ai_connect_len) {
 		kid->connect = malloc(res->ai_connect_len);
@@ -238,5 +251,7 @@ err:
 
 KQP_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 {
+	if (id->qp)
+		rdma_destroy_qp(id);
 	rdma_destroy_id(id);
 }

@@ -58,7 +58,7 @@ KQP_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 	struct rdma_event_channel *channel;
 	int fd;
 
-	fd = kqp_dev_open();
+	fd = kqp_channel_open();
 	if (fd < 0) {
 		errno = -fd;
 		return NULL;
@@ -84,6 +84,9 @@ KQP_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 static void kqp_id_free(struct kqp_id *kid)
 {
 	struct kqp_mc *mc;
+
+	if (kid->holds_default_pd)
+		kqp_context_put_default_pd(kid->kctx);
 
 	while ((mc = kid->mc_list)) {
 		kid->mc_list = mc->next;
@@ -221,6 +224,9 @@ KQP_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	if (!id)
 		return kqp_err(EINVAL);
 	kid = to_kid(id);
+	/* A QP left on the id goes with it (librdmacm would leak it). */
+	if (id->qp)
+		rdma_destroy_qp(id);
 	reported = kqp_destroy_kern_id(id->channel->fd, kid->handle);
 	if (reported < 0)
 		return kqp_err(-reported);
@@ -263,10 +269,18 @@ static int kqp_query(struct kqp_id *kid, bool paths)
 	memcpy(addr->addr.ibaddr.dgid.raw, q.out_dgid, sizeof(q.out_dgid));
 	addr->addr.ibaddr.pkey = htobe16(q.out_pkey);
 	if (!kid->kctx) {
-		kid->kctx = kqp_context_for_device(q.out_device_index);
-		if (!kid->kctx)
+		struct kqp_context *kctx;
+
+		kctx = kqp_context_for_device(q.out_device_index);
+		if (!kctx)
 			return -1;
-		id->verbs = &kid->kctx->ibv;
+		/* As librdmacm: a bound id comes with the device's PD. */
+		id->pd = kqp_context_get_default_pd(kctx);
+		if (!id->pd)
+			return -1;
+		kid->holds_default_pd = true;
+		kid->kctx = kctx;
+		id->verbs = &kctx->ibv;
 		id->port_num = q.out_port_num;
 	}
 
@@ -1063,6 +1077,13 @@ KQP_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **i
 		ret = kqp_err(EINVAL);
 		goto err;
 	}
+	if (kid->qp_init_attr) {
+		struct ibv_qp_init_attr attr = *kid->qp_init_attr;
+
+		ret = rdma_create_qp(event->id, listen->pd, &attr);
+		if (ret)
+			goto err;
+	}
 	*id = event->id;
 	(*id)->event = event;
 	return 0;
@@ -1095,6 +1116,233 @@ KQP_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)
 KQP_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
 {
 	return kqp_get_port(&id->route.addr.dst_addr);
+}
+
+/*
+ * The CQs kqp made for an id's QP went with the QP: drop their wrappers
+ * and channels, once every notification read for them was acked.
+ */
+static void kqp_id_drop_auto_cqs(struct rdma_cm_id *id, uint32_t send_events,
+				 uint32_t recv_events)
+{
+	struct ibv_cq *cqs[2] = { id->send_cq, id->recv_cq };
+	struct ibv_comp_channel *chans[2] = { id->send_cq_channel,
+					      id->recv_cq_channel };
+	uint32_t events[2] = { send_events, recv_events };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct kqp_lcq *cq;
+
+		if (!cqs[i] || to_lcq(cqs[i])->auto_id != id)
+			continue;
+		cq = to_lcq(cqs[i]);
+		pthread_mutex_lock(&cq->ibv.mutex);
+		while (cq->ibv.comp_events_completed != events[i])
+			pthread_cond_wait(&cq->ibv.cond, &cq->ibv.mutex);
+		pthread_mutex_unlock(&cq->ibv.mutex);
+		kqp_cq_unmap(cq);
+		free(cq);
+		if (chans[i])
+			ibv_destroy_comp_channel(chans[i]);
+		if (i == 0) {
+			id->send_cq = NULL;
+			id->send_cq_channel = NULL;
+		} else {
+			id->recv_cq = NULL;
+			id->recv_cq_channel = NULL;
+		}
+	}
+}
+
+/* Set up a CQ wrapper for a CQ kqp made for the id's QP. */
+static int kqp_id_auto_cq(struct rdma_cm_id *id, struct kqp_lcq *cq,
+			  const struct kqp_ring_info *ring, uint32_t handle,
+			  uint32_t cqe, int fd, struct ibv_comp_channel **chan)
+{
+	struct ibv_comp_channel *c;
+	int ret;
+
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->context = id->verbs;
+	c->fd = fd;
+	/* cq_context is the id, as librdmacm, for rdma_get_send_comp(). */
+	ret = kqp_cq_map(cq, ring, handle, cqe, id->verbs, c, id);
+	if (ret) {
+		close(fd);
+		free(c);
+		return ret;
+	}
+	cq->auto_id = id;
+	*chan = c;
+	return 0;
+}
+
+KQP_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
+				 struct ibv_qp_init_attr_ex *attr)
+{
+	struct kqp_create_qp cmd = { .size = sizeof(cmd) };
+	struct kqp_destroy_qp d = { .size = sizeof(d) };
+	struct kqp_lcq *scq = NULL, *rcq = NULL;
+	struct kqp_id *kid = to_kid(id);
+	struct ibv_pd *pd = NULL;
+	struct kqp_lqp *qp;
+	int ret;
+
+	/* rdma_create_qp(3): an unbound id has no device. */
+	if (!id->verbs || id->qp)
+		return kqp_err(EINVAL);
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_PD) && attr->pd) {
+		if (attr->pd->context != id->verbs)
+			return kqp_err(EINVAL);
+		pd = attr->pd;
+	}
+	if (attr->comp_mask & ~IBV_QP_INIT_ATTR_PD)
+		return kqp_err(EOPNOTSUPP);
+	if (attr->srq || (attr->qp_type != IBV_QPT_RC &&
+			  attr->qp_type != IBV_QPT_UD))
+		return kqp_err(EOPNOTSUPP);
+	if ((attr->send_cq && attr->send_cq->context != id->verbs) ||
+	    (attr->recv_cq && attr->recv_cq->context != id->verbs))
+		return kqp_err(EINVAL);
+
+	qp = calloc(1, sizeof(*qp));
+	if (!attr->send_cq)
+		scq = calloc(1, sizeof(*scq));
+	if (!attr->recv_cq)
+		rcq = calloc(1, sizeof(*rcq));
+	if (!qp || (!attr->send_cq && !scq) || (!attr->recv_cq && !rcq)) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+
+	/* No PD: the kernel uses the device's default PD, as id->pd. */
+	cmd.id = kid->handle;
+	cmd.pd = pd ? pd->handle : 0;
+	cmd.send_cq = attr->send_cq ? attr->send_cq->handle : 0;
+	cmd.recv_cq = attr->recv_cq ? attr->recv_cq->handle : 0;
+	cmd.qp_type = attr->qp_type == IBV_QPT_RC ? KQP_QPT_RC : KQP_QPT_UD;
+	cmd.flags = attr->sq_sig_all ? KQP_CREATE_QP_SQ_SIG_ALL : 0;
+	cmd.send_cq_uid = (uintptr_t)scq;
+	cmd.recv_cq_uid = (uintptr_t)rcq;
+	cmd.uid = (uintptr_t)qp;
+	cmd.cap.max_send_wr = attr->cap.max_send_wr;
+	cmd.cap.max_recv_wr = attr->cap.max_recv_wr;
+	cmd.cap.max_send_sge = attr->cap.max_send_sge;
+	cmd.cap.max_recv_sge = attr->cap.max_recv_sge;
+	cmd.cap.max_inline_data = attr->cap.max_inline_data;
+	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_CREATE_QP, &cmd);
+	if (ret)
+		goto err_free;
+
+	if (scq) {
+		ret = kqp_id_auto_cq(id, scq, &cmd.out_send_ring,
+				     cmd.out_send_cq, cmd.out_send_cqe,
+				     cmd.out_send_channel_fd,
+				     &id->send_cq_channel);
+		if (ret)
+			goto err_destroy;
+		id->send_cq = &scq->ibv;
+		attr->send_cq = id->send_cq;
+	}
+	if (rcq) {
+		ret = kqp_id_auto_cq(id, rcq, &cmd.out_recv_ring,
+				     cmd.out_recv_cq, cmd.out_recv_cqe,
+				     cmd.out_recv_channel_fd,
+				     &id->recv_cq_channel);
+		if (ret)
+			goto err_destroy;
+		id->recv_cq = &rcq->ibv;
+		attr->recv_cq = id->recv_cq;
+	}
+
+	/* What the device gave, written back as rdma_create_qp(3) says. */
+	attr->cap.max_send_wr = cmd.cap.max_send_wr;
+	attr->cap.max_recv_wr = cmd.cap.max_recv_wr;
+	attr->cap.max_send_sge = cmd.cap.max_send_sge;
+	attr->cap.max_recv_sge = cmd.cap.max_recv_sge;
+	attr->cap.max_inline_data = cmd.cap.max_inline_data;
+	if (!pd)
+		pd = id->pd;
+	attr->pd = pd;
+	attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
+
+	qp->cap = attr->cap;
+	qp->id = id;
+	qp->ibv.context = id->verbs;
+	qp->ibv.qp_context = attr->qp_context;
+	qp->ibv.pd = pd;
+	qp->ibv.send_cq = attr->send_cq;
+	qp->ibv.recv_cq = attr->recv_cq;
+	qp->ibv.handle = cmd.out_qp;
+	qp->ibv.qp_num = cmd.out_qp_num;
+	qp->ibv.qp_type = attr->qp_type;
+	/* rdma_cm moved it: RTS for UD, INIT (receives) for RC. */
+	qp->ibv.state = attr->qp_type == IBV_QPT_UD ? IBV_QPS_RTS :
+						     IBV_QPS_INIT;
+	pthread_mutex_init(&qp->ibv.mutex, NULL);
+	pthread_cond_init(&qp->ibv.cond, NULL);
+	id->qp = &qp->ibv;
+	id->pd = pd;
+	return 0;
+
+err_destroy:
+	d.qp = cmd.out_qp;
+	kqp_ioctl(id->channel->fd, KQP_IOCTL_DESTROY_QP, &d);
+	kqp_id_drop_auto_cqs(id, d.out_send_cq_events, d.out_recv_cq_events);
+	/* The fds of CQs that never got a wrapper. */
+	if (scq && !scq->ring)
+		close(cmd.out_send_channel_fd);
+	if (rcq && !rcq->ring)
+		close(cmd.out_recv_channel_fd);
+err_free:
+	if (scq && scq->ring)
+		scq = NULL;
+	if (rcq && rcq->ring)
+		rcq = NULL;
+	free(scq);
+	free(rcq);
+	free(qp);
+	return kqp_err(-ret);
+}
+
+KQP_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
+			      struct ibv_qp_init_attr *qp_init_attr)
+{
+	struct ibv_qp_init_attr_ex attr_ex;
+	int ret;
+
+	if (!qp_init_attr)
+		return kqp_err(EINVAL);
+	memset(&attr_ex, 0, sizeof(attr_ex));
+	memcpy(&attr_ex, qp_init_attr, sizeof(*qp_init_attr));
+	if (pd) {
+		attr_ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+		attr_ex.pd = pd;
+	}
+	ret = rdma_create_qp_ex(id, &attr_ex);
+	if (!ret)
+		memcpy(qp_init_attr, &attr_ex, sizeof(*qp_init_attr));
+	return ret;
+}
+
+KQP_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
+{
+	if (!id || !id->qp)
+		return;
+	ibv_destroy_qp(id->qp);
+}
+
+/* ibv_destroy_qp() of an id's QP: the id lets go of it and its CQs. */
+void kqp_id_qp_gone_counts(struct rdma_cm_id *id, uint32_t send_events,
+			   uint32_t recv_events)
+{
+	id->qp = NULL;
+	kqp_id_drop_auto_cqs(id, send_events, recv_events);
 }
 
 /* rdma_create_ep() and its kin, in addrinfo.c, need these. */

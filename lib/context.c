@@ -33,17 +33,163 @@ struct kqp_context *kqp_context_for_device(uint32_t index)
 		errno = ENOMEM;
 		goto out;
 	}
+	kctx->ibv.cmd_fd = kqp_session_fd();
+	kctx->ibv.async_fd = kqp_session_async_fd();
+	if (kctx->ibv.cmd_fd < 0 || kctx->ibv.async_fd < 0) {
+		errno = kctx->ibv.cmd_fd < 0 ? -kctx->ibv.cmd_fd :
+					       -kctx->ibv.async_fd;
+		kqp_device_put(kdev);
+		free(kctx);
+		kctx = NULL;
+		goto out;
+	}
 	kctx->kdev = kdev;
 	kctx->ibv.device = &kdev->ibv;
-	kctx->ibv.cmd_fd = -1;
-	kctx->ibv.async_fd = -1;
 	kctx->ibv.num_comp_vectors = 1;
+	/* What the inline verbs in <infiniband/verbs.h> call. */
+	kctx->ibv.ops.poll_cq = kqp_poll_cq;
+	kctx->ibv.ops.req_notify_cq = kqp_req_notify_cq;
+	kctx->ibv.ops.post_send = kqp_post_send;
+	kctx->ibv.ops.post_recv = kqp_post_recv;
 	pthread_mutex_init(&kctx->ibv.mutex, NULL);
+	pthread_mutex_init(&kctx->pd_lock, NULL);
 	kctx->next = contexts;
 	contexts = kctx;
 out:
 	pthread_mutex_unlock(&contexts_lock);
 	return kctx;
+}
+
+/*
+ * The process's default PD on the device, one more id using it; librdmacm
+ * sets id->pd to it when an id is bound.  The table's default PD is the
+ * same one a QP created on an id without a PD gets.
+ */
+struct ibv_pd *kqp_context_get_default_pd(struct kqp_context *kctx)
+{
+	struct kqp_alloc_pd cmd = {
+		.size = sizeof(cmd),
+		.flags = KQP_ALLOC_PD_DEFAULT,
+		.device_index = kctx->kdev->index,
+	};
+	struct kqp_lpd *pd = NULL;
+	int ret;
+
+	pthread_mutex_lock(&kctx->pd_lock);
+	if (kctx->default_pd) {
+		kctx->default_pd_refs++;
+		pd = kctx->default_pd;
+		goto out;
+	}
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		goto out;
+	}
+	ret = kqp_ioctl(kctx->ibv.cmd_fd, KQP_IOCTL_ALLOC_PD, &cmd);
+	if (ret) {
+		free(pd);
+		pd = NULL;
+		errno = -ret;
+		goto out;
+	}
+	pd->ibv.context = &kctx->ibv;
+	pd->ibv.handle = cmd.out_pd;
+	pd->is_default = true;
+	kctx->default_pd = pd;
+	kctx->default_pd_refs = 1;
+out:
+	pthread_mutex_unlock(&kctx->pd_lock);
+	return pd ? &pd->ibv : NULL;
+}
+
+/* An id using the default PD is gone; the PD goes with the last one. */
+void kqp_context_put_default_pd(struct kqp_context *kctx)
+{
+	struct kqp_dealloc_pd cmd = { .size = sizeof(cmd) };
+	struct kqp_lpd *pd = NULL;
+
+	pthread_mutex_lock(&kctx->pd_lock);
+	if (!--kctx->default_pd_refs) {
+		pd = kctx->default_pd;
+		kctx->default_pd = NULL;
+	}
+	pthread_mutex_unlock(&kctx->pd_lock);
+	if (!pd)
+		return;
+	/* QPs still using it keep the kernel's PD; ours is just a name. */
+	cmd.pd = pd->ibv.handle;
+	kqp_ioctl(kctx->ibv.cmd_fd, KQP_IOCTL_DEALLOC_PD, &cmd);
+	free(pd);
+}
+
+KQP_EXPORT int ibv_get_async_event(struct ibv_context *context,
+				   struct ibv_async_event *event)
+{
+	struct kqp_async_event ev;
+	ssize_t n;
+
+	n = read(context->async_fd, &ev, sizeof(ev));
+	if (n != sizeof(ev))
+		return -1;
+	event->event_type = ev.event;
+	switch (ev.kind) {
+	case KQP_ASYNC_CQ:
+		event->element.cq = (struct ibv_cq *)(uintptr_t)ev.uid;
+		break;
+	case KQP_ASYNC_QP:
+		event->element.qp = (struct ibv_qp *)(uintptr_t)ev.uid;
+		break;
+	default:
+		event->element.port_num = 0;
+		break;
+	}
+	return 0;
+}
+
+KQP_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
+{
+	switch (event->event_type) {
+	case IBV_EVENT_CQ_ERR: {
+		struct ibv_cq *cq = event->element.cq;
+
+		pthread_mutex_lock(&cq->mutex);
+		cq->async_events_completed++;
+		pthread_cond_signal(&cq->cond);
+		pthread_mutex_unlock(&cq->mutex);
+		break;
+	}
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED: {
+		struct ibv_qp *qp = event->element.qp;
+
+		pthread_mutex_lock(&qp->mutex);
+		qp->events_completed++;
+		pthread_cond_signal(&qp->cond);
+		pthread_mutex_unlock(&qp->mutex);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+/* kqp's own: what the process's session table holds (for tests, tools). */
+KQP_EXPORT int kqp_query_context(struct kqp_ctx_info *info)
+{
+	int fd = kqp_session_fd();
+
+	if (fd < 0)
+		return kqp_err(-fd);
+	memset(info, 0, sizeof(*info));
+	info->size = sizeof(*info);
+	return kqp_ret(kqp_ioctl(fd, KQP_IOCTL_CTX_INFO, info));
 }
 
 KQP_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)

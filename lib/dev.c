@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -36,6 +37,72 @@ int kqp_dev_open(void)
 	ret = kqp_ioctl(fd, KQP_IOCTL_QUERY, &q);
 	if (!ret && q.out_abi_version != KQP_ABI_VERSION)
 		ret = -EPROTO;
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/*
+ * The process's session: one file of /dev/kqp whose table holds the
+ * process's PDs, CQs, QPs, MRs and AHs.  Every event channel the library
+ * opens attaches to it, so the ids on a channel can use them.  Opened on
+ * first use and kept for the life of the process, like librdmacm's
+ * device contexts.
+ */
+static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
+static int session_fd = -1;
+static int session_async_fd = -1;
+
+int kqp_session_fd(void)
+{
+	struct kqp_create_async_fd a = { .size = sizeof(a) };
+	int fd, ret;
+
+	pthread_mutex_lock(&session_lock);
+	if (session_fd >= 0) {
+		fd = session_fd;
+		goto out;
+	}
+	fd = kqp_dev_open();
+	if (fd < 0)
+		goto out;
+	ret = kqp_ioctl(fd, KQP_IOCTL_CREATE_ASYNC_FD, &a);
+	if (ret) {
+		close(fd);
+		fd = ret;
+		goto out;
+	}
+	session_async_fd = a.out_fd;
+	session_fd = fd;
+out:
+	pthread_mutex_unlock(&session_lock);
+	return fd;
+}
+
+/* The session's async event fd (ibv_context->async_fd), or -errno. */
+int kqp_session_async_fd(void)
+{
+	int fd = kqp_session_fd();
+
+	return fd < 0 ? fd : session_async_fd;
+}
+
+/* A new event channel: a file of /dev/kqp sharing the session's table. */
+int kqp_channel_open(void)
+{
+	struct kqp_attach a = { .size = sizeof(a) };
+	int sfd, fd, ret;
+
+	sfd = kqp_session_fd();
+	if (sfd < 0)
+		return sfd;
+	fd = kqp_dev_open();
+	if (fd < 0)
+		return fd;
+	a.fd = sfd;
+	ret = kqp_ioctl(fd, KQP_IOCTL_ATTACH, &a);
 	if (ret) {
 		close(fd);
 		return ret;

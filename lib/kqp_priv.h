@@ -37,6 +37,9 @@ static inline int kqp_ret(int ret)
 
 /* dev.c */
 int kqp_dev_open(void);
+int kqp_session_fd(void);
+int kqp_session_async_fd(void);
+int kqp_channel_open(void);
 int kqp_is_kqp_fd(int fd);
 int kqp_ioctl(int fd, unsigned long req, void *arg);
 int kqp_query_devices(int fd, struct kqp_device_info **infos, uint32_t *n);
@@ -62,9 +65,23 @@ struct kqp_ibv_device *kqp_device_get_by_index(uint32_t index);
 void kqp_device_put(struct kqp_ibv_device *kdev);
 
 /* context.c */
+struct kqp_lpd;
+
+/**
+ * struct kqp_context - libkqp's ibv_context: one per device per process
+ * @ibv: what callers see; cmd_fd is the session's fd
+ * @kdev: the device
+ * @default_pd: the process's default PD on the device, while ids use it
+ * @default_pd_refs: ids bound to the device, under pd_lock
+ * @pd_lock: protects the default PD
+ * @next: in the process's list
+ */
 struct kqp_context {
 	struct ibv_context ibv;
 	struct kqp_ibv_device *kdev;
+	struct kqp_lpd *default_pd;
+	unsigned int default_pd_refs;
+	pthread_mutex_t pd_lock;
 	struct kqp_context *next;
 };
 
@@ -74,6 +91,94 @@ static inline struct kqp_context *to_kctx(struct ibv_context *ctx)
 }
 
 struct kqp_context *kqp_context_for_device(uint32_t index);
+struct ibv_pd *kqp_context_get_default_pd(struct kqp_context *kctx);
+void kqp_context_put_default_pd(struct kqp_context *kctx);
+
+static inline uint32_t kqp_dev_index(struct ibv_context *ctx)
+{
+	return to_kctx(ctx)->kdev->index;
+}
+
+/* verbs.c */
+struct kqp_lpd {
+	struct ibv_pd ibv;
+	bool is_default;
+};
+
+struct kqp_lmr {
+	struct ibv_mr ibv;
+};
+
+struct kqp_lah {
+	struct ibv_ah ibv;
+};
+
+/* cq.c */
+/**
+ * struct kqp_lcq - libkqp's ibv_cq: a mapped completion ring
+ * @ibv: what callers see
+ * @lock: serialises pollers and armers of the CQ
+ * @ring: the mapping
+ * @ring_size: its length
+ * @head: consumer index (ours to write)
+ * @tail: producer index (the kernel's)
+ * @arm: arm word (ours to write)
+ * @flags: ring flags (the kernel's)
+ * @cqes: the entries
+ * @mask: entries - 1
+ * @head_cache: our own copy of *@head
+ * @arm_seq: the last arm sequence written
+ * @auto_id: for a CQ kqp made for an id's QP: the id
+ */
+struct kqp_lcq {
+	struct ibv_cq ibv;
+	pthread_spinlock_t lock;
+	void *ring;
+	size_t ring_size;
+	uint32_t *head;
+	uint32_t *tail;
+	uint32_t *arm;
+	uint32_t *flags;
+	struct kqp_cqe *cqes;
+	uint32_t mask;
+	uint32_t head_cache;
+	uint32_t arm_seq;
+	struct rdma_cm_id *auto_id;
+};
+
+static inline struct kqp_lcq *to_lcq(struct ibv_cq *cq)
+{
+	return container_of(cq, struct kqp_lcq, ibv);
+}
+
+int kqp_cq_map(struct kqp_lcq *cq, const struct kqp_ring_info *info,
+	       uint32_t handle, int cqe, struct ibv_context *ctx,
+	       struct ibv_comp_channel *channel, void *cq_context);
+void kqp_cq_unmap(struct kqp_lcq *cq);
+int kqp_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int kqp_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+/* qp.c */
+struct kqp_lqp {
+	struct ibv_qp ibv;
+	struct ibv_qp_cap cap;
+	struct rdma_cm_id *id;
+};
+
+static inline struct kqp_lqp *to_lqp(struct ibv_qp *qp)
+{
+	return container_of(qp, struct kqp_lqp, ibv);
+}
+
+int kqp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		  struct ibv_send_wr **bad_wr);
+int kqp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad_wr);
+int kqp_qp_wait_events(struct kqp_lqp *qp, uint32_t reported);
+
+/* cma.c */
+void kqp_id_qp_gone_counts(struct rdma_cm_id *id, uint32_t send_events,
+			   uint32_t recv_events);
 
 /* cma.c */
 struct kqp_mc {
@@ -100,6 +205,7 @@ struct kqp_id {
 	pthread_cond_t cond;
 	struct kqp_mc *mc_list;
 	struct ibv_qp_init_attr *qp_init_attr;
+	bool holds_default_pd;
 	uint8_t initiator_depth;
 	uint8_t responder_resources;
 	void *connect;

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * CQs and completion channels.  A CQ's completions are read from a ring
+ * the kernel fills and this process maps: ibv_poll_cq() makes no syscall
+ * while completions are waiting, and ibv_req_notify_cq() none at all.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kqp_priv.h"
+#include "ring.h"
+
+KQP_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+{
+	struct kqp_create_comp_channel cmd = { .size = sizeof(cmd) };
+	struct ibv_comp_channel *channel;
+	int ret;
+
+	channel = calloc(1, sizeof(*channel));
+	if (!channel) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_CREATE_COMP_CHANNEL, &cmd);
+	if (ret) {
+		free(channel);
+		errno = -ret;
+		return NULL;
+	}
+	channel->context = context;
+	channel->fd = cmd.out_fd;
+	return channel;
+}
+
+KQP_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	/* As libibverbs: refused while a CQ uses it. */
+	if (channel->refcnt)
+		return EBUSY;
+	close(channel->fd);
+	free(channel);
+	return 0;
+}
+
+/*
+ * Map a CQ's ring and fill in the ibv_cq; the kernel object exists.
+ * Returns 0 or -errno.
+ */
+int kqp_cq_map(struct kqp_lcq *cq, const struct kqp_ring_info *info,
+	       uint32_t handle, int cqe, struct ibv_context *ctx,
+	       struct ibv_comp_channel *channel, void *cq_context)
+{
+	void *ring;
+
+	ring = mmap(NULL, info->mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    ctx->cmd_fd, info->mmap_offset);
+	if (ring == MAP_FAILED)
+		return -errno;
+	cq->ring = ring;
+	cq->ring_size = info->mmap_size;
+	cq->head = (uint32_t *)((char *)ring + info->off_head);
+	cq->tail = (uint32_t *)((char *)ring + info->off_tail);
+	cq->arm = (uint32_t *)((char *)ring + info->off_arm);
+	cq->flags = (uint32_t *)((char *)ring + info->off_flags);
+	cq->cqes = (struct kqp_cqe *)((char *)ring + info->off_cqes);
+	cq->mask = info->entries - 1;
+	cq->head_cache = *cq->head;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+
+	cq->ibv.context = ctx;
+	cq->ibv.channel = channel;
+	cq->ibv.cq_context = cq_context;
+	cq->ibv.handle = handle;
+	cq->ibv.cqe = cqe;
+	pthread_mutex_init(&cq->ibv.mutex, NULL);
+	pthread_cond_init(&cq->ibv.cond, NULL);
+	if (channel)
+		__atomic_add_fetch(&channel->refcnt, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void kqp_cq_unmap(struct kqp_lcq *cq)
+{
+	if (cq->ibv.channel)
+		__atomic_sub_fetch(&cq->ibv.channel->refcnt, 1,
+				   __ATOMIC_RELAXED);
+	munmap(cq->ring, cq->ring_size);
+	pthread_spin_destroy(&cq->lock);
+	pthread_cond_destroy(&cq->ibv.cond);
+	pthread_mutex_destroy(&cq->ibv.mutex);
+}
+
+KQP_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
+					void *cq_context,
+					struct ibv_comp_channel *channel,
+					int comp_vector)
+{
+	struct kqp_create_cq cmd = {
+		.size = sizeof(cmd),
+		.device_index = kqp_dev_index(context),
+		.channel_fd = channel ? channel->fd : -1,
+	};
+	struct kqp_destroy_cq d = { .size = sizeof(d) };
+	struct kqp_lcq *cq;
+	int ret;
+
+	if (cqe <= 0 || comp_vector < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	cmd.cqe = cqe;
+	cmd.comp_vector = comp_vector;
+	cmd.uid = (uintptr_t)cq;
+	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_CREATE_CQ, &cmd);
+	if (ret)
+		goto err_free;
+	ret = kqp_cq_map(cq, &cmd.out_ring, cmd.out_cq, cmd.out_cqe, context,
+			 channel, cq_context);
+	if (ret) {
+		d.cq = cmd.out_cq;
+		kqp_ioctl(context->cmd_fd, KQP_IOCTL_DESTROY_CQ, &d);
+		goto err_free;
+	}
+	return &cq->ibv;
+
+err_free:
+	free(cq);
+	errno = -ret;
+	return NULL;
+}
+
+/* Wait until every notification and async event reported was acked. */
+static void kqp_cq_wait_acks(struct ibv_cq *cq, uint32_t comp, uint32_t async)
+{
+	pthread_mutex_lock(&cq->mutex);
+	while (cq->comp_events_completed != comp ||
+	       cq->async_events_completed != async)
+		pthread_cond_wait(&cq->cond, &cq->mutex);
+	pthread_mutex_unlock(&cq->mutex);
+}
+
+KQP_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct kqp_destroy_cq cmd = {
+		.size = sizeof(cmd),
+		.cq = ibcq->handle,
+	};
+	struct kqp_lcq *cq = to_lcq(ibcq);
+	int ret;
+
+	ret = kqp_ioctl(ibcq->context->cmd_fd, KQP_IOCTL_DESTROY_CQ, &cmd);
+	if (ret)
+		return -ret;
+	kqp_cq_wait_acks(ibcq, cmd.out_comp_events_reported,
+			 cmd.out_async_events_reported);
+	kqp_cq_unmap(cq);
+	free(cq);
+	return 0;
+}
+
+KQP_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
+				struct ibv_cq **cq, void **cq_context)
+{
+	struct kqp_comp_event ev;
+
+	if (read(channel->fd, &ev, sizeof(ev)) != sizeof(ev))
+		return -1;
+	*cq = (struct ibv_cq *)(uintptr_t)ev.cq_uid;
+	*cq_context = (*cq)->cq_context;
+	return 0;
+}
+
+KQP_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	pthread_mutex_lock(&cq->mutex);
+	cq->comp_events_completed += nevents;
+	pthread_cond_signal(&cq->cond);
+	pthread_mutex_unlock(&cq->mutex);
+}
+
+static void kqp_wc_from_cqe(struct ibv_wc *wc, const struct kqp_cqe *e)
+{
+	wc->wr_id = e->wr_id;
+	wc->status = e->status;
+	wc->opcode = e->opcode;
+	wc->vendor_err = e->vendor_err;
+	wc->byte_len = e->byte_len;
+	wc->imm_data = e->imm_data;
+	wc->qp_num = e->qp_num;
+	wc->src_qp = e->src_qp;
+	wc->wc_flags = e->wc_flags;
+	wc->pkey_index = e->pkey_index;
+	wc->slid = e->slid;
+	wc->sl = e->sl;
+	wc->dlid_path_bits = e->dlid_path_bits;
+}
+
+/* The context op behind ibv_poll_cq(). */
+int kqp_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+{
+	struct kqp_lcq *cq = to_lcq(ibcq);
+	uint32_t head, tail;
+	bool flushed = false;
+	int got = 0;
+
+	pthread_spin_lock(&cq->lock);
+again:
+	head = cq->head_cache;
+	tail = kqp_ring_load_tail(cq->tail);
+	while (got < n && head != tail) {
+		kqp_wc_from_cqe(&wc[got++], &cq->cqes[head & cq->mask]);
+		head++;
+	}
+	if (head != cq->head_cache) {
+		cq->head_cache = head;
+		kqp_ring_store_head(cq->head, head);
+	}
+	/*
+	 * The ring filled and completions wait in the kernel: now that there
+	 * is room, ask for them (once per call).
+	 */
+	if (got < n && !flushed &&
+	    (kqp_ring_flags(cq->flags) & KQP_CQ_RING_OVERFLOW)) {
+		struct kqp_flush_cq f = { .size = sizeof(f), .cq = ibcq->handle };
+
+		flushed = true;
+		if (!kqp_ioctl(ibcq->context->cmd_fd, KQP_IOCTL_FLUSH_CQ, &f))
+			goto again;
+	}
+	pthread_spin_unlock(&cq->lock);
+	return got;
+}
+
+/* The context op behind ibv_req_notify_cq(): no syscall. */
+int kqp_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct kqp_lcq *cq = to_lcq(ibcq);
+
+	pthread_spin_lock(&cq->lock);
+	/* A new value each time: the kernel fires once per value. */
+	cq->arm_seq += 2;
+	if (!cq->arm_seq)
+		cq->arm_seq = 2;
+	kqp_ring_arm(cq->arm, cq->arm_seq |
+			      (solicited_only ? KQP_CQ_ARM_SOLICITED : 0));
+	pthread_spin_unlock(&cq->lock);
+	return 0;
+}

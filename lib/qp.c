@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * QPs: ibv_create_qp() and friends for QPs the caller moves through their
+ * states, and the post calls every QP uses.  Posting copies a whole list
+ * of work requests into one buffer and hands it to the kernel in one
+ * ioctl; the kernel checks each request before posting it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kqp_priv.h"
+
+void kqp_qp_attr_to_kern(struct kqp_qp_attr *dst, const struct ibv_qp_attr *src);
+void kqp_ah_attr_from_kern(struct ibv_ah_attr *dst,
+			   const struct kqp_ah_attr *src);
+
+/* Wait until every async event reported for the QP was acked. */
+int kqp_qp_wait_events(struct kqp_lqp *qp, uint32_t reported)
+{
+	pthread_mutex_lock(&qp->ibv.mutex);
+	while (qp->ibv.events_completed != reported)
+		pthread_cond_wait(&qp->ibv.cond, &qp->ibv.mutex);
+	pthread_mutex_unlock(&qp->ibv.mutex);
+	return 0;
+}
+
+KQP_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
+					struct ibv_qp_init_attr *attr)
+{
+	struct kqp_create_qp cmd = { .size = sizeof(cmd) };
+	struct kqp_lqp *qp;
+	int ret;
+
+	if (!pd || !attr || !attr->send_cq || !attr->recv_cq) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->srq) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	cmd.pd = pd->handle;
+	cmd.send_cq = attr->send_cq->handle;
+	cmd.recv_cq = attr->recv_cq->handle;
+	cmd.qp_type = attr->qp_type == IBV_QPT_RC ? KQP_QPT_RC : KQP_QPT_UD;
+	cmd.flags = attr->sq_sig_all ? KQP_CREATE_QP_SQ_SIG_ALL : 0;
+	cmd.uid = (uintptr_t)qp;
+	cmd.cap.max_send_wr = attr->cap.max_send_wr;
+	cmd.cap.max_recv_wr = attr->cap.max_recv_wr;
+	cmd.cap.max_send_sge = attr->cap.max_send_sge;
+	cmd.cap.max_recv_sge = attr->cap.max_recv_sge;
+	cmd.cap.max_inline_data = attr->cap.max_inline_data;
+	ret = kqp_ioctl(pd->context->cmd_fd, KQP_IOCTL_CREATE_QP, &cmd);
+	if (ret) {
+		free(qp);
+		errno = -ret;
+		return NULL;
+	}
+	attr->cap.max_send_wr = cmd.cap.max_send_wr;
+	attr->cap.max_recv_wr = cmd.cap.max_recv_wr;
+	attr->cap.max_send_sge = cmd.cap.max_send_sge;
+	attr->cap.max_recv_sge = cmd.cap.max_recv_sge;
+	attr->cap.max_inline_data = cmd.cap.max_inline_data;
+	qp->cap = attr->cap;
+	qp->ibv.context = pd->context;
+	qp->ibv.qp_context = attr->qp_context;
+	qp->ibv.pd = pd;
+	qp->ibv.send_cq = attr->send_cq;
+	qp->ibv.recv_cq = attr->recv_cq;
+	qp->ibv.handle = cmd.out_qp;
+	qp->ibv.qp_num = cmd.out_qp_num;
+	qp->ibv.state = IBV_QPS_RESET;
+	qp->ibv.qp_type = attr->qp_type;
+	pthread_mutex_init(&qp->ibv.mutex, NULL);
+	pthread_cond_init(&qp->ibv.cond, NULL);
+	return &qp->ibv;
+}
+
+KQP_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			     int attr_mask)
+{
+	struct kqp_modify_qp cmd = {
+		.size = sizeof(cmd),
+		.qp = qp->handle,
+		.attr_mask = attr_mask,
+	};
+	int ret;
+
+	kqp_qp_attr_to_kern(&cmd.attr, attr);
+	ret = kqp_ioctl(qp->context->cmd_fd, KQP_IOCTL_MODIFY_QP, &cmd);
+	if (ret)
+		return -ret;
+	if (attr_mask & IBV_QP_STATE)
+		qp->state = attr->qp_state;
+	return 0;
+}
+
+KQP_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			    int attr_mask, struct ibv_qp_init_attr *init_attr)
+{
+	struct kqp_query_qp cmd = {
+		.size = sizeof(cmd),
+		.qp = qp->handle,
+		.attr_mask = attr_mask,
+	};
+	struct kqp_qp_attr *a = &cmd.out_attr;
+	int ret;
+
+	ret = kqp_ioctl(qp->context->cmd_fd, KQP_IOCTL_QUERY_QP, &cmd);
+	if (ret)
+		return -ret;
+	memset(attr, 0, sizeof(*attr));
+	attr->qp_state = a->qp_state;
+	attr->cur_qp_state = a->cur_qp_state;
+	attr->path_mtu = a->path_mtu;
+	attr->path_mig_state = a->path_mig_state;
+	attr->qkey = a->qkey;
+	attr->rq_psn = a->rq_psn;
+	attr->sq_psn = a->sq_psn;
+	attr->dest_qp_num = a->dest_qp_num;
+	attr->qp_access_flags = a->qp_access_flags;
+	attr->cap.max_send_wr = cmd.out_cap.max_send_wr;
+	attr->cap.max_recv_wr = cmd.out_cap.max_recv_wr;
+	attr->cap.max_send_sge = cmd.out_cap.max_send_sge;
+	attr->cap.max_recv_sge = cmd.out_cap.max_recv_sge;
+	attr->cap.max_inline_data = cmd.out_cap.max_inline_data;
+	kqp_ah_attr_from_kern(&attr->ah_attr, &a->ah_attr);
+	kqp_ah_attr_from_kern(&attr->alt_ah_attr, &a->alt_ah_attr);
+	attr->pkey_index = a->pkey_index;
+	attr->alt_pkey_index = a->alt_pkey_index;
+	attr->en_sqd_async_notify = a->en_sqd_async_notify;
+	attr->sq_draining = a->sq_draining;
+	attr->max_rd_atomic = a->max_rd_atomic;
+	attr->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	attr->min_rnr_timer = a->min_rnr_timer;
+	attr->port_num = a->port_num;
+	attr->timeout = a->timeout;
+	attr->retry_cnt = a->retry_cnt;
+	attr->rnr_retry = a->rnr_retry;
+	attr->alt_port_num = a->alt_port_num;
+	attr->alt_timeout = a->alt_timeout;
+	if (init_attr) {
+		memset(init_attr, 0, sizeof(*init_attr));
+		init_attr->qp_context = qp->qp_context;
+		init_attr->send_cq = qp->send_cq;
+		init_attr->recv_cq = qp->recv_cq;
+		init_attr->srq = qp->srq;
+		init_attr->cap = attr->cap;
+		init_attr->qp_type = qp->qp_type;
+		init_attr->sq_sig_all = cmd.out_sq_sig_all;
+	}
+	qp->state = attr->qp_state;
+	return 0;
+}
+
+KQP_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct kqp_destroy_qp cmd = { .size = sizeof(cmd), .qp = ibqp->handle };
+	struct kqp_lqp *qp = to_lqp(ibqp);
+	int ret;
+
+	ret = kqp_ioctl(ibqp->context->cmd_fd, KQP_IOCTL_DESTROY_QP, &cmd);
+	if (ret)
+		return -ret;
+	kqp_qp_wait_events(qp, cmd.out_events_reported);
+	/* A QP made on an id: the CQs kqp made for it went with it. */
+	if (qp->id)
+		kqp_id_qp_gone_counts(qp->id, cmd.out_send_cq_events,
+				      cmd.out_recv_cq_events);
+	pthread_cond_destroy(&ibqp->cond);
+	pthread_mutex_destroy(&ibqp->mutex);
+	free(qp);
+	return 0;
+}
+
+/* Bytes a request takes in the kernel's list. */
+static size_t kqp_send_wr_size(const struct ibv_send_wr *wr)
+{
+	size_t len = 0;
+	int i;
+
+	if (!(wr->send_flags & IBV_SEND_INLINE))
+		return sizeof(struct kqp_send_wr) +
+		       (size_t)wr->num_sge * sizeof(struct kqp_sge);
+	for (i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	return sizeof(struct kqp_send_wr) + ((len + 7) & ~(size_t)7);
+}
+
+/*
+ * The list in the kernel's form: each request followed by its SGEs or,
+ * inline, by its bytes (copied here, from the caller's buffers).
+ */
+static void kqp_send_wr_fill(void *p, const struct ibv_send_wr *wr)
+{
+	struct kqp_send_wr *k = p;
+	int i;
+
+	memset(k, 0, sizeof(*k));
+	k->wr_id = wr->wr_id;
+	k->opcode = wr->opcode;
+	k->send_flags = wr->send_flags;
+	k->imm_data = wr->imm_data;
+	switch (wr->opcode) {
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		k->wr.atomic.remote_addr = wr->wr.atomic.remote_addr;
+		k->wr.atomic.compare_add = wr->wr.atomic.compare_add;
+		k->wr.atomic.swap = wr->wr.atomic.swap;
+		k->wr.atomic.rkey = wr->wr.atomic.rkey;
+		break;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		k->wr.rdma.remote_addr = wr->wr.rdma.remote_addr;
+		k->wr.rdma.rkey = wr->wr.rdma.rkey;
+		break;
+	default:
+		if (wr->wr.ud.ah) {
+			k->wr.ud.ah = wr->wr.ud.ah->handle;
+			k->wr.ud.remote_qpn = wr->wr.ud.remote_qpn;
+			k->wr.ud.remote_qkey = wr->wr.ud.remote_qkey;
+		}
+		break;
+	}
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		char *d = (char *)(k + 1);
+
+		for (i = 0; i < wr->num_sge; i++) {
+			memcpy(d, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			d += wr->sg_list[i].length;
+			k->inline_len += wr->sg_list[i].length;
+		}
+	} else {
+		struct kqp_sge *s = (struct kqp_sge *)(k + 1);
+
+		k->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			s[i].addr = wr->sg_list[i].addr;
+			s[i].length = wr->sg_list[i].length;
+			s[i].lkey = wr->sg_list[i].lkey;
+		}
+	}
+}
+
+/* Hand a built list to the kernel; on failure point at the culprit. */
+static int kqp_post_list(struct ibv_qp *qp, unsigned long req, void *buf,
+			 size_t len, uint32_t count, void *first,
+			 void **bad, bool recv)
+{
+	struct kqp_post cmd = {
+		.size = sizeof(cmd),
+		.qp = qp->handle,
+		.count = count,
+		.wrs = (uintptr_t)buf,
+		.wrs_len = len,
+	};
+	uint32_t i;
+	int ret;
+
+	if (len > KQP_POST_MAX_BYTES) {
+		ret = -EINVAL;
+		cmd.out_posted = 0;
+	} else {
+		ret = kqp_ioctl(qp->context->cmd_fd, req, &cmd);
+	}
+	if (!ret)
+		return 0;
+	if (bad) {
+		void *w = first;
+
+		for (i = 0; i < cmd.out_posted && w; i++)
+			w = recv ? (void *)((struct ibv_recv_wr *)w)->next :
+				   (void *)((struct ibv_send_wr *)w)->next;
+		*bad = w;
+	}
+	return -ret;
+}
+
+/* The context op behind ibv_post_send(): returns 0 or an errno value. */
+int kqp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		  struct ibv_send_wr **bad_wr)
+{
+	uint64_t stack[512];
+	struct ibv_send_wr *w;
+	size_t len = 0, off = 0;
+	uint32_t count = 0;
+	void *buf;
+	int ret;
+
+	for (w = wr; w; w = w->next) {
+		if (w->num_sge < 0) {
+			if (bad_wr)
+				*bad_wr = w;
+			return EINVAL;
+		}
+		len += kqp_send_wr_size(w);
+		count++;
+	}
+	if (!count)
+		return 0;
+	buf = len <= sizeof(stack) ? stack : malloc(len);
+	if (!buf) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return ENOMEM;
+	}
+	for (w = wr; w; w = w->next) {
+		kqp_send_wr_fill((char *)buf + off, w);
+		off += kqp_send_wr_size(w);
+	}
+	ret = kqp_post_list(qp, KQP_IOCTL_POST_SEND, buf, len, count, wr,
+			    (void **)bad_wr, false);
+	if (buf != stack)
+		free(buf);
+	return ret;
+}
+
+/* The context op behind ibv_post_recv(). */
+int kqp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad_wr)
+{
+	uint64_t stack[512];
+	struct ibv_recv_wr *w;
+	size_t len = 0, off = 0;
+	uint32_t count = 0;
+	void *buf;
+	int ret, i;
+
+	for (w = wr; w; w = w->next) {
+		if (w->num_sge < 0) {
+			if (bad_wr)
+				*bad_wr = w;
+			return EINVAL;
+		}
+		len += sizeof(struct kqp_recv_wr) +
+		       (size_t)w->num_sge * sizeof(struct kqp_sge);
+		count++;
+	}
+	if (!count)
+		return 0;
+	buf = len <= sizeof(stack) ? stack : malloc(len);
+	if (!buf) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return ENOMEM;
+	}
+	for (w = wr; w; w = w->next) {
+		struct kqp_recv_wr *k = (struct kqp_recv_wr *)((char *)buf + off);
+		struct kqp_sge *s = (struct kqp_sge *)(k + 1);
+
+		k->wr_id = w->wr_id;
+		k->num_sge = w->num_sge;
+		k->__reserved = 0;
+		for (i = 0; i < w->num_sge; i++) {
+			s[i].addr = w->sg_list[i].addr;
+			s[i].length = w->sg_list[i].length;
+			s[i].lkey = w->sg_list[i].lkey;
+		}
+		off += sizeof(*k) + (size_t)w->num_sge * sizeof(*s);
+	}
+	ret = kqp_post_list(qp, KQP_IOCTL_POST_RECV, buf, len, count, wr,
+			    (void **)bad_wr, true);
+	if (buf != stack)
+		free(buf);
+	return ret;
+}

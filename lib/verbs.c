@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * The libibverbs calls CM programs make on PDs, MRs and AHs, and the
+ * device queries.  Their objects live in the kernel, in the process's
+ * session table.  As in libibverbs, calls that return an int return 0 or
+ * an errno value (ibv_query_gid() and ibv_query_pkey(): -1 and errno),
+ * and those that return a pointer return NULL with errno set.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <endian.h>
+#include <stdio.h>
+
+#include "kqp_priv.h"
+
+KQP_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	struct kqp_alloc_pd cmd = {
+		.size = sizeof(cmd),
+		.device_index = kqp_dev_index(context),
+	};
+	struct kqp_lpd *pd;
+	int ret;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_ALLOC_PD, &cmd);
+	if (ret) {
+		free(pd);
+		errno = -ret;
+		return NULL;
+	}
+	pd->ibv.context = context;
+	pd->ibv.handle = cmd.out_pd;
+	return &pd->ibv;
+}
+
+KQP_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
+{
+	struct kqp_dealloc_pd cmd = { .size = sizeof(cmd), .pd = ibpd->handle };
+	struct kqp_lpd *pd = container_of(ibpd, struct kqp_lpd, ibv);
+	int ret;
+
+	/* The default PD belongs to the ids that use it. */
+	if (pd->is_default)
+		return EBUSY;
+	ret = kqp_ioctl(ibpd->context->cmd_fd, KQP_IOCTL_DEALLOC_PD, &cmd);
+	if (ret)
+		return -ret;
+	free(pd);
+	return 0;
+}
+
+KQP_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
+					   size_t length, uint64_t iova,
+					   unsigned int access)
+{
+	struct kqp_reg_mr cmd = {
+		.size = sizeof(cmd),
+		.pd = pd->handle,
+		.access = access,
+		.addr = (uintptr_t)addr,
+		.length = length,
+		.iova = iova,
+	};
+	struct kqp_lmr *mr;
+	int ret;
+
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = kqp_ioctl(pd->context->cmd_fd, KQP_IOCTL_REG_MR, &cmd);
+	if (ret) {
+		free(mr);
+		errno = -ret;
+		return NULL;
+	}
+	mr->ibv.context = pd->context;
+	mr->ibv.pd = pd;
+	mr->ibv.addr = addr;
+	mr->ibv.length = length;
+	mr->ibv.handle = cmd.out_mr;
+	mr->ibv.lkey = cmd.out_lkey;
+	mr->ibv.rkey = cmd.out_rkey;
+	return &mr->ibv;
+}
+
+/*
+ * <infiniband/verbs.h> turns these names into macros over inlines that
+ * end up here; the exported symbols themselves are what binaries link.
+ */
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+#undef ibv_query_port
+
+KQP_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr,
+					  size_t length, uint64_t iova,
+					  int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, iova, access);
+}
+
+KQP_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr,
+				     size_t length, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, (uintptr_t)addr, access);
+}
+
+KQP_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
+{
+	struct kqp_dereg_mr cmd = { .size = sizeof(cmd), .mr = ibmr->handle };
+	int ret;
+
+	ret = kqp_ioctl(ibmr->context->cmd_fd, KQP_IOCTL_DEREG_MR, &cmd);
+	if (ret)
+		return -ret;
+	free(container_of(ibmr, struct kqp_lmr, ibv));
+	return 0;
+}
+
+static void kqp_ah_attr_to_kern(struct kqp_ah_attr *dst,
+				const struct ibv_ah_attr *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	memcpy(dst->dgid, src->grh.dgid.raw, sizeof(dst->dgid));
+	dst->flow_label = src->grh.flow_label;
+	dst->sgid_index = src->grh.sgid_index;
+	dst->hop_limit = src->grh.hop_limit;
+	dst->traffic_class = src->grh.traffic_class;
+	dst->dlid = src->dlid;
+	dst->sl = src->sl;
+	dst->src_path_bits = src->src_path_bits;
+	dst->static_rate = src->static_rate;
+	dst->is_global = src->is_global;
+	dst->port_num = src->port_num;
+}
+
+void kqp_ah_attr_from_kern(struct ibv_ah_attr *dst,
+			   const struct kqp_ah_attr *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	memcpy(dst->grh.dgid.raw, src->dgid, sizeof(src->dgid));
+	dst->grh.flow_label = src->flow_label;
+	dst->grh.sgid_index = src->sgid_index;
+	dst->grh.hop_limit = src->hop_limit;
+	dst->grh.traffic_class = src->traffic_class;
+	dst->dlid = src->dlid;
+	dst->sl = src->sl;
+	dst->src_path_bits = src->src_path_bits;
+	dst->static_rate = src->static_rate;
+	dst->is_global = src->is_global;
+	dst->port_num = src->port_num;
+}
+
+void kqp_qp_attr_to_kern(struct kqp_qp_attr *dst, const struct ibv_qp_attr *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->qp_state = src->qp_state;
+	dst->cur_qp_state = src->cur_qp_state;
+	dst->path_mtu = src->path_mtu;
+	dst->path_mig_state = src->path_mig_state;
+	dst->qkey = src->qkey;
+	dst->rq_psn = src->rq_psn;
+	dst->sq_psn = src->sq_psn;
+	dst->dest_qp_num = src->dest_qp_num;
+	dst->qp_access_flags = src->qp_access_flags;
+	dst->pkey_index = src->pkey_index;
+	dst->alt_pkey_index = src->alt_pkey_index;
+	dst->en_sqd_async_notify = src->en_sqd_async_notify;
+	dst->sq_draining = src->sq_draining;
+	dst->max_rd_atomic = src->max_rd_atomic;
+	dst->max_dest_rd_atomic = src->max_dest_rd_atomic;
+	dst->min_rnr_timer = src->min_rnr_timer;
+	dst->port_num = src->port_num;
+	dst->timeout = src->timeout;
+	dst->retry_cnt = src->retry_cnt;
+	dst->rnr_retry = src->rnr_retry;
+	dst->alt_port_num = src->alt_port_num;
+	dst->alt_timeout = src->alt_timeout;
+	kqp_ah_attr_to_kern(&dst->ah_attr, &src->ah_attr);
+	kqp_ah_attr_to_kern(&dst->alt_ah_attr, &src->alt_ah_attr);
+}
+
+KQP_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
+					struct ibv_ah_attr *attr)
+{
+	struct kqp_create_ah cmd = { .size = sizeof(cmd), .pd = pd->handle };
+	struct kqp_lah *ah;
+	int ret;
+
+	ah = calloc(1, sizeof(*ah));
+	if (!ah) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	kqp_ah_attr_to_kern(&cmd.attr, attr);
+	ret = kqp_ioctl(pd->context->cmd_fd, KQP_IOCTL_CREATE_AH, &cmd);
+	if (ret) {
+		free(ah);
+		errno = -ret;
+		return NULL;
+	}
+	ah->ibv.context = pd->context;
+	ah->ibv.pd = pd;
+	ah->ibv.handle = cmd.out_ah;
+	return &ah->ibv;
+}
+
+KQP_EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
+{
+	struct kqp_destroy_ah cmd = { .size = sizeof(cmd), .ah = ibah->handle };
+	int ret;
+
+	ret = kqp_ioctl(ibah->context->cmd_fd, KQP_IOCTL_DESTROY_AH, &cmd);
+	if (ret)
+		return -ret;
+	free(container_of(ibah, struct kqp_lah, ibv));
+	return 0;
+}
+
+KQP_EXPORT int ibv_query_device(struct ibv_context *context,
+				struct ibv_device_attr *a)
+{
+	struct kqp_query_device q = {
+		.size = sizeof(q),
+		.device_index = kqp_dev_index(context),
+	};
+	int ret;
+
+	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_QUERY_DEVICE, &q);
+	if (ret)
+		return -ret;
+	memset(a, 0, sizeof(*a));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "%u.%u.%u",
+		 (unsigned int)(q.out_fw_ver >> 32),
+		 (unsigned int)(q.out_fw_ver >> 16) & 0xffff,
+		 (unsigned int)q.out_fw_ver & 0xffff);
+	a->node_guid = q.out_node_guid;
+	a->sys_image_guid = q.out_sys_image_guid;
+	a->max_mr_size = q.out_max_mr_size;
+	a->page_size_cap = q.out_page_size_cap;
+	a->vendor_id = q.out_vendor_id;
+	a->vendor_part_id = q.out_vendor_part_id;
+	a->hw_ver = q.out_hw_ver;
+	a->max_qp = q.out_max_qp;
+	a->max_qp_wr = q.out_max_qp_wr;
+	a->device_cap_flags = (unsigned int)q.out_device_cap_flags;
+	a->max_sge = q.out_max_sge;
+	a->max_sge_rd = q.out_max_sge_rd;
+	a->max_cq = q.out_max_cq;
+	a->max_cqe = q.out_max_cqe;
+	a->max_mr = q.out_max_mr;
+	a->max_pd = q.out_max_pd;
+	a->max_qp_rd_atom = q.out_max_qp_rd_atom;
+	a->max_ee_rd_atom = q.out_max_ee_rd_atom;
+	a->max_res_rd_atom = q.out_max_res_rd_atom;
+	a->max_qp_init_rd_atom = q.out_max_qp_init_rd_atom;
+	a->max_ee_init_rd_atom = q.out_max_ee_init_rd_atom;
+	a->atomic_cap = q.out_atomic_cap;
+	a->max_ee = q.out_max_ee;
+	a->max_rdd = q.out_max_rdd;
+	a->max_mw = q.out_max_mw;
+	a->max_raw_ipv6_qp = q.out_max_raw_ipv6_qp;
+	a->max_raw_ethy_qp = q.out_max_raw_ethy_qp;
+	a->max_mcast_grp = q.out_max_mcast_grp;
+	a->max_mcast_qp_attach = q.out_max_mcast_qp_attach;
+	a->max_total_mcast_qp_attach = q.out_max_total_mcast_qp_attach;
+	a->max_ah = q.out_max_ah;
+	a->max_srq = q.out_max_srq;
+	a->max_srq_wr = q.out_max_srq_wr;
+	a->max_srq_sge = q.out_max_srq_sge;
+	a->max_pkeys = q.out_max_pkeys;
+	a->local_ca_ack_delay = q.out_local_ca_ack_delay;
+	a->phys_port_cnt = q.out_phys_port_cnt;
+	return 0;
+}
+
+/*
+ * The exported ibv_query_port() that <infiniband/verbs.h>'s inline falls
+ * back to for a context without extended ops, as this one: it passes a
+ * struct ibv_port_attr it has zeroed.
+ */
+KQP_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
+			      struct _compat_ibv_port_attr *compat)
+{
+	struct ibv_port_attr *a = (struct ibv_port_attr *)compat;
+	struct kqp_query_port q = {
+		.size = sizeof(q),
+		.device_index = kqp_dev_index(context),
+		.port_num = port_num,
+	};
+	int ret;
+
+	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_QUERY_PORT, &q);
+	if (ret)
+		return -ret;
+	a->state = q.out_state;
+	a->max_mtu = q.out_max_mtu;
+	a->active_mtu = q.out_active_mtu;
+	a->gid_tbl_len = q.out_gid_tbl_len;
+	a->port_cap_flags = q.out_port_cap_flags;
+	a->max_msg_sz = q.out_max_msg_sz;
+	a->bad_pkey_cntr = q.out_bad_pkey_cntr;
+	a->qkey_viol_cntr = q.out_qkey_viol_cntr;
+	a->pkey_tbl_len = q.out_pkey_tbl_len;
+	a->lid = q.out_lid;
+	a->sm_lid = q.out_sm_lid;
+	a->lmc = q.out_lmc;
+	a->max_vl_num = q.out_max_vl_num;
+	a->sm_sl = q.out_sm_sl;
+	a->subnet_timeout = q.out_subnet_timeout;
+	a->init_type_reply = q.out_init_type_reply;
+	a->active_width = q.out_active_width;
+	a->active_speed = q.out_active_speed;
+	a->phys_state = q.out_phys_state;
+	a->link_layer = q.out_link_layer;
+	return 0;
+}
+
+KQP_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num,
+			     int index, union ibv_gid *gid)
+{
+	struct kqp_query_gid q = {
+		.size = sizeof(q),
+		.device_index = kqp_dev_index(context),
+		.port_num = port_num,
+		.index = index,
+	};
+	int ret;
+
+	/* As libibverbs: this one is -1 and errno. */
+	if (index < 0)
+		return kqp_err(EINVAL);
+	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_QUERY_GID, &q);
+	if (ret)
+		return kqp_err(-ret);
+	memcpy(gid->raw, q.out_gid, sizeof(gid->raw));
+	return 0;
+}
+
+KQP_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num,
+			      int index, __be16 *pkey)
+{
+	struct kqp_query_pkey q = {
+		.size = sizeof(q),
+		.device_index = kqp_dev_index(context),
+		.port_num = port_num,
+		.index = index,
+	};
+	int ret;
+
+	if (index < 0)
+		return kqp_err(EINVAL);
+	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_QUERY_PKEY, &q);
+	if (ret)
+		return kqp_err(-ret);
+	*pkey = htobe16(q.out_pkey);
+	return 0;
+}
