@@ -134,20 +134,91 @@ static void prep_migrate(int fd, void *arg)
 	((struct kqp_migrate_id *)arg)->fd = fd;
 }
 
-#define ABI_CASE(_cmd, _ioctl, _struct, _last, _rsv, _uptr, _prep, _expect, \
-		 _writes)						\
+/* A device index nothing has: commands naming a device get ENODEV. */
+#define NO_DEVICE 0xfffffff0u
+
+static void prep_no_device(int fd, void *arg)
+{
+	(void)fd;
+	/* Every device command has device_index right after flags. */
+	((uint32_t *)arg)[2] = NO_DEVICE;
+}
+
+static void prep_attach(int fd, void *arg)
+{
+	(void)fd;
+	((struct kqp_attach *)arg)->fd = -1;
+}
+
+static void prep_create_cq(int fd, void *arg)
+{
+	struct kqp_create_cq *c = arg;
+
+	(void)fd;
+	c->device_index = NO_DEVICE;
+	c->cqe = 16;
+	c->channel_fd = -1;
+}
+
+static void prep_create_qp(int fd, void *arg)
+{
+	struct kqp_create_qp *c = arg;
+
+	(void)fd;
+	c->qp_type = KQP_QPT_RC;
+	c->pd = 0x7ffffff0;	/* no such PD */
+}
+
+static uint64_t post_buf[8];
+
+static void prep_post(int fd, void *arg)
+{
+	struct kqp_post *p = arg;
+
+	(void)fd;
+	p->count = 1;
+	p->wrs = (uintptr_t)post_buf;
+	p->wrs_len = sizeof(post_buf);
+}
+
+static uint8_t mr_buf[4096];
+
+static void prep_reg_mr(int fd, void *arg)
+{
+	struct kqp_reg_mr *r = arg;
+
+	(void)fd;
+	r->addr = (uintptr_t)mr_buf;
+	r->length = sizeof(mr_buf);
+	r->iova = r->addr;
+}
+
+/*
+ * RSV() expands to two designators, so it travels last, as __VA_ARGS__,
+ * where its comma cannot shift the other arguments.
+ */
+#define ABI_BODY(_cmd, _ioctl, _struct, _last, _uptr, _prep, _expect,	\
+		 _writes, _flags, ...)					\
 	[_cmd - KQP_CMD_BASE] = {					\
 		.name = #_ioctl,					\
 		.ioctl_num = _ioctl,					\
 		.size = sizeof(_struct),				\
 		.min_size = offsetofend(_struct, _last),		\
-		_rsv,							\
+		__VA_ARGS__,						\
 		.uptr_off = _uptr,					\
-		.valid_flags = 0,					\
+		.valid_flags = _flags,					\
 		.prep = _prep,						\
 		.expect = _expect,					\
 		.writes = _writes,					\
 	}
+#define ABI_CASE_F(_cmd, _ioctl, _struct, _last, _rsv, _uptr, _prep,	\
+		   _expect, _writes, _flags)				\
+	ABI_BODY(_cmd, _ioctl, _struct, _last, _uptr, _prep, _expect,	\
+		 _writes, _flags, _rsv)
+#define ABI_CASE(_cmd, _ioctl, _struct, _last, _rsv, _uptr, _prep, _expect, \
+		 _writes)						\
+	ABI_BODY(_cmd, _ioctl, _struct, _last, _uptr, _prep, _expect,	\
+		 _writes, 0, _rsv)
 #define RSV(_struct) .reserved_off = offsetof(_struct, __reserved),	\
 	.reserved_size = sizeof(((_struct *)0)->__reserved)
 #define NORSV .reserved_off = -1
@@ -215,6 +286,72 @@ static const struct abi_case cases[KQP_CMD_MAX - KQP_CMD_BASE] = {
 	ABI_CASE(KQP_CMD_GET_EVENT, KQP_IOCTL_GET_EVENT, struct kqp_get_event,
 		 out_private_data, RSV(struct kqp_get_event), NONE, prep_id0,
 		 EAGAIN, true),
+	ABI_CASE(KQP_CMD_ATTACH, KQP_IOCTL_ATTACH, struct kqp_attach,
+		 __reserved, RSV(struct kqp_attach), NONE, prep_attach, EBADF,
+		 false),
+	ABI_CASE(KQP_CMD_CTX_INFO, KQP_IOCTL_CTX_INFO, struct kqp_ctx_info,
+		 out_files, NORSV, NONE, prep_id0, 0, true),
+	ABI_CASE(KQP_CMD_QUERY_DEVICE, KQP_IOCTL_QUERY_DEVICE,
+		 struct kqp_query_device, out_phys_port_cnt,
+		 RSV(struct kqp_query_device), NONE, prep_no_device, ENODEV,
+		 true),
+	ABI_CASE(KQP_CMD_QUERY_PORT, KQP_IOCTL_QUERY_PORT,
+		 struct kqp_query_port, __reserved, RSV(struct kqp_query_port),
+		 NONE, prep_no_device, ENODEV, true),
+	ABI_CASE(KQP_CMD_QUERY_GID, KQP_IOCTL_QUERY_GID, struct kqp_query_gid,
+		 out_gid, NORSV, NONE, prep_no_device, ENODEV, true),
+	ABI_CASE(KQP_CMD_QUERY_PKEY, KQP_IOCTL_QUERY_PKEY,
+		 struct kqp_query_pkey, out_pkey, NORSV, NONE, prep_no_device,
+		 ENODEV, true),
+	ABI_CASE_F(KQP_CMD_ALLOC_PD, KQP_IOCTL_ALLOC_PD, struct kqp_alloc_pd,
+		   out_pd, NORSV, NONE, prep_no_device, ENODEV, true,
+		   KQP_ALLOC_PD_DEFAULT),
+	ABI_CASE(KQP_CMD_DEALLOC_PD, KQP_IOCTL_DEALLOC_PD,
+		 struct kqp_dealloc_pd, __reserved, RSV(struct kqp_dealloc_pd),
+		 NONE, prep_id0, ENOENT, false),
+	ABI_CASE(KQP_CMD_CREATE_COMP_CHANNEL, KQP_IOCTL_CREATE_COMP_CHANNEL,
+		 struct kqp_create_comp_channel, __reserved,
+		 RSV(struct kqp_create_comp_channel), NONE, prep_id0, 0, true),
+	ABI_CASE(KQP_CMD_CREATE_CQ, KQP_IOCTL_CREATE_CQ, struct kqp_create_cq,
+		 out_ring, NORSV, NONE, prep_create_cq, ENODEV, true),
+	ABI_CASE(KQP_CMD_DESTROY_CQ, KQP_IOCTL_DESTROY_CQ,
+		 struct kqp_destroy_cq, __reserved, RSV(struct kqp_destroy_cq),
+		 NONE, prep_id0, ENOENT, true),
+	ABI_CASE(KQP_CMD_FLUSH_CQ, KQP_IOCTL_FLUSH_CQ, struct kqp_flush_cq,
+		 __reserved, RSV(struct kqp_flush_cq), NONE, prep_id0, ENOENT,
+		 false),
+	ABI_CASE_F(KQP_CMD_CREATE_QP, KQP_IOCTL_CREATE_QP, struct kqp_create_qp,
+		   out_recv_ring, RSV(struct kqp_create_qp), NONE,
+		   prep_create_qp, ENOENT, true, KQP_CREATE_QP_SQ_SIG_ALL),
+	ABI_CASE(KQP_CMD_DESTROY_QP, KQP_IOCTL_DESTROY_QP,
+		 struct kqp_destroy_qp, out_recv_cq_events, NORSV, NONE,
+		 prep_id0, ENOENT, true),
+	ABI_CASE(KQP_CMD_MODIFY_QP, KQP_IOCTL_MODIFY_QP, struct kqp_modify_qp,
+		 attr, NORSV, NONE, prep_id0, ENOENT, false),
+	ABI_CASE(KQP_CMD_QUERY_QP, KQP_IOCTL_QUERY_QP, struct kqp_query_qp,
+		 out_sq_sig_all, NORSV, NONE, prep_id0, ENOENT, true),
+	ABI_CASE(KQP_CMD_POST_SEND, KQP_IOCTL_POST_SEND, struct kqp_post,
+		 out_posted, NORSV, offsetof(struct kqp_post, wrs), prep_post,
+		 ENOENT, true),
+	ABI_CASE(KQP_CMD_POST_RECV, KQP_IOCTL_POST_RECV, struct kqp_post,
+		 out_posted, NORSV, offsetof(struct kqp_post, wrs), prep_post,
+		 ENOENT, true),
+	/* The fixture made the file's async fd already. */
+	ABI_CASE(KQP_CMD_CREATE_ASYNC_FD, KQP_IOCTL_CREATE_ASYNC_FD,
+		 struct kqp_create_async_fd, __reserved,
+		 RSV(struct kqp_create_async_fd), NONE, prep_id0, EBUSY, true),
+	ABI_CASE(KQP_CMD_REG_MR, KQP_IOCTL_REG_MR, struct kqp_reg_mr,
+		 __reserved, RSV(struct kqp_reg_mr), NONE, prep_reg_mr, ENOENT,
+		 true),
+	ABI_CASE(KQP_CMD_DEREG_MR, KQP_IOCTL_DEREG_MR, struct kqp_dereg_mr,
+		 __reserved, RSV(struct kqp_dereg_mr), NONE, prep_id0, ENOENT,
+		 false),
+	ABI_CASE(KQP_CMD_CREATE_AH, KQP_IOCTL_CREATE_AH, struct kqp_create_ah,
+		 __reserved2, RSV(struct kqp_create_ah), NONE, prep_id0, ENOENT,
+		 true),
+	ABI_CASE(KQP_CMD_DESTROY_AH, KQP_IOCTL_DESTROY_AH,
+		 struct kqp_destroy_ah, __reserved, RSV(struct kqp_destroy_ah),
+		 NONE, prep_id0, ENOENT, false),
 };
 
 #define for_each_case(c) \
@@ -228,8 +365,11 @@ FIXTURE(abi) {
 
 FIXTURE_SETUP(abi)
 {
+	struct kqp_create_async_fd afd = { .size = sizeof(afd) };
+
 	self->fd = open(KQP_DEV, O_RDWR | O_CLOEXEC | O_NONBLOCK);
 	ASSERT_LE(0, self->fd) TH_LOG("open %s: %s", KQP_DEV, strerror(errno));
+	ASSERT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_CREATE_ASYNC_FD, &afd));
 	self->pagesz = sysconf(_SC_PAGESIZE);
 	self->page = mmap(NULL, 2 * self->pagesz, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

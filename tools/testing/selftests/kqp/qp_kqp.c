@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * rdma_create_qp(3) where kqp does what librdmacm does not: an unbound id
+ * is EINVAL (librdmacm crashes), the default PD is counted and freed with
+ * its last user, a failed create leaves nothing behind, rdma_destroy_qp()
+ * frees exactly the CQs made for the id, and a full completion ring loses
+ * nothing.  What the session holds is read with kqp_query_context().
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <kqp/kqp.h>
+
+#include "qp_test.h"
+
+static int ctx_info(struct kqp_ctx_info *info)
+{
+	return kqp_query_context(info);
+}
+
+/* Open fds of this process: leaked channels would show here. */
+static int fd_count(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+TEST_F(cm, unbound_id_einval)
+{
+	struct ibv_qp_init_attr attr;
+	struct kqp_ctx_info before, after;
+	struct rdma_cm_id *id;
+
+	ASSERT_EQ(0, rdma_create_id(self->cch, &id, NULL, RDMA_PS_TCP));
+	ASSERT_EQ(0, ctx_info(&before));
+	qp_pair_attr(&attr);
+	EXPECT_EQ(-1, rdma_create_qp(id, NULL, &attr));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(NULL, id->qp);
+	ASSERT_EQ(0, ctx_info(&after));
+	EXPECT_EQ(before.out_qps, after.out_qps);
+	EXPECT_EQ(before.out_cqs, after.out_cqs);
+	EXPECT_EQ(0, rdma_destroy_id(id));
+}
+
+/*
+ * One default PD per device, shared by the process's ids, freed with its
+ * last user.
+ */
+TEST_F_TIMEOUT(cm, default_pd_shared_and_freed, 60)
+{
+	struct sockaddr_in a1 = cm_addr(self->port), a2 = cm_addr(self->port + 1);
+	struct ibv_qp_init_attr attr;
+	struct rdma_cm_id *id1, *id2;
+	struct kqp_ctx_info info;
+
+	ASSERT_EQ(0, ctx_info(&info));
+	ASSERT_EQ(0, info.out_default_pds);
+	ASSERT_EQ(0, rdma_create_id(self->cch, &id1, NULL, RDMA_PS_TCP));
+	ASSERT_EQ(0, rdma_create_id(self->cch, &id2, NULL, RDMA_PS_TCP));
+	ASSERT_EQ(0, rdma_bind_addr(id1, (struct sockaddr *)&a1));
+	ASSERT_EQ(0, rdma_bind_addr(id2, (struct sockaddr *)&a2));
+	ASSERT_NE(NULL, id1->pd);
+	EXPECT_EQ(id1->pd, id2->pd);
+	ASSERT_EQ(0, ctx_info(&info));
+	EXPECT_EQ(1, info.out_default_pds);
+	EXPECT_EQ(1, info.out_pds);
+
+	qp_pair_attr(&attr);
+	ASSERT_EQ(0, rdma_create_qp(id1, NULL, &attr));
+	EXPECT_EQ(id1->pd, id1->qp->pd);
+	ASSERT_EQ(0, ctx_info(&info));
+	EXPECT_EQ(1, info.out_default_pds);
+
+	EXPECT_EQ(0, rdma_destroy_id(id2));
+	rdma_destroy_qp(id1);
+	ASSERT_EQ(0, ctx_info(&info));
+	EXPECT_EQ(1, info.out_default_pds);
+	EXPECT_EQ(0, rdma_destroy_id(id1));
+	ASSERT_EQ(0, ctx_info(&info));
+	EXPECT_EQ(0, info.out_default_pds);
+	EXPECT_EQ(0, info.out_pds);
+	EXPECT_EQ(0, info.out_qps);
+	EXPECT_EQ(0, info.out_cqs);
+}
+
+/* A PD of another device: EINVAL.  A second rxe device, for the test. */
+TEST_F_TIMEOUT(cm, pd_of_other_device_einval, 90)
+{
+	const char *netdev = getenv("KQP_TEST_NORDMA_NETDEV") ?: "kqp1";
+	struct ibv_context **list, *other = NULL;
+	struct ibv_qp_init_attr attr;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	int n, i;
+
+	ASSERT_EQ(0, kqp_test_sh("rdma link add kqptmp type rxe netdev %s",
+				 netdev));
+	list = rdma_get_devices(&n);
+	for (i = 0; list && i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]->device), "kqptmp"))
+			other = list[i];
+	id = resolved(self->cch, self->port, RDMA_PS_TCP);
+	pd = other ? ibv_alloc_pd(other) : NULL;
+	if (pd && id) {
+		qp_pair_attr(&attr);
+		EXPECT_EQ(-1, rdma_create_qp(id, pd, &attr));
+		EXPECT_EQ(EINVAL, errno);
+		EXPECT_EQ(NULL, id->qp);
+	}
+	if (pd)
+		EXPECT_EQ(0, ibv_dealloc_pd(pd));
+	if (id)
+		EXPECT_EQ(0, rdma_destroy_id(id));
+	rdma_free_devices(list);
+	EXPECT_EQ(0, kqp_test_sh("rdma link delete kqptmp"));
+	ASSERT_NE(NULL, other);
+	ASSERT_NE(NULL, pd);
+	ASSERT_NE(NULL, id);
+}
+
+TEST_F_TIMEOUT(cm, failed_create_leaves_nothing, 60)
+{
+	struct kqp_ctx_info before, after;
+	struct ibv_qp_init_attr attr;
+	struct ibv_device_attr da;
+	struct rdma_cm_id *id;
+	int fds;
+
+	id = resolved(self->cch, self->port, RDMA_PS_TCP);
+	ASSERT_NE(NULL, id);
+	ASSERT_EQ(0, ibv_query_device(id->verbs, &da));
+	ASSERT_EQ(0, ctx_info(&before));
+	fds = fd_count();
+	qp_pair_attr(&attr);
+	attr.cap.max_send_wr = da.max_qp_wr + 1;
+	EXPECT_EQ(-1, rdma_create_qp(id, NULL, &attr));
+	EXPECT_EQ(EINVAL, errno);
+	qp_pair_attr(&attr);
+	attr.cap.max_recv_sge = da.max_sge + 1;
+	EXPECT_EQ(-1, rdma_create_qp(id, NULL, &attr));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, ctx_info(&after));
+	EXPECT_EQ(before.out_qps, after.out_qps);
+	EXPECT_EQ(before.out_cqs, after.out_cqs);
+	EXPECT_EQ(before.out_pds, after.out_pds);
+	EXPECT_EQ(fds, fd_count());
+	EXPECT_EQ(0, rdma_destroy_id(id));
+}
+
+/*
+ * rdma_destroy_qp() frees exactly what was made for the id: both made
+ * CQs and their channels, never the caller's CQ.
+ */
+TEST_F_TIMEOUT(cm, destroy_frees_what_was_made, 60)
+{
+	struct ibv_qp_init_attr attr;
+	struct kqp_ctx_info info;
+	struct rdma_cm_id *id;
+	struct ibv_cq *cq;
+	int fds;
+
+	id = resolved(self->cch, self->port, RDMA_PS_TCP);
+	ASSERT_NE(NULL, id);
+	fds = fd_count();
+	qp_pair_attr(&attr);
+	ASSERT_EQ(0, rdma_create_qp(id, NULL, &attr));
+	ASSERT_EQ(0, ctx_info(&info));
+	EXPECT_EQ(2, info.out_cqs);
+	EXPECT_EQ(1, info.out_qps);
+	EXPECT_EQ(fds + 2, fd_count());
+	rdma_destroy_qp(id);
+	ASSERT_EQ(0, ctx_info(&info));
+	EXPECT_EQ(0, info.out_cqs);
+	EXPECT_EQ(0, info.out_qps);
+	EXPECT_EQ(fds, fd_count());
+
+	cq = ibv_create_cq(id->verbs, 16, NULL, NULL, 0);
+	ASSERT_NE(NULL, cq);
+	qp_pair_attr(&attr);
+	attr.send_cq = cq;
+	ASSERT_EQ(0, rdma_create_qp(id, NULL, &attr));
+	ASSERT_EQ(0, ctx_info(&info));
+	EXPECT_EQ(2, info.out_cqs);
+	rdma_destroy_qp(id);
+	ASSERT_EQ(0, ctx_info(&info));
+	EXPECT_EQ(1, info.out_cqs);
+	EXPECT_EQ(0, ibv_destroy_cq(cq));
+	EXPECT_EQ(0, rdma_destroy_id(id));
+	EXPECT_EQ(fds, fd_count());
+}
+
+/* rdma_destroy_qp() then rdma_destroy_id(), and the id first. */
+TEST_F_TIMEOUT(cm, destroy_orders, 90)
+{
+	struct kqp_ctx_info info;
+	struct qp_pair p;
+	int step;
+
+	step = qp_pair_connect(&p, self->port);
+	ASSERT_EQ(0, step) TH_LOG("step %d", step);
+	/* The client: its QP first, then the id. */
+	rdma_destroy_qp(p.cid);
+	EXPECT_EQ(0, rdma_destroy_id(p.cid));
+	p.cid = NULL;
+	/* The server: the id with its QP still on it. */
+	ASSERT_NE(NULL, p.sid->qp);
+	EXPECT_EQ(0, rdma_destroy_id(p.sid));
+	p.sid = NULL;
+	qp_pair_close(&p);
+	ASSERT_EQ(0, ctx_info(&info));
+	EXPECT_EQ(0, info.out_qps);
+	EXPECT_EQ(0, info.out_cqs);
+	EXPECT_EQ(0, info.out_pds);
+	EXPECT_EQ(0, info.out_cm_ids);
+	EXPECT_EQ(0, cm_ids_of(getpid()));
+}
+
+/*
+ * A ring that fills: 12 completions for a CQ of 8.  The rest wait in the
+ * kernel, an IBV_EVENT_CQ_ERR says so, and polling after making room gets
+ * every one of them, in order, once.
+ */
+TEST_F_TIMEOUT(cm, ring_full_loses_nothing, 90)
+{
+	enum { N = 12 };
+	struct sockaddr_in sin = cm_addr(self->port);
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = N, .max_recv_wr = N,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_ah_attr ah_attr = { .is_global = 1, .port_num = 1 };
+	struct pollfd pfd = { .events = POLLIN };
+	static char buf[N][64];
+	struct ibv_recv_wr rwr = { .num_sge = 1 }, *brw;
+	struct ibv_send_wr swr = { .num_sge = 0 }, *bsw;
+	struct ibv_async_event aev;
+	struct ibv_wc wc[2 * N];
+	struct ibv_cq *rcq, *scq;
+	struct rdma_cm_id *id;
+	struct ibv_sge sge;
+	struct ibv_mr *mr;
+	struct ibv_ah *ah;
+	int i, got = 0;
+
+	ASSERT_EQ(0, rdma_create_id(self->cch, &id, NULL, RDMA_PS_UDP));
+	ASSERT_EQ(0, rdma_bind_addr(id, (struct sockaddr *)&sin));
+	rcq = ibv_create_cq(id->verbs, 8, NULL, NULL, 0);
+	scq = ibv_create_cq(id->verbs, 2 * N, NULL, NULL, 0);
+	ASSERT_NE(NULL, rcq);
+	ASSERT_NE(NULL, scq);
+	attr.recv_cq = rcq;
+	attr.send_cq = scq;
+	ASSERT_EQ(0, rdma_create_qp(id, NULL, &attr));
+	mr = ibv_reg_mr(id->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NE(NULL, mr);
+	rwr.sg_list = &sge;
+	for (i = 0; i < N; i++) {
+		sge = (struct ibv_sge){ (uintptr_t)buf[i], 64, mr->lkey };
+		rwr.wr_id = 100 + i;
+		ASSERT_EQ(0, ibv_post_recv(id->qp, &rwr, &brw));
+	}
+	ah_attr.grh.dgid = id->route.addr.addr.ibaddr.sgid;
+	ah_attr.grh.sgid_index = qp_gid_index(id->verbs, 1, &ah_attr.grh.dgid);
+	ah_attr.grh.hop_limit = 64;
+	ah = ibv_create_ah(id->pd, &ah_attr);
+	ASSERT_NE(NULL, ah);
+	swr.opcode = IBV_WR_SEND;
+	swr.send_flags = IBV_SEND_SIGNALED;
+	swr.wr.ud.ah = ah;
+	swr.wr.ud.remote_qpn = id->qp->qp_num;
+	swr.wr.ud.remote_qkey = RDMA_UDP_QKEY;
+	for (i = 0; i < N; i++) {
+		swr.wr_id = 200 + i;
+		ASSERT_EQ(0, ibv_post_send(id->qp, &swr, &bsw));
+	}
+	ASSERT_EQ(N, qp_poll(scq, wc, N, 20000));
+
+	/* The ring filled: the context's async fd says so. */
+	pfd.fd = id->verbs->async_fd;
+	ASSERT_EQ(1, poll(&pfd, 1, 10000));
+	ASSERT_EQ(0, ibv_get_async_event(id->verbs, &aev));
+	EXPECT_EQ(IBV_EVENT_CQ_ERR, aev.event_type);
+	EXPECT_EQ(rcq, aev.element.cq);
+	ibv_ack_async_event(&aev);
+
+	got = qp_poll(rcq, wc, 2 * N, 10000);
+	ASSERT_LE(N, got);
+	for (i = 0; i < got; i++) {
+		EXPECT_EQ(IBV_WC_SUCCESS, wc[i].status);
+		EXPECT_EQ(100 + i, (int)wc[i].wr_id);
+	}
+	EXPECT_EQ(N, got);
+	/* Nothing more, and the CQ works on. */
+	EXPECT_EQ(0, ibv_poll_cq(rcq, 1, wc));
+
+	EXPECT_EQ(0, ibv_destroy_ah(ah));
+	rdma_destroy_qp(id);
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
+	EXPECT_EQ(0, ibv_destroy_cq(rcq));
+	EXPECT_EQ(0, ibv_destroy_cq(scq));
+	EXPECT_EQ(0, rdma_destroy_id(id));
+}
+
+TEST_HARNESS_MAIN
