@@ -911,9 +911,8 @@ int kqp_migrate_id(struct kqp_ucmd *ucmd)
 			goto out_unlock;
 		}
 		/* Reserve the new handle first: moving must not fail half way. */
-		ret = xa_alloc_cyclic(&ductx->objects, &cmd->out_id, NULL,
-				      xa_limit_32b, &ductx->next_id, GFP_KERNEL);
-		if (ret < 0)
+		ret = kqp_handle_alloc(ductx, &cmd->out_id);
+		if (ret)
 			goto out_unlock;
 	}
 
@@ -959,7 +958,7 @@ out_unreserve:
 	kqp_unlock_files(cur, dst);
 	rdma_unlock_handler(ctx->cm_id);
 	if (!same)
-		xa_erase(&ductx->objects, cmd->out_id);
+		kqp_handle_free(ductx, cmd->out_id);
 out_unlock:
 	kqp_cm_id_unlock(ctx);
 	if (!ret)

@@ -322,6 +322,8 @@ int kqp_ctx_info(struct kqp_ucmd *ucmd)
 	}
 	xa_unlock(&uctx->objects);
 	cmd->out_files = kref_read(&uctx->ref);
+	cmd->out_objects = atomic_read(&uctx->nr_objects);
+	cmd->out_mr_bytes = atomic64_read(&uctx->mr_bytes);
 	return kqp_ucmd_respond(ucmd, sizeof(*cmd));
 }
 

@@ -26,6 +26,8 @@
 #define KQP_MODNAME "kqp"
 
 extern unsigned int kqp_max_backlog;
+extern unsigned int kqp_max_objects;
+extern unsigned long kqp_max_mr_bytes;
 
 struct kqp_ucontext;
 
@@ -72,6 +74,8 @@ struct kqp_ucontext {
 	struct kref ref;
 	struct xarray objects;
 	u32 next_id;
+	atomic_t nr_objects;
+	atomic64_t mr_bytes;
 	struct mutex lock;
 	struct xarray default_pds;
 	struct kqp_async *async;
@@ -128,6 +132,8 @@ struct kqp_object {
 	struct completion unused;
 };
 
+int kqp_handle_alloc(struct kqp_ucontext *uctx, u32 *id);
+void kqp_handle_free(struct kqp_ucontext *uctx, u32 id);
 int kqp_object_reserve(struct kqp_ucontext *uctx, struct kqp_object *obj,
 		       enum kqp_obj_type type);
 void kqp_object_publish(struct kqp_ucontext *uctx, struct kqp_object *obj);
@@ -204,6 +210,7 @@ struct kqp_mr {
 	u32 lkey;
 	u64 iova;
 	u64 length;
+	u64 charged;
 	int access;
 };
 

@@ -17,6 +17,16 @@ module_param_named(max_backlog, kqp_max_backlog, uint, 0644);
 MODULE_PARM_DESC(max_backlog,
 		 "Most connection requests a listener may have unreported (default 1024)");
 
+unsigned int kqp_max_objects = 65536;
+module_param_named(max_objects, kqp_max_objects, uint, 0644);
+MODULE_PARM_DESC(max_objects,
+		 "Most handles (ids, PDs, CQs, QPs, MRs, AHs) one context may hold (default 65536)");
+
+unsigned long kqp_max_mr_bytes;
+module_param_named(max_mr_bytes, kqp_max_mr_bytes, ulong, 0644);
+MODULE_PARM_DESC(max_mr_bytes,
+		 "Most bytes one context may register, in whole pages (default 0: half of RAM)");
+
 static struct dentry *kqp_debugfs;
 
 /*

@@ -9,6 +9,7 @@
  * them before kqp posts it, so the device is never handed a range the
  * caller did not register in that PD, with the access it needs.
  */
+#include <linux/mm.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
 
@@ -35,6 +36,36 @@ static void kqp_mr_destroy_hw(struct kqp_vobj *vobj)
 
 	ib_dereg_mr(mr->mr);
 	mr->mr = NULL;
+}
+
+/*
+ * Charge the pages [addr, addr + length) spans to the context, within the
+ * max_mr_bytes parameter (half of RAM when 0): ENOMEM past it, as for
+ * RLIMIT_MEMLOCK.  Unlike RLIMIT_MEMLOCK, CAP_IPC_LOCK does not lift it.
+ */
+static int kqp_mr_charge(struct kqp_ucontext *uctx, struct kqp_mr *mr,
+			 u64 addr, u64 length)
+{
+	u64 limit = READ_ONCE(kqp_max_mr_bytes);
+	u64 end = addr + length;	/* the caller checked it for overflow */
+
+	if (PAGE_ALIGN(end) < end)
+		return -EINVAL;
+	if (!limit)
+		limit = ((u64)totalram_pages() << PAGE_SHIFT) / 2;
+	mr->charged = PAGE_ALIGN(end) - ALIGN_DOWN(addr, PAGE_SIZE);
+	if (atomic64_add_return(mr->charged, &uctx->mr_bytes) > limit) {
+		atomic64_sub(mr->charged, &uctx->mr_bytes);
+		mr->charged = 0;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void kqp_mr_uncharge(struct kqp_ucontext *uctx, struct kqp_mr *mr)
+{
+	atomic64_sub(mr->charged, &uctx->mr_bytes);
+	mr->charged = 0;
 }
 
 /*
@@ -70,6 +101,7 @@ void kqp_mr_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj)
 	xa_cmpxchg(&mr->pd->mrs, mr->lkey, mr, NULL, GFP_KERNEL);
 	/* ...and this waits for any post that already found it. */
 	kqp_vobj_destroy_hw(&mr->vobj);
+	kqp_mr_uncharge(uctx, mr);
 	kqp_pd_put_user(mr->pd);
 	kqp_object_release_id(uctx, obj);
 	kqp_device_put(kdev);
@@ -122,6 +154,9 @@ int kqp_reg_mr(struct kqp_ucmd *ucmd)
 	ret = kqp_object_reserve(uctx, &mr->vobj.obj, KQP_OBJ_MR);
 	if (ret)
 		goto err_free;
+	ret = kqp_mr_charge(uctx, mr, cmd->addr, cmd->length);
+	if (ret)
+		goto err_release;
 
 	down_read(&kdev->hw_rwsem);
 	if (pd->vobj.hw_gone) {
@@ -159,6 +194,8 @@ int kqp_reg_mr(struct kqp_ucmd *ucmd)
 
 err_unlock:
 	up_read(&kdev->hw_rwsem);
+	kqp_mr_uncharge(uctx, mr);
+err_release:
 	kqp_object_release_id(uctx, &mr->vobj.obj);
 err_free:
 	kfree(mr);

@@ -15,21 +15,46 @@
 
 #include "kqp.h"
 
-int kqp_object_reserve(struct kqp_ucontext *uctx, struct kqp_object *obj,
-		       enum kqp_obj_type type)
+/*
+ * Reserve a handle that names nothing yet, within the max_objects
+ * parameter: EMFILE past it, as for a process's file table.
+ */
+int kqp_handle_alloc(struct kqp_ucontext *uctx, u32 *id)
 {
 	int ret;
 
-	obj->type = type;
-	refcount_set(&obj->users, 1);
-	init_completion(&obj->unused);
+	if (atomic_inc_return(&uctx->nr_objects) > READ_ONCE(kqp_max_objects)) {
+		ret = -EMFILE;
+		goto err;
+	}
 	/*
 	 * Cyclic: a completion names its QP by handle, and one that arrives
 	 * after its QP is gone must not find a new QP under the same handle.
 	 */
-	ret = xa_alloc_cyclic(&uctx->objects, &obj->id, NULL, xa_limit_32b,
+	ret = xa_alloc_cyclic(&uctx->objects, id, NULL, xa_limit_32b,
 			      &uctx->next_id, GFP_KERNEL);
-	return ret < 0 ? ret : 0;
+	if (ret < 0)
+		goto err;
+	return 0;
+
+err:
+	atomic_dec(&uctx->nr_objects);
+	return ret;
+}
+
+void kqp_handle_free(struct kqp_ucontext *uctx, u32 id)
+{
+	xa_erase(&uctx->objects, id);
+	atomic_dec(&uctx->nr_objects);
+}
+
+int kqp_object_reserve(struct kqp_ucontext *uctx, struct kqp_object *obj,
+		       enum kqp_obj_type type)
+{
+	obj->type = type;
+	refcount_set(&obj->users, 1);
+	init_completion(&obj->unused);
+	return kqp_handle_alloc(uctx, &obj->id);
 }
 
 void kqp_object_publish(struct kqp_ucontext *uctx, struct kqp_object *obj)
@@ -43,7 +68,7 @@ void kqp_object_publish(struct kqp_ucontext *uctx, struct kqp_object *obj)
 /* Free the handle of an object that was never published, or was claimed. */
 void kqp_object_release_id(struct kqp_ucontext *uctx, struct kqp_object *obj)
 {
-	xa_erase(&uctx->objects, obj->id);
+	kqp_handle_free(uctx, obj->id);
 }
 
 /*
@@ -192,6 +217,8 @@ static void kqp_ucontext_release(struct kref *ref)
 				kqp_object_destroy(uctx, obj);
 	}
 	WARN_ON(!xa_empty(&uctx->objects));
+	WARN_ON(atomic_read(&uctx->nr_objects));
+	WARN_ON(atomic64_read(&uctx->mr_bytes));
 	kqp_async_detach(uctx);
 	xa_destroy(&uctx->default_pds);
 	xa_destroy(&uctx->objects);

@@ -658,6 +658,14 @@ int kqp_modify_qp(struct kqp_ucmd *ucmd)
 	if (((mask & IB_QP_STATE) && u->qp_state > IB_QPS_ERR) ||
 	    ((mask & IB_QP_CUR_STATE) && u->cur_qp_state > IB_QPS_ERR))
 		return -EINVAL;
+	/*
+	 * A Q_Key with the high bit set is privileged (IBA 10.2.4): only a
+	 * caller that could send raw packets may give one to its QP, as
+	 * ib_uverbs requires.
+	 */
+	if ((mask & IB_QP_QKEY) && (u->qkey & 0x80000000) &&
+	    !capable(CAP_NET_RAW))
+		return -EPERM;
 	qp = kqp_qp_get_hw(ucmd->kfile->uctx, cmd->qp);
 	if (IS_ERR(qp))
 		return PTR_ERR(qp);

@@ -200,7 +200,8 @@ static size_t kqp_send_wr_size(const struct ibv_send_wr *wr)
  * The list in the kernel's form: each request followed by its SGEs or,
  * inline, by its bytes (copied here, from the caller's buffers).
  */
-static void kqp_send_wr_fill(void *p, const struct ibv_send_wr *wr)
+static void kqp_send_wr_fill(void *p, const struct ibv_qp *qp,
+			     const struct ibv_send_wr *wr)
 {
 	struct kqp_send_wr *k = p;
 	int i;
@@ -225,7 +226,8 @@ static void kqp_send_wr_fill(void *p, const struct ibv_send_wr *wr)
 		k->wr.rdma.rkey = wr->wr.rdma.rkey;
 		break;
 	default:
-		if (wr->wr.ud.ah) {
+		/* wr.ud shares its bytes with wr.rdma: only UD reads it. */
+		if (qp->qp_type == IBV_QPT_UD && wr->wr.ud.ah) {
 			k->wr.ud.ah = wr->wr.ud.ah->handle;
 			k->wr.ud.remote_qpn = wr->wr.ud.remote_qpn;
 			k->wr.ud.remote_qkey = wr->wr.ud.remote_qkey;
@@ -267,111 +269,187 @@ static int kqp_post_list(struct ibv_qp *qp, unsigned long req, void *buf,
 	};
 	uint32_t i;
 	int ret;
+	void *w;
 
-	if (len > KQP_POST_MAX_BYTES) {
-		ret = -EINVAL;
-		cmd.out_posted = 0;
-	} else {
-		ret = kqp_ioctl(qp->context->cmd_fd, req, &cmd);
-	}
+	ret = kqp_ioctl(qp->context->cmd_fd, req, &cmd);
 	if (!ret)
 		return 0;
-	if (bad) {
-		void *w = first;
-
-		for (i = 0; i < cmd.out_posted && w; i++)
-			w = recv ? (void *)((struct ibv_recv_wr *)w)->next :
-				   (void *)((struct ibv_send_wr *)w)->next;
+	w = first;
+	for (i = 0; i < cmd.out_posted && w; i++)
+		w = recv ? (void *)((struct ibv_recv_wr *)w)->next :
+			   (void *)((struct ibv_send_wr *)w)->next;
+	if (bad)
 		*bad = w;
-	}
 	return -ret;
+}
+
+static size_t kqp_recv_wr_size(const struct ibv_recv_wr *wr)
+{
+	return sizeof(struct kqp_recv_wr) +
+	       (size_t)wr->num_sge * sizeof(struct kqp_sge);
+}
+
+static void kqp_recv_wr_fill(void *p, const struct ibv_qp *qp,
+			     const struct ibv_recv_wr *wr)
+{
+	struct kqp_recv_wr *k = p;
+	struct kqp_sge *s = (struct kqp_sge *)(k + 1);
+	int i;
+
+	(void)qp;
+	k->wr_id = wr->wr_id;
+	k->num_sge = wr->num_sge;
+	k->__reserved = 0;
+	for (i = 0; i < wr->num_sge; i++) {
+		s[i].addr = wr->sg_list[i].addr;
+		s[i].length = wr->sg_list[i].length;
+		s[i].lkey = wr->sg_list[i].lkey;
+	}
+}
+
+struct kqp_post_kind {
+	unsigned long req;
+	bool recv;
+	void *(*next)(const void *wr);
+	int (*num_sge)(const void *wr);
+	size_t (*size)(const void *wr);
+	void (*fill)(void *p, const struct ibv_qp *qp, const void *wr);
+};
+
+static void *kqp_send_next(const void *wr)
+{
+	return ((const struct ibv_send_wr *)wr)->next;
+}
+
+static int kqp_send_num_sge(const void *wr)
+{
+	return ((const struct ibv_send_wr *)wr)->num_sge;
+}
+
+static size_t kqp_send_size(const void *wr)
+{
+	return kqp_send_wr_size(wr);
+}
+
+static void kqp_send_fill(void *p, const struct ibv_qp *qp, const void *wr)
+{
+	kqp_send_wr_fill(p, qp, wr);
+}
+
+static void *kqp_recv_next(const void *wr)
+{
+	return ((const struct ibv_recv_wr *)wr)->next;
+}
+
+static int kqp_recv_num_sge(const void *wr)
+{
+	return ((const struct ibv_recv_wr *)wr)->num_sge;
+}
+
+static size_t kqp_recv_size(const void *wr)
+{
+	return kqp_recv_wr_size(wr);
+}
+
+static void kqp_recv_fill(void *p, const struct ibv_qp *qp, const void *wr)
+{
+	kqp_recv_wr_fill(p, qp, wr);
+}
+
+static const struct kqp_post_kind kqp_send_kind = {
+	.req = KQP_IOCTL_POST_SEND,
+	.next = kqp_send_next,
+	.num_sge = kqp_send_num_sge,
+	.size = kqp_send_size,
+	.fill = kqp_send_fill,
+};
+
+static const struct kqp_post_kind kqp_recv_kind = {
+	.req = KQP_IOCTL_POST_RECV,
+	.recv = true,
+	.next = kqp_recv_next,
+	.num_sge = kqp_recv_num_sge,
+	.size = kqp_recv_size,
+	.fill = kqp_recv_fill,
+};
+
+/*
+ * Post a list in as few ioctls as it takes: one, unless it is longer than
+ * KQP_POST_MAX_BYTES in the kernel's form.  A request that cannot be
+ * expressed (negative num_sge, larger than a whole list may be) stops the
+ * list there, as the kernel stops at one it refuses.
+ */
+static int kqp_post(struct ibv_qp *qp, const struct kqp_post_kind *kind,
+		    void *wr, void **bad)
+{
+	uint64_t stack[512];
+	void *buf = stack, *w, *invalid;
+	size_t cap = sizeof(stack);
+	int ret = 0;
+
+	while (wr) {
+		size_t len = 0, off = 0, sz;
+		uint32_t count = 0;
+
+		invalid = NULL;
+		for (w = wr; w; w = kind->next(w)) {
+			if (kind->num_sge(w) < 0 ||
+			    (sz = kind->size(w)) > KQP_POST_MAX_BYTES) {
+				invalid = w;
+				break;
+			}
+			if (len + sz > KQP_POST_MAX_BYTES)
+				break;
+			len += sz;
+			count++;
+		}
+		if (count) {
+			if (len > cap) {
+				void *p = malloc(len);
+
+				if (!p) {
+					ret = ENOMEM;
+					invalid = wr;
+					break;
+				}
+				if (buf != stack)
+					free(buf);
+				buf = p;
+				cap = len;
+			}
+			for (w = wr; off < len; w = kind->next(w)) {
+				kind->fill((char *)buf + off, qp, w);
+				off += kind->size(w);
+			}
+			ret = kqp_post_list(qp, kind->req, buf, len, count, wr,
+					    bad, kind->recv);
+			if (ret)
+				goto out;
+		}
+		if (invalid) {
+			ret = EINVAL;
+			break;
+		}
+		wr = w;
+	}
+	if (ret && bad)
+		*bad = invalid;
+out:
+	if (buf != stack)
+		free(buf);
+	return ret;
 }
 
 /* The context op behind ibv_post_send(): returns 0 or an errno value. */
 int kqp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad_wr)
 {
-	uint64_t stack[512];
-	struct ibv_send_wr *w;
-	size_t len = 0, off = 0;
-	uint32_t count = 0;
-	void *buf;
-	int ret;
-
-	for (w = wr; w; w = w->next) {
-		if (w->num_sge < 0) {
-			if (bad_wr)
-				*bad_wr = w;
-			return EINVAL;
-		}
-		len += kqp_send_wr_size(w);
-		count++;
-	}
-	if (!count)
-		return 0;
-	buf = len <= sizeof(stack) ? stack : malloc(len);
-	if (!buf) {
-		if (bad_wr)
-			*bad_wr = wr;
-		return ENOMEM;
-	}
-	for (w = wr; w; w = w->next) {
-		kqp_send_wr_fill((char *)buf + off, w);
-		off += kqp_send_wr_size(w);
-	}
-	ret = kqp_post_list(qp, KQP_IOCTL_POST_SEND, buf, len, count, wr,
-			    (void **)bad_wr, false);
-	if (buf != stack)
-		free(buf);
-	return ret;
+	return kqp_post(qp, &kqp_send_kind, wr, (void **)bad_wr);
 }
 
 /* The context op behind ibv_post_recv(). */
 int kqp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr)
 {
-	uint64_t stack[512];
-	struct ibv_recv_wr *w;
-	size_t len = 0, off = 0;
-	uint32_t count = 0;
-	void *buf;
-	int ret, i;
-
-	for (w = wr; w; w = w->next) {
-		if (w->num_sge < 0) {
-			if (bad_wr)
-				*bad_wr = w;
-			return EINVAL;
-		}
-		len += sizeof(struct kqp_recv_wr) +
-		       (size_t)w->num_sge * sizeof(struct kqp_sge);
-		count++;
-	}
-	if (!count)
-		return 0;
-	buf = len <= sizeof(stack) ? stack : malloc(len);
-	if (!buf) {
-		if (bad_wr)
-			*bad_wr = wr;
-		return ENOMEM;
-	}
-	for (w = wr; w; w = w->next) {
-		struct kqp_recv_wr *k = (struct kqp_recv_wr *)((char *)buf + off);
-		struct kqp_sge *s = (struct kqp_sge *)(k + 1);
-
-		k->wr_id = w->wr_id;
-		k->num_sge = w->num_sge;
-		k->__reserved = 0;
-		for (i = 0; i < w->num_sge; i++) {
-			s[i].addr = w->sg_list[i].addr;
-			s[i].length = w->sg_list[i].length;
-			s[i].lkey = w->sg_list[i].lkey;
-		}
-		off += sizeof(*k) + (size_t)w->num_sge * sizeof(*s);
-	}
-	ret = kqp_post_list(qp, KQP_IOCTL_POST_RECV, buf, len, count, wr,
-			    (void **)bad_wr, true);
-	if (buf != stack)
-		free(buf);
-	return ret;
+	return kqp_post(qp, &kqp_recv_kind, wr, (void **)bad_wr);
 }

@@ -211,6 +211,171 @@ KQP_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 	return &ah->ibv;
 }
 
+/* The index of @gid of @type in the port's table, or -errno. */
+static int kqp_find_gid(struct ibv_context *context, uint8_t port_num,
+			const union ibv_gid *gid, uint32_t type)
+{
+	struct kqp_query_gid q = {
+		.size = sizeof(q),
+		.device_index = kqp_dev_index(context),
+		.port_num = port_num,
+	};
+	int ret;
+
+	for (;; q.index++) {
+		ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_QUERY_GID, &q);
+		if (ret)
+			return ret == -EINVAL ? -ENOENT : ret;
+		if (q.out_gid_type == type &&
+		    !memcmp(q.out_gid, gid->raw, sizeof(q.out_gid)))
+			return q.index;
+	}
+}
+
+/* An IPv4 address as the GID RoCE v2 gives it: ::ffff:a.b.c.d. */
+static void kqp_gid_from_ipv4(union ibv_gid *gid, const uint8_t *addr)
+{
+	memset(gid->raw, 0, 10);
+	gid->raw[10] = 0xff;
+	gid->raw[11] = 0xff;
+	memcpy(gid->raw + 12, addr, 4);
+}
+
+/*
+ * Does the 40 bytes before a UD receive's payload hold an IPv4 header (in
+ * their last 20 bytes, as RoCE v2 over IPv4 places it) rather than a GRH?
+ * The header's version nibble and checksum say; a GRH's version nibble is
+ * 6 at byte 0.
+ */
+static bool kqp_grh_is_ipv4(const struct ibv_grh *grh)
+{
+	const uint8_t *ip = (const uint8_t *)grh + 20;
+	uint32_t sum = 0;
+	int i;
+
+	if (ip[0] != 0x45)
+		return false;
+	for (i = 0; i < 20; i += 2)
+		sum += (ip[i] << 8) | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return sum == 0xffff;
+}
+
+/*
+ * The address vector that answers the sender of @wc.  On RoCE the GRH (or
+ * the IPv4 header in its place) names both ends: the sender's GID becomes
+ * the destination, and ours picks the source GID index.
+ */
+KQP_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context,
+				   uint8_t port_num, struct ibv_wc *wc,
+				   struct ibv_grh *grh,
+				   struct ibv_ah_attr *ah_attr)
+{
+	struct ibv_port_attr port;
+	union ibv_gid ours;
+	uint32_t type;
+	int ret;
+
+	memset(ah_attr, 0, sizeof(*ah_attr));
+	memset(&port, 0, sizeof(port));
+	ret = ibv_query_port(context, port_num,
+			     (struct _compat_ibv_port_attr *)&port);
+	if (ret)
+		return ret;
+	ah_attr->dlid = wc->slid;
+	ah_attr->sl = wc->sl;
+	ah_attr->src_path_bits = wc->dlid_path_bits;
+	ah_attr->port_num = port_num;
+	if (!(wc->wc_flags & IBV_WC_GRH)) {
+		/* RoCE always carries one; IB needs none. */
+		if (port.link_layer == IBV_LINK_LAYER_ETHERNET)
+			return kqp_err(EINVAL);
+		return 0;
+	}
+	if (!grh)
+		return kqp_err(EINVAL);
+
+	ah_attr->is_global = 1;
+	ah_attr->grh.hop_limit = 0xff;
+	if (port.link_layer == IBV_LINK_LAYER_ETHERNET &&
+	    kqp_grh_is_ipv4(grh)) {
+		const uint8_t *ip = (const uint8_t *)grh + 20;
+
+		kqp_gid_from_ipv4(&ah_attr->grh.dgid, ip + 12);
+		kqp_gid_from_ipv4(&ours, ip + 16);
+		ah_attr->grh.traffic_class = ip[1];
+		type = IBV_GID_TYPE_ROCE_V2;
+	} else {
+		uint32_t flow = be32toh(grh->version_tclass_flow);
+
+		ah_attr->grh.dgid = grh->sgid;
+		ours = grh->dgid;
+		ah_attr->grh.traffic_class = (flow >> 20) & 0xff;
+		ah_attr->grh.flow_label = flow & 0xfffff;
+		type = port.link_layer == IBV_LINK_LAYER_ETHERNET ?
+			       IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_IB;
+	}
+	ret = kqp_find_gid(context, port_num, &ours, type);
+	/* A RoCE v1 packet carries a GRH too. */
+	if (ret == -ENOENT && type == IBV_GID_TYPE_ROCE_V2 &&
+	    !kqp_grh_is_ipv4(grh))
+		ret = kqp_find_gid(context, port_num, &ours,
+				   IBV_GID_TYPE_ROCE_V1);
+	if (ret < 0)
+		return kqp_err(-ret);
+	ah_attr->grh.sgid_index = ret;
+	return 0;
+}
+
+KQP_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd,
+						struct ibv_wc *wc,
+						struct ibv_grh *grh,
+						uint8_t port_num)
+{
+	struct ibv_ah_attr attr;
+
+	if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr))
+		return NULL;
+	return ibv_create_ah(pd, &attr);
+}
+
+KQP_EXPORT const char *ibv_wc_status_str(enum ibv_wc_status status)
+{
+	/* Our own wording: callers print these, nobody parses them. */
+	static const char *const str[] = {
+		[IBV_WC_SUCCESS] = "success",
+		[IBV_WC_LOC_LEN_ERR] = "local length error",
+		[IBV_WC_LOC_QP_OP_ERR] = "local QP operation error",
+		[IBV_WC_LOC_EEC_OP_ERR] = "local EEC operation error",
+		[IBV_WC_LOC_PROT_ERR] = "local protection error",
+		[IBV_WC_WR_FLUSH_ERR] = "flushed: the QP is in the error state",
+		[IBV_WC_MW_BIND_ERR] = "memory window bind error",
+		[IBV_WC_BAD_RESP_ERR] = "bad response",
+		[IBV_WC_LOC_ACCESS_ERR] = "local access error",
+		[IBV_WC_REM_INV_REQ_ERR] = "remote side: invalid request",
+		[IBV_WC_REM_ACCESS_ERR] = "remote side: access error",
+		[IBV_WC_REM_OP_ERR] = "remote side: operation error",
+		[IBV_WC_RETRY_EXC_ERR] = "transport retries exhausted",
+		[IBV_WC_RNR_RETRY_EXC_ERR] = "receiver not ready, retries exhausted",
+		[IBV_WC_LOC_RDD_VIOL_ERR] = "local RDD violation",
+		[IBV_WC_REM_INV_RD_REQ_ERR] = "remote side: invalid RD request",
+		[IBV_WC_REM_ABORT_ERR] = "remote side: aborted",
+		[IBV_WC_INV_EECN_ERR] = "invalid EEC number",
+		[IBV_WC_INV_EEC_STATE_ERR] = "invalid EEC state",
+		[IBV_WC_FATAL_ERR] = "fatal error",
+		[IBV_WC_RESP_TIMEOUT_ERR] = "response timeout",
+		[IBV_WC_GENERAL_ERR] = "general error",
+		[IBV_WC_TM_ERR] = "tag matching error",
+		[IBV_WC_TM_RNDV_INCOMPLETE] = "tag matching rendezvous incomplete",
+	};
+
+	if ((unsigned int)status >= sizeof(str) / sizeof(str[0]) ||
+	    !str[status])
+		return "unknown";
+	return str[status];
+}
+
 KQP_EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
 {
 	struct kqp_destroy_ah cmd = { .size = sizeof(cmd), .ah = ibah->handle };

@@ -44,6 +44,9 @@
  *    RDMA_CM_EVENT_DEVICE_REMOVAL); it can still be destroyed.  ucma
  *    answers ENXIO here too.
  *  - ENOMEM: out of memory.
+ *  - EMFILE: a command that creates an object (an id, PD, CQ, QP, MR or
+ *    AH) would take the file's table past the max_objects module
+ *    parameter.  A connection request that would do so is rejected.
  *
  * Errnos that rdma_cm itself returns (EADDRINUSE, EADDRNOTAVAIL,
  * ENETUNREACH, ...) are passed through unchanged, as ucma passes them to
@@ -784,6 +787,10 @@ struct kqp_attach {
  * @out_files: files sharing the table
  * @out_mrs: MRs
  * @out_ahs: AHs
+ * @out_objects: handles in use, counted against max_objects
+ * @__reserved: zero
+ * @out_mr_bytes: bytes registered, in whole pages, counted against
+ *	max_mr_bytes
  */
 struct kqp_ctx_info {
 	__u32 size;
@@ -796,6 +803,9 @@ struct kqp_ctx_info {
 	__u32 out_files;
 	__u32 out_mrs;
 	__u32 out_ahs;
+	__u32 out_objects;
+	__u32 __reserved;
+	__aligned_u64 out_mr_bytes;
 };
 #define KQP_IOCTL_CTX_INFO _IO(KQP_IOCTL_TYPE, KQP_CMD_CTX_INFO)
 
@@ -894,7 +904,8 @@ struct kqp_query_port {
 /**
  * struct kqp_query_gid - ioctl(KQP_IOCTL_QUERY_GID)
  *
- * One GID table entry.  EINVAL for an index past the table; an unused
+ * One GID table entry and its type (IB, RoCE v1, RoCE v2: the values of
+ * enum ibv_gid_type).  EINVAL for an index past the table; an unused
  * entry reads as zero, as in libibverbs.
  */
 struct kqp_query_gid {
@@ -1208,7 +1219,8 @@ struct kqp_destroy_qp {
  * @attr: as struct ibv_qp_attr
  *
  * For a QP on an id, rdma_cm moves it; modifying it is refused (EINVAL)
- * except into ERR.  Unknown mask bits: EOPNOTSUPP.
+ * except into ERR.  Unknown mask bits: EOPNOTSUPP.  A privileged Q_Key
+ * (bit 31 set) needs CAP_NET_RAW: EPERM otherwise, as with ib_uverbs.
  */
 struct kqp_modify_qp {
 	__u32 size;
@@ -1311,7 +1323,22 @@ struct kqp_recv_wr {
  * The list is copied once and checked request by request before anything
  * reaches the device: the opcode and flags against the QP's type, SGE and
  * inline counts against its capabilities, every SGE against the caller's
- * registered memory.  ENOMEM when the queue is full.
+ * registered memory.  The kernel never reads the caller's list again, so
+ * rewriting it during the call changes nothing that was checked.  Errnos,
+ * for the request out_posted names:
+ *
+ *  - EINVAL: @count or @wrs_len is 0, @wrs_len is past KQP_POST_MAX_BYTES
+ *    or shorter than the requests it must hold; an opcode or flag the QP's
+ *    type does not allow; more SGEs or inline bytes than the QP's caps; an
+ *    SGE whose lkey is not an MR this context registered in the QP's PD
+ *    (a deregistered MR, another process's, the PD's local_dma_lkey), or
+ *    whose range is not inside that MR; an AH that is not the caller's or
+ *    is of another PD; an atomic whose operand is not one 8-byte SGE.
+ *  - EACCES: the MR lacks local write, and the device would write there
+ *    (a receive, the target of an RDMA read or atomic).
+ *  - EOPNOTSUPP: a reserved field is not zero.
+ *  - ENOMEM: the queue is full.
+ *  - Errnos of the device's post routine, passed through.
  */
 struct kqp_post {
 	__u32 size;
@@ -1376,7 +1403,9 @@ struct kqp_async_event {
  * @__reserved: zero
  *
  * The pages are pinned against the caller's RLIMIT_MEMLOCK (ENOMEM past
- * it, unless the caller has CAP_IPC_LOCK).
+ * it, unless the caller has CAP_IPC_LOCK), and counted against the
+ * context's max_mr_bytes module parameter (ENOMEM past it, whatever the
+ * caller's capabilities).
  */
 struct kqp_reg_mr {
 	__u32 size;
