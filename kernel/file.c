@@ -290,6 +290,8 @@ int kqp_ctx_info(struct kqp_ucmd *ucmd)
 	struct kqp_object *obj;
 	unsigned long index;
 
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
 	if (!uctx)
 		return -ENOMEM;
 	*cmd = (struct kqp_ctx_info){ .size = cmd->size };

@@ -181,6 +181,8 @@ int kqp_alloc_pd(struct kqp_ucmd *ucmd)
 	struct kqp_pd *pd;
 	int ret;
 
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
 	if (!uctx)
 		return -ENOMEM;
 	kdev = kqp_device_get(cmd->device_index);
@@ -194,6 +196,8 @@ int kqp_alloc_pd(struct kqp_ucmd *ucmd)
 		pd = kqp_pd_get_default_locked(uctx, kdev);
 	else
 		pd = kqp_pd_create_locked(uctx, kdev, false);
+	if (!IS_ERR(pd))
+		cmd->out_local_dma_lkey = pd->pd->local_dma_lkey;
 	up_read(&kdev->hw_rwsem);
 	if (IS_ERR(pd)) {
 		ret = PTR_ERR(pd);

@@ -939,6 +939,9 @@ struct kqp_query_pkey {
  * @flags: KQP_ALLOC_PD_DEFAULT or 0
  * @device_index: the device
  * @out_pd: handle
+ * @out_local_dma_lkey: the PD's local_dma_lkey, which lets the device
+ *	reach any memory the kernel can map.  It is reported so that callers
+ *	can see that kqp refuses it: a work request naming it gets EINVAL.
  *
  * With KQP_ALLOC_PD_DEFAULT, the device's default PD in this table, one
  * per device: the same handle each time, one more reference each time.
@@ -950,6 +953,8 @@ struct kqp_alloc_pd {
 	__u32 flags;
 	__u32 device_index;
 	__u32 out_pd;
+	__u32 out_local_dma_lkey;
+	__u32 __reserved;
 };
 #define KQP_IOCTL_ALLOC_PD _IO(KQP_IOCTL_TYPE, KQP_CMD_ALLOC_PD)
 
