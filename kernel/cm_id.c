@@ -939,7 +939,8 @@ int kqp_migrate_id(struct kqp_ucmd *ucmd)
 		list_move_tail(&ev->list, &dst->events);
 	}
 	if (!same) {
-		kqp_object_release_id(uctx, &ctx->obj);
+		/* The same object under a new handle: not one less alive. */
+		kqp_handle_free(uctx, ctx->obj.id);
 		ctx->obj.id = cmd->out_id;
 	}
 	WRITE_ONCE(ctx->kfile, dst);

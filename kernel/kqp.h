@@ -138,6 +138,8 @@ int kqp_object_reserve(struct kqp_ucontext *uctx, struct kqp_object *obj,
 		       enum kqp_obj_type type);
 void kqp_object_publish(struct kqp_ucontext *uctx, struct kqp_object *obj);
 void kqp_object_release_id(struct kqp_ucontext *uctx, struct kqp_object *obj);
+void kqp_objects_read(enum kqp_obj_type type, u32 *live, u64 *made);
+u32 kqp_contexts_read(void);
 struct kqp_object *kqp_object_get(struct kqp_ucontext *uctx, u32 id,
 				  enum kqp_obj_type type);
 void kqp_object_put(struct kqp_object *obj);

@@ -47,6 +47,30 @@ static int kqp_completions_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(kqp_completions);
 
+/*
+ * /sys/kernel/debug/kqp/objects: one line per object type, "TYPE LIVE
+ * MADE", over every context, then "contexts LIVE".
+ */
+static int kqp_objects_show(struct seq_file *m, void *v)
+{
+	static const char * const names[KQP_OBJ_MAX] = {
+		[KQP_OBJ_CM_ID] = "cm_ids", [KQP_OBJ_PD] = "pds",
+		[KQP_OBJ_CQ] = "cqs", [KQP_OBJ_QP] = "qps",
+		[KQP_OBJ_MR] = "mrs", [KQP_OBJ_AH] = "ahs",
+	};
+	unsigned int type;
+	u32 live;
+	u64 made;
+
+	for (type = KQP_OBJ_CM_ID; type < KQP_OBJ_MAX; type++) {
+		kqp_objects_read(type, &live, &made);
+		seq_printf(m, "%s %u %llu\n", names[type], live, made);
+	}
+	seq_printf(m, "contexts %u\n", kqp_contexts_read());
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(kqp_objects);
+
 static struct miscdevice kqp_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = KQP_MODNAME,
@@ -69,6 +93,8 @@ static int __init kqp_init(void)
 	kqp_debugfs = debugfs_create_dir(KQP_MODNAME, NULL);
 	debugfs_create_file("completions", 0444, kqp_debugfs, NULL,
 			    &kqp_completions_fops);
+	debugfs_create_file("objects", 0444, kqp_debugfs, NULL,
+			    &kqp_objects_fops);
 	return 0;
 
 err_device:

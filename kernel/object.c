@@ -16,6 +16,27 @@
 #include "kqp.h"
 
 /*
+ * Objects of each type alive and ever made, over every table: what
+ * /sys/kernel/debug/kqp/objects shows, so that a test can see that kqp,
+ * and not some other library, made its QPs, and that nothing outlived
+ * the process that made it.
+ */
+static atomic_t kqp_objects_live[KQP_OBJ_MAX];
+static atomic64_t kqp_objects_made[KQP_OBJ_MAX];
+static atomic_t kqp_contexts_live;
+
+void kqp_objects_read(enum kqp_obj_type type, u32 *live, u64 *made)
+{
+	*live = atomic_read(&kqp_objects_live[type]);
+	*made = atomic64_read(&kqp_objects_made[type]);
+}
+
+u32 kqp_contexts_read(void)
+{
+	return atomic_read(&kqp_contexts_live);
+}
+
+/*
  * Reserve a handle that names nothing yet, within the max_objects
  * parameter: EMFILE past it, as for a process's file table.
  */
@@ -51,10 +72,17 @@ void kqp_handle_free(struct kqp_ucontext *uctx, u32 id)
 int kqp_object_reserve(struct kqp_ucontext *uctx, struct kqp_object *obj,
 		       enum kqp_obj_type type)
 {
+	int ret;
+
 	obj->type = type;
 	refcount_set(&obj->users, 1);
 	init_completion(&obj->unused);
-	return kqp_handle_alloc(uctx, &obj->id);
+	ret = kqp_handle_alloc(uctx, &obj->id);
+	if (ret)
+		return ret;
+	atomic_inc(&kqp_objects_live[type]);
+	atomic64_inc(&kqp_objects_made[type]);
+	return 0;
 }
 
 void kqp_object_publish(struct kqp_ucontext *uctx, struct kqp_object *obj)
@@ -69,6 +97,7 @@ void kqp_object_publish(struct kqp_ucontext *uctx, struct kqp_object *obj)
 void kqp_object_release_id(struct kqp_ucontext *uctx, struct kqp_object *obj)
 {
 	kqp_handle_free(uctx, obj->id);
+	atomic_dec(&kqp_objects_live[obj->type]);
 }
 
 /*
@@ -192,6 +221,7 @@ struct kqp_ucontext *kqp_ucontext_alloc(void)
 	xa_init_flags(&uctx->objects, XA_FLAGS_ALLOC1);
 	mutex_init(&uctx->lock);
 	xa_init(&uctx->default_pds);
+	atomic_inc(&kqp_contexts_live);
 	return uctx;
 }
 
@@ -224,6 +254,7 @@ static void kqp_ucontext_release(struct kref *ref)
 	xa_destroy(&uctx->objects);
 	mutex_destroy(&uctx->lock);
 	kfree(uctx);
+	atomic_dec(&kqp_contexts_live);
 }
 
 void kqp_ucontext_put(struct kqp_ucontext *uctx)
