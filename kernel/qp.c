@@ -670,10 +670,20 @@ int kqp_modify_qp(struct kqp_ucmd *ucmd)
 	if (IS_ERR(qp))
 		return PTR_ERR(qp);
 
-	/* rdma_cm moves a QP on an id; the caller may only break it. */
-	if (qp->cm && !(mask == IB_QP_STATE && u->qp_state == IB_QPS_ERR)) {
-		ret = -EINVAL;
-		goto out;
+	/*
+	 * rdma_cm moves a QP on an id from state to state; the caller may
+	 * break it (into ERR) and change what its current state allows
+	 * (RTS to RTS, say), as librdmacm's users do.
+	 */
+	if (qp->cm && (mask & IB_QP_STATE) && u->qp_state != IB_QPS_ERR) {
+		struct ib_qp_init_attr init;
+		struct ib_qp_attr cur;
+
+		ret = ib_query_qp(qp->qp, &cur, IB_QP_STATE, &init);
+		if (!ret && cur.qp_state != u->qp_state)
+			ret = -EINVAL;
+		if (ret)
+			goto out;
 	}
 
 	attr.qp_state = u->qp_state;

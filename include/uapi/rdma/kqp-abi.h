@@ -1223,8 +1223,9 @@ struct kqp_destroy_qp {
  * @attr_mask: enum ibv_qp_attr_mask bits naming the fields of @attr to use
  * @attr: as struct ibv_qp_attr
  *
- * For a QP on an id, rdma_cm moves it; modifying it is refused (EINVAL)
- * except into ERR.  Unknown mask bits: EOPNOTSUPP.  A privileged Q_Key
+ * For a QP on an id, rdma_cm moves it from state to state: a new state
+ * other than ERR is refused (EINVAL); attributes the current state lets
+ * change (RTS to RTS) are not.  Unknown mask bits: EOPNOTSUPP.  A privileged Q_Key
  * (bit 31 set) needs CAP_NET_RAW: EPERM otherwise, as with ib_uverbs.
  */
 struct kqp_modify_qp {

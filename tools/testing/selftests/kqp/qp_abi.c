@@ -18,24 +18,6 @@ static int kq_open(void)
 	return open(KQP_DEV, O_RDWR | O_CLOEXEC | O_NONBLOCK);
 }
 
-/* The index of the bench's rxe device. */
-static uint32_t rxe_index(int fd)
-{
-	struct kqp_device_info devs[8];
-	struct kqp_query q = {
-		.size = sizeof(q), .num_devices = 8,
-		.device_info_size = sizeof(devs[0]), .devices = (uintptr_t)devs,
-	};
-	uint32_t i;
-
-	if (kqp_test_ioctl(fd, KQP_IOCTL_QUERY, &q))
-		return KQP_NO_DEVICE;
-	for (i = 0; i < q.num_devices && i < 8; i++)
-		if (!strcmp(devs[i].name, kqp_test_rdma_dev()))
-			return devs[i].index;
-	return KQP_NO_DEVICE;
-}
-
 static int kq_pd(int fd, uint32_t dev, uint32_t flags, uint32_t *pd)
 {
 	struct kqp_alloc_pd a = {
@@ -126,7 +108,7 @@ FIXTURE_SETUP(v)
 {
 	self->fd = kq_open();
 	ASSERT_LE(0, self->fd);
-	self->dev = rxe_index(self->fd);
+	self->dev = kqp_test_rxe_index(self->fd);
 	ASSERT_NE(KQP_NO_DEVICE, self->dev);
 }
 
@@ -177,7 +159,7 @@ TEST_F(v, core_rules_on_id)
 		EXPECT_EQ(1, info.out_qps);
 	}
 
-	/* rdma_cm moves it; the caller may only break it. */
+	/* rdma_cm moves it from state to state; the caller may break it. */
 	{
 		struct kqp_modify_qp m = {
 			.size = sizeof(m), .qp = c.out_qp,
@@ -485,7 +467,7 @@ TEST(close_with_live_objects)
 		struct kqp_attach at = { .size = sizeof(at), .fd = fd };
 		struct kqp_create_qp q;
 		struct kqp_create_cq c;
-		uint32_t dev = rxe_index(fd), id, pd;
+		uint32_t dev = kqp_test_rxe_index(fd), id, pd;
 
 		if (fd < 0 || chan < 0 || kqp_test_ioctl(chan, KQP_IOCTL_ATTACH,
 							 &at))
