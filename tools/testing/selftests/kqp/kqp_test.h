@@ -48,6 +48,24 @@ static inline int kqp_test_ioctl(int fd, unsigned long req, void *arg)
 	return ioctl(fd, req, arg) ? errno : 0;
 }
 
+/* The index kqp gives the bench's rxe device, or KQP_NO_DEVICE. */
+static inline uint32_t kqp_test_rxe_index(int fd)
+{
+	struct kqp_device_info devs[8];
+	struct kqp_query q = {
+		.size = sizeof(q), .num_devices = 8,
+		.device_info_size = sizeof(devs[0]), .devices = (uintptr_t)devs,
+	};
+	uint32_t i;
+
+	if (kqp_test_ioctl(fd, KQP_IOCTL_QUERY, &q))
+		return KQP_NO_DEVICE;
+	for (i = 0; i < q.num_devices && i < 8; i++)
+		if (!strcmp(devs[i].name, kqp_test_rdma_dev()))
+			return devs[i].index;
+	return KQP_NO_DEVICE;
+}
+
 /*
  * The node GUID sysfs shows for an RDMA device, in network byte order as
  * the kernel and libibverbs keep it; 0 if it cannot be read.
