@@ -115,7 +115,47 @@ FIXTURE(h) {
 	uint32_t qp, dev;
 	char *buf;
 	struct ibv_mr *mr;
+	/* The peer: a receive posted and a remotely writable page, zeroed. */
+	char *pbuf;
+	struct ibv_mr *pmr;
 };
+
+/*
+ * Aim a SEND and an RDMA WRITE naming [addr, addr + len) of @lkey at the
+ * peer: both must be refused.
+ */
+static void at_peer(struct __test_metadata *_metadata,
+		    FIXTURE_DATA(h) *self, uint64_t addr, uint32_t len,
+		    uint32_t lkey)
+{
+	struct raw_send s = {
+		.wr = { .wr_id = 3, .opcode = WR_RDMA_WRITE, .num_sge = 1,
+			.send_flags = IBV_SEND_SIGNALED },
+		.sge[0] = { .addr = addr, .length = len, .lkey = lkey },
+	};
+
+	s.wr.wr.rdma.remote_addr = (uintptr_t)self->pbuf;
+	s.wr.wr.rdma.rkey = self->pmr->rkey;
+	EXPECT_EQ(EINVAL, raw_post(self->fd, KQP_IOCTL_POST_SEND, self->qp,
+				   &s, sizeof(s.wr) + sizeof(s.sge[0]), 1,
+				   NULL));
+	EXPECT_EQ(EINVAL, raw_send_one(self->fd, self->qp, WR_SEND, addr, len,
+				       lkey));
+}
+
+/* The peer received nothing and its memory is as it was. */
+static void peer_untouched(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(h) *self)
+{
+	struct ibv_wc wc;
+	int i, dirty = 0;
+
+	EXPECT_EQ(0, qp_poll(self->p.sid->recv_cq, &wc, 1, 500));
+	EXPECT_EQ(0, qp_poll(self->p.cid->send_cq, &wc, 1, 10));
+	for (i = 0; i < 8192; i++)
+		dirty += self->pbuf[i] != 0;
+	EXPECT_EQ(0, dirty);
+}
 
 FIXTURE_SETUP(h)
 {
@@ -132,14 +172,33 @@ FIXTURE_SETUP(h)
 	self->mr = ibv_reg_mr(self->p.cid->qp->pd, self->buf, 4096,
 			      IBV_ACCESS_LOCAL_WRITE);
 	ASSERT_NE(NULL, self->mr);
+
+	self->pbuf = aligned_alloc(4096, 8192);
+	ASSERT_NE(NULL, self->pbuf);
+	memset(self->pbuf, 0, 8192);
+	self->pmr = ibv_reg_mr(self->p.sid->qp->pd, self->pbuf, 8192,
+			       IBV_ACCESS_LOCAL_WRITE |
+			       IBV_ACCESS_REMOTE_WRITE);
+	ASSERT_NE(NULL, self->pmr);
+	{
+		struct ibv_sge sge = { (uintptr_t)self->pbuf + 4096, 4096,
+				       self->pmr->lkey };
+		struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 };
+		struct ibv_recv_wr *bad;
+
+		ASSERT_EQ(0, ibv_post_recv(self->p.sid->qp, &wr, &bad));
+	}
 }
 
 FIXTURE_TEARDOWN(h)
 {
+	if (self->pmr)
+		ibv_dereg_mr(self->pmr);
 	if (self->mr)
 		ibv_dereg_mr(self->mr);
 	qp_pair_close(&self->p);
 	free(self->buf);
+	free(self->pbuf);
 }
 
 /* The fixture's own MR works: the refusals below are about the SGE. */
@@ -207,6 +266,8 @@ TEST_F(h, other_process_lkey)
 				       theirs.lkey));
 	EXPECT_EQ(EINVAL, raw_recv_one(self->fd, self->qp, theirs.addr, MSG,
 				       theirs.lkey));
+	at_peer(_metadata, self, theirs.addr, MSG, theirs.lkey);
+	peer_untouched(_metadata, self);
 
 	ASSERT_EQ(1, write(down[1], &c, 1));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
@@ -245,6 +306,9 @@ TEST_F(h, local_dma_lkey)
 				a.out_local_dma_lkey };
 	EXPECT_EQ(EINVAL, ibv_post_send(self->p.cid->qp, &wr, &bad));
 	EXPECT_EQ(&wr, bad);
+	at_peer(_metadata, self, (uintptr_t)self->buf, MSG,
+		a.out_local_dma_lkey);
+	peer_untouched(_metadata, self);
 
 	d.pd = a.out_pd;
 	EXPECT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_DEALLOC_PD, &d));
@@ -264,9 +328,8 @@ TEST_F(h, deregistered_lkey)
 	EXPECT_EQ(EINVAL, raw_recv_one(self->fd, self->qp,
 				       (uintptr_t)self->buf + 4096, MSG,
 				       lkey));
-	EXPECT_EQ(EINVAL, raw_send_one(self->fd, self->qp, WR_SEND,
-				       (uintptr_t)self->buf + 4096, MSG,
-				       lkey));
+	at_peer(_metadata, self, (uintptr_t)self->buf + 4096, MSG, lkey);
+	peer_untouched(_metadata, self);
 }
 
 /* Ranges that are not inside the MR, by a byte or by wrapping. */
@@ -288,8 +351,10 @@ TEST_F(h, range_outside_mr)
 				       (uint32_t)(b + 16 + 8), lkey));
 	EXPECT_EQ(EINVAL, raw_send_one(self->fd, self->qp, WR_SEND,
 				       UINT64_MAX, 2, lkey));
-	EXPECT_EQ(EINVAL, raw_send_one(self->fd, self->qp, WR_SEND,
-				       b + 4096, MSG, lkey));
+	at_peer(_metadata, self, b + 4096, MSG, lkey);
+	at_peer(_metadata, self, b + 4000, 100, lkey);
+	at_peer(_metadata, self, UINT64_MAX - 7, (uint32_t)(b + 24), lkey);
+	peer_untouched(_metadata, self);
 }
 
 /* SGE and inline counts against the caps rdma_create_qp wrote back. */
@@ -467,20 +532,15 @@ TEST_F_TIMEOUT(h, list_rewritten_during_post, 300)
 		.sge[0] = { (uintptr_t)self->buf, MSG, self->mr->lkey },
 	};
 	struct flipper f = { .s = &s };
-	char *rbuf = aligned_alloc(4096, 4096);
-	struct ibv_mr *rmr;
-	struct ibv_sge rsge;
+	/* The fixture posted the first receive, into the peer's page 2. */
+	char *rbuf = self->pbuf + 4096;
+	struct ibv_sge rsge = { (uintptr_t)rbuf, 4096, self->pmr->lkey };
 	struct ibv_recv_wr rwr = { .sg_list = &rsge, .num_sge = 1 }, *rbad;
 	int i, j, sent = 0, refused = 0, wrong = 0, other = 0;
 	struct ibv_wc wc;
 	pthread_t t;
 
-	ASSERT_NE(NULL, rbuf);
 	ASSERT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_ALLOC_PD, &a));
-	rmr = ibv_reg_mr(self->p.sid->qp->pd, rbuf, 4096,
-			 IBV_ACCESS_LOCAL_WRITE);
-	ASSERT_NE(NULL, rmr);
-	rsge = (struct ibv_sge){ (uintptr_t)rbuf, 4096, rmr->lkey };
 
 	f.good_addr = (uintptr_t)self->buf;
 	f.good_lkey = self->mr->lkey;
@@ -488,8 +548,6 @@ TEST_F_TIMEOUT(h, list_rewritten_during_post, 300)
 	f.bad_lkey = a.out_local_dma_lkey;
 	ASSERT_EQ(0, pthread_create(&t, NULL, flip, &f));
 
-	memset(rbuf, 0, 4096);
-	ASSERT_EQ(0, ibv_post_recv(self->p.sid->qp, &rwr, &rbad));
 	for (i = 0; i < 3000 && !(sent >= 20 && refused >= 20); i++) {
 		int ret = raw_post(self->fd, KQP_IOCTL_POST_SEND, self->qp,
 				   &s, sizeof(s.wr) + sizeof(s.sge[0]), 1,
@@ -528,8 +586,10 @@ TEST_F_TIMEOUT(h, list_rewritten_during_post, 300)
 	/* Both outcomes happened, or the race was not run. */
 	EXPECT_LT(0, sent);
 	EXPECT_LT(0, refused);
-	ibv_dereg_mr(rmr);
-	free(rbuf);
+	/* The peer's other page was never a target. */
+	for (j = 0; j < 4096; j++)
+		wrong += self->pbuf[j] != 0;
+	EXPECT_EQ(0, wrong);
 }
 
 /* Q_Keys with the high bit are for privileged QPs only (IBA 10.2.4). */
