@@ -69,6 +69,7 @@ static int __init kqp_init(void)
 	kqp_debugfs = debugfs_create_dir(KQP_MODNAME, NULL);
 	debugfs_create_file("completions", 0444, kqp_debugfs, NULL,
 			    &kqp_completions_fops);
+	kqp_kapi_init(kqp_debugfs);
 	return 0;
 
 err_device:
@@ -80,6 +81,7 @@ static void __exit kqp_exit(void)
 {
 	debugfs_remove_recursive(kqp_debugfs);
 	misc_deregister(&kqp_misc);
+	kqp_kapi_exit();
 	kqp_device_exit();
 }
 
