@@ -58,6 +58,9 @@ demo:
 deps:
 	tools/deps.sh
 
+# The module goes to dkms as sources in /usr/src/kqp-$(VERSION), with the
+# kernel API's header (include/linux/kqp.h) for kernel ULPs; each dkms build
+# keeps its Module.symvers in /var/lib/dkms/kqp/$(VERSION)/KVER/ARCH.
 install: install-lib
 	tools/dkms.sh install $(VERSION)
 
