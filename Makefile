@@ -82,3 +82,4 @@ clean: clean-module
 	rm -rf build
 	$(MAKE) -C lib clean
 	$(MAKE) -C tools/testing/selftests/kqp clean
+	$(MAKE) -C tools/testing/selftests/kqp/ulp clean
