@@ -58,6 +58,9 @@ demo:
 deps:
 	tools/deps.sh
 
+# The module goes to dkms as sources in /usr/src/kqp-$(VERSION), with the
+# kernel API's header (include/linux/kqp.h) for kernel ULPs; each dkms build
+# keeps its Module.symvers in /var/lib/dkms/kqp/$(VERSION)/KVER/ARCH.
 install: install-lib
 	tools/dkms.sh install $(VERSION)
 
@@ -79,3 +82,4 @@ clean: clean-module
 	rm -rf build
 	$(MAKE) -C lib clean
 	$(MAKE) -C tools/testing/selftests/kqp clean
+	$(MAKE) -C tools/testing/selftests/kqp/ulp clean

@@ -5,6 +5,7 @@
 #ifndef KQP_COMPAT_H
 #define KQP_COMPAT_H
 
+#include <linux/export.h>
 #include <linux/mm.h>
 #include <linux/version.h>
 
@@ -16,6 +17,19 @@ static inline void kqp_vm_flags_mod(struct vm_area_struct *vma,
 }
 #else
 #define kqp_vm_flags_mod vm_flags_mod
+#endif
+
+/*
+ * kqp's exports live in the symbol namespace KQP, named with
+ * EXPORT_SYMBOL_NS_GPL(sym, KQP_NS).  The namespace argument became a
+ * string literal in 6.13; before, it was a bare name the macro stringified
+ * (after expanding it, so KQP_NS works there too).  Importers are
+ * unaffected: see MODULE_IMPORT_KQP() in <linux/kqp.h>.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
+#define KQP_NS "KQP"
+#else
+#define KQP_NS KQP
 #endif
 
 #endif /* KQP_COMPAT_H */

@@ -85,6 +85,13 @@ static int kqp_ib_add(struct ib_device *ibdev)
  * alive, and their QPs can still be handed back to rdma_cm.  Every
  * hardware object of every table goes now, QPs first; the objects stay,
  * answering ENXIO, until their owners destroy them.
+ *
+ * Kernel callers' QPs and the kernel scope's default PD (kapi.c) are not
+ * on the device's list: their owners have not been told yet.  They are
+ * told next, by rdma_cm's DEVICE_REMOVAL, and rdma_cm's removal waits
+ * for their ids to go, so their QPs, CQs and the default PD are released
+ * before the device is.  Marking the device dead here stops the kernel
+ * scope from allocating anything more on it.
  */
 static void kqp_ib_remove(struct ib_device *ibdev, void *client_data)
 {

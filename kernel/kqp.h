@@ -30,6 +30,7 @@ extern unsigned int kqp_max_objects;
 extern unsigned long kqp_max_mr_bytes;
 
 struct kqp_ucontext;
+struct dentry;
 
 /**
  * struct kqp_device - an RDMA device as kqp tracks it
@@ -549,8 +550,8 @@ void kqp_cq_stats_read(struct kqp_cq_stats *st);
 int kqp_cq_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma);
 
 /* qp.c */
-int kqp_create_qp(struct kqp_ucmd *ucmd);
-int kqp_destroy_qp(struct kqp_ucmd *ucmd);
+int kqp_ioctl_create_qp(struct kqp_ucmd *ucmd);
+int kqp_ioctl_destroy_qp(struct kqp_ucmd *ucmd);
 int kqp_modify_qp(struct kqp_ucmd *ucmd);
 int kqp_query_qp(struct kqp_ucmd *ucmd);
 int kqp_post_send(struct kqp_ucmd *ucmd);
@@ -580,6 +581,10 @@ void kqp_async_queue_event(struct kqp_ucontext *uctx, u32 event, u32 kind,
 			   u32 handle, u64 uid, u32 *reported);
 void kqp_async_forget(struct kqp_ucontext *uctx, u32 *reported);
 void kqp_async_detach(struct kqp_ucontext *uctx);
+
+/* kapi.c: the exported API's scope */
+void kqp_kapi_init(struct dentry *debugfs);
+void kqp_kapi_exit(void);
 
 /* core.c: rdma_create_qp(3) semantics, shared with the exported API */
 struct kqp_core_scope;

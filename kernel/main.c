@@ -95,6 +95,7 @@ static int __init kqp_init(void)
 			    &kqp_completions_fops);
 	debugfs_create_file("objects", 0444, kqp_debugfs, NULL,
 			    &kqp_objects_fops);
+	kqp_kapi_init(kqp_debugfs);
 	return 0;
 
 err_device:
@@ -106,6 +107,7 @@ static void __exit kqp_exit(void)
 {
 	debugfs_remove_recursive(kqp_debugfs);
 	misc_deregister(&kqp_misc);
+	kqp_kapi_exit();
 	kqp_device_exit();
 }
 

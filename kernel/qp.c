@@ -356,7 +356,7 @@ static struct kqp_cq *kqp_qp_take_cq(struct kqp_ucontext *uctx, u32 handle)
 	return ret ? ERR_PTR(ret) : cq;
 }
 
-int kqp_create_qp(struct kqp_ucmd *ucmd)
+int kqp_ioctl_create_qp(struct kqp_ucmd *ucmd)
 {
 	struct kqp_create_qp *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
@@ -594,7 +594,7 @@ err_free:
 	return ret;
 }
 
-int kqp_destroy_qp(struct kqp_ucmd *ucmd)
+int kqp_ioctl_destroy_qp(struct kqp_ucmd *ucmd)
 {
 	struct kqp_destroy_qp *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);

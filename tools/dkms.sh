@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
 # dkms.sh install|uninstall|check VERSION
-#   install    copy the module's sources to /usr/src/kqp-VERSION and
-#              dkms install them for the running kernel (or every kernel
-#              with headers, via AUTOINSTALL)
+#   install    copy the module's sources (with include/linux/kqp.h, the
+#              kernel API's header) to /usr/src/kqp-VERSION and dkms
+#              install them for the running kernel (or every kernel with
+#              headers, via AUTOINSTALL); each build keeps its
+#              Module.symvers in /var/lib/dkms/kqp/VERSION/KVER/ARCH
 #   uninstall  dkms remove kqp/VERSION and delete the sources
 #   check      dkms add, build for each Debian test kernel, and remove a
 #              copy of the tree under a version of its own; prints TAP
@@ -20,7 +22,7 @@ copy_sources() {
 	mkdir -p "$dest/tools"
 	cp -r "$top/Kbuild" "$top/Makefile" "$top/dkms.conf" "$top/kernel" \
 		"$top/include" "$dest/"
-	cp "$top/tools/kdir.sh" "$dest/tools/"
+	cp "$top/tools/kdir.sh" "$top/tools/dkms-post-build.sh" "$dest/tools/"
 }
 
 case "$action" in
@@ -58,6 +60,8 @@ check)
 		[ $rc -ne 0 ] || ls "/var/lib/dkms/kqp/$cver/$KVER/x86_64/module/"kqp.ko* > /dev/null 2>&1 || rc=1
 		[ $rc -eq 0 ] || sed 's/^/# /' "$tmp/log"
 		tap $rc "dkms build -k $KVER"
+		grep -q "kqp_create_qp" "/var/lib/dkms/kqp/$cver/$KVER/x86_64/Module.symvers" 2> /dev/null
+		tap $? "dkms build -k $KVER keeps kqp's Module.symvers for kernel ULPs"
 	done
 	dkms remove "kqp/$cver" --all > "$tmp/log" 2>&1
 	rc=$?

@@ -5,7 +5,8 @@
 # From the kernel command line (init's environment):
 #   kqp_out    results directory (a writable 9p share at the same path)
 #   kqp_repo   the kqp tree
-#   kqp_kmod   the kqp.ko built for this kernel
+#   kqp_kmod   the kqp.ko built for this kernel, with the sample ULP
+#              beside it in ulp/kqp_ulp.ko
 #   kqp_mode   "test" (the selftests), "demo", or "script" (run
 #              $kqp_script after the Soft-RoCE setup)
 # Writes TAP files under $kqp_out/tap, the guest's dmesg and kmemleak
@@ -38,7 +39,11 @@ export KQP_TEST_ADDR=192.0.2.1
 # A second netdev with no RDMA device under it, for addresses no RDMA
 # device can reach.
 export KQP_TEST_NORDMA_NETDEV=kqp1
+export KQP_TEST_NORDMA_ADDR=203.0.113.1
 export KQP_TEST_NORDMA_PEER=203.0.113.5
+# The modules built for this kernel, for tests and scripts that load them.
+export KQP_KMOD=$kqp_kmod
+export KQP_ULP_KMOD=${kqp_kmod%/*}/ulp/kqp_ulp.ko
 TEST_TIMEOUT=${kqp_test_timeout:-600}
 
 # The bench's own checks, as one more TAP stream.
@@ -69,7 +74,7 @@ setup_rdma() {
 	rdma link add "$KQP_TEST_RDMA_DEV" type rxe netdev "$KQP_TEST_NETDEV" &&
 	rdma link show "$KQP_TEST_RDMA_DEV/1" &&
 	ip link add "$KQP_TEST_NORDMA_NETDEV" type dummy &&
-	ip addr add 203.0.113.1/24 dev "$KQP_TEST_NORDMA_NETDEV" &&
+	ip addr add "$KQP_TEST_NORDMA_ADDR/24" dev "$KQP_TEST_NORDMA_NETDEV" &&
 	ip link set "$KQP_TEST_NORDMA_NETDEV" up
 }
 
@@ -144,7 +149,7 @@ check "rxe device $KQP_TEST_RDMA_DEV on $KQP_TEST_NETDEV" setup_rdma
 
 if [ "${kqp_mode:-test}" = script ]; then
 	# run.sh --script FILE: a developer's experiment, with the same setup.
-	export KQP_KMOD=$kqp_kmod KQP_REPO=$REPO KQP_OUT=$OUT
+	export KQP_REPO=$REPO KQP_OUT=$OUT
 	bash "$kqp_script"
 	echo $? > "$OUT/script.rc"
 	echo "1..$bench_n" >> "$bench_tap"

@@ -74,6 +74,17 @@ fi
 host_check $rc "kqp.ko builds for $KVER with W=1 and no warnings"
 [ $rc -eq 0 ] || finish
 
+# The sample ULP, against that kqp.ko's Module.symvers, in build/kmod/NAME/ulp.
+make -s -C "$repo/tools/testing/selftests/kqp/ulp" KDIR="$KDIR" \
+	MODDIR="$kmod/ulp" KQP_SYMVERS="$kmod/Module.symvers" W=1 \
+	> "$work/ulp-kbuild.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q 'warning:' "$work/ulp-kbuild.log"; then
+	rc=1
+fi
+[ $rc -eq 0 ] || cat "$work/ulp-kbuild.log"
+host_check $rc "kqp_ulp.ko builds for $KVER against kqp's Module.symvers with W=1 and no warnings"
+
 # Initramfs with whatever a 9p root needs on this kernel.
 initrd=$work/initrd.gz
 if [ ! -e "$initrd" ] || [ "$here/init" -nt "$initrd" ] ||
