@@ -12,13 +12,26 @@
  *  - the QP is created by rdma_cm on the id, so it is ready for receives
  *    (and, unconnected, for sends) when this returns, and rdma_cm moves a
  *    connected one to RTR and RTS when the connection is made;
- *  - the capabilities the device gave are written back into @attr.
+ *  - the capabilities the device gave are written back into @attr; a
+ *    device may give a deeper queue than a CQ allocated here holds, and
+ *    the depth written back is then what the CQ holds, so that a caller
+ *    who keeps to it never overflows the CQ.
  *
  * On error @res holds what was allocated here and the caller gives it
  * back with kqp_core_release(), outside any lock the scope's operations
  * must not be called under.
  */
 #include "kqp.h"
+
+/*
+ * Lower @depth to what @cq, allocated here, holds.  Not a resize: a CQ
+ * of the ioctl path has a ring sized with it, which stays as it was.
+ */
+static void kqp_core_fit_cq(struct ib_cq *cq, u32 *depth)
+{
+	if (*depth > cq->cqe)
+		*depth = cq->cqe;
+}
 
 void kqp_core_release(struct kqp_core_scope *scope, struct kqp_core_qp *res)
 {
@@ -87,6 +100,10 @@ int kqp_core_create_qp(struct kqp_core_scope *scope, struct rdma_cm_id *id,
 	ret = rdma_create_qp(id, pd, attr);
 	if (ret)
 		goto err;
+	if (!send_cq)
+		kqp_core_fit_cq(attr->send_cq, &attr->cap.max_send_wr);
+	if (!recv_cq)
+		kqp_core_fit_cq(attr->recv_cq, &attr->cap.max_recv_wr);
 	kqp_device_put(kdev);
 	return 0;
 

@@ -46,7 +46,9 @@
  *	(IB_POLL_SOFTIRQ, so work requests carry a &struct ib_cqe in wr_cqe,
  *	whose done() runs in softirq context), with as many entries as
  *	@attr->cap asks for on that queue.  On success both are written back,
- *	as are the capabilities the device granted.
+ *	as are the capabilities the device granted, except that a queue
+ *	deeper than the CQ allocated for it is written back as deep as the
+ *	CQ.
  *
  * Like rdma_create_qp(), the QP is ready for receives when this returns,
  * and rdma_cm moves a connected one to RTS.  CQs passed in @attr stay the
