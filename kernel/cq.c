@@ -150,17 +150,19 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 }
 
 /*
- * Poll the kernel CQ into the ring, and re-arm it once it is empty; with
- * cq->lock held.  Returns how many completions were polled; true in
- * *@more when the caller should poll again (budget spent, or a completion
- * raced with re-arming).
+ * Poll the kernel CQ into the ring; with cq->lock held.  Returns how many
+ * completions were polled; true in *@more when the budget ran out first,
+ * and in *@arm when the kernel CQ was emptied and is to be armed.  A ring
+ * that filled leaves it unarmed until KQP_IOCTL_FLUSH_CQ.
  */
-static int kqp_cq_drain(struct kqp_cq *cq, int budget, bool *more)
+static int kqp_cq_drain(struct kqp_cq *cq, int budget, bool *more,
+			bool *arm)
 {
 	bool full;
 	int done;
 
 	*more = false;
+	*arm = false;
 	done = kqp_cq_produce(cq, budget, &full);
 	if (full) {
 		if (!cq->overflowed) {
@@ -171,30 +173,39 @@ static int kqp_cq_drain(struct kqp_cq *cq, int budget, bool *more)
 					      KQP_ASYNC_CQ, cq->vobj.obj.id,
 					      cq->uid, &cq->async_reported);
 		}
-		/* Left unarmed; KQP_IOCTL_FLUSH_CQ resumes. */
 		return done;
 	}
-	if (done >= budget) {
+	if (done >= budget)
 		*more = true;
-		return done;
-	}
-	/* Completions that raced with re-arming are polled again. */
-	if (ib_req_notify_cq(cq->cq, IB_CQ_NEXT_COMP |
-				     IB_CQ_REPORT_MISSED_EVENTS) > 0)
-		*more = true;
+	else
+		*arm = true;
 	return done;
+}
+
+/*
+ * Arm the kernel CQ for its next completion; with cq->lock held.  True
+ * when a completion arrived since it was last polled: the arm does not
+ * report that one, so the caller schedules the poller.  A CQ whose
+ * hardware is going is left alone.
+ */
+static bool kqp_cq_arm(struct kqp_cq *cq)
+{
+	if (cq->dying)
+		return false;
+	return ib_req_notify_cq(cq->cq, IB_CQ_NEXT_COMP |
+					IB_CQ_REPORT_MISSED_EVENTS) > 0;
 }
 
 /* The softirq poller: the only path from the kernel CQ to the ring. */
 static int kqp_cq_poll(struct irq_poll *iop, int budget)
 {
 	struct kqp_cq *cq = container_of(iop, struct kqp_cq, iop);
-	bool more;
+	bool more, arm, missed;
 	u64 dt;
 	int done;
 
 	spin_lock(&cq->lock);
-	done = kqp_cq_drain(cq, budget, &more);
+	done = kqp_cq_drain(cq, budget, &more, &arm);
 	if (done) {
 		/* From the callback to the entries being in the ring. */
 		dt = ktime_get_ns() - READ_ONCE(cq->cb_ns);
@@ -205,14 +216,26 @@ static int kqp_cq_poll(struct irq_poll *iop, int budget)
 	}
 	spin_unlock(&cq->lock);
 
-	if (!more) {
-		irq_poll_complete(iop);
+	/* Budget spent: irq_poll calls again. */
+	if (more)
 		return done;
-	}
-	/* Budget spent: irq_poll calls again; a re-arm race: schedule. */
-	if (done < budget) {
-		irq_poll_complete(iop);
-		irq_poll_sched(iop);
+	irq_poll_complete(iop);
+	/*
+	 * Arm only now that the poller is no longer scheduled.  The driver
+	 * calls the handler once per arm (rxe does): a completion whose
+	 * callback came between arming and irq_poll_complete() would find
+	 * the poller still scheduled, be dropped there, and then wait in
+	 * the kernel CQ for good.  One that arrives before the arm is
+	 * reported as missed instead.  The CQ outlives this: its hardware
+	 * goes only after cq->dying is set under cq->lock, and its memory
+	 * after an RCU grace period, which this softirq holds off.
+	 */
+	if (arm) {
+		spin_lock(&cq->lock);
+		missed = kqp_cq_arm(cq);
+		spin_unlock(&cq->lock);
+		if (missed)
+			irq_poll_sched(iop);
 	}
 	return done;
 }
@@ -241,8 +264,12 @@ static void kqp_cq_destroy_hw(struct kqp_vobj *vobj)
 {
 	struct kqp_cq *cq = container_of(vobj, struct kqp_cq, vobj);
 
-	/* Waits for a running poller; none runs after this. */
+	/* Waits for a scheduled poller; none is scheduled after this... */
 	irq_poll_disable(&cq->iop);
+	/* ...but one past irq_poll_complete() may still arm the CQ. */
+	spin_lock_bh(&cq->lock);
+	cq->dying = true;
+	spin_unlock_bh(&cq->lock);
 	ib_destroy_cq(cq->cq);
 	cq->cq = NULL;
 }
@@ -359,7 +386,8 @@ static void kqp_cq_free(struct kqp_ucontext *uctx, struct kqp_cq *cq,
 	kqp_object_release_id(uctx, &cq->vobj.obj);
 	kqp_device_put(kdev);
 	vfree(cq->ring);
-	kfree(cq);
+	/* A poller that just finished may still hold cq->lock. */
+	kfree_rcu(cq, rcu);
 }
 
 void kqp_cq_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj)
@@ -511,10 +539,19 @@ int kqp_flush_cq(struct kqp_ucmd *ucmd)
 		/* In the caller's context, so the room it made is used now. */
 		spin_lock_bh(&cq->lock);
 		if (cq->overflowed) {
+			bool arm;
+
 			cq->overflowed = false;
 			WRITE_ONCE(cq->ring->flags,
 				   cq->ring->flags & ~KQP_CQ_RING_OVERFLOW);
-			kqp_cq_drain(cq, cq->entries, &more);
+			kqp_cq_drain(cq, cq->entries, &more, &arm);
+			/*
+			 * The poller is not scheduled (it left the CQ
+			 * unarmed), or it runs after this and polls what
+			 * arrives now.
+			 */
+			if (arm && kqp_cq_arm(cq))
+				more = true;
 		}
 		spin_unlock_bh(&cq->lock);
 		if (more)

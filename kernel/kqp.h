@@ -262,7 +262,8 @@ struct kqp_channel {
  * @entries: ring size, a power of two at least @cqe
  * @iop: the softirq poller the completion handler schedules
  * @cb_ns: when the completion handler last ran, for @stats
- * @lock: serialises the producer: the poller and flushes
+ * @lock: serialises the producer (the poller and flushes), arming the
+ *	kernel CQ, and @dying
  * @tail: the producer index; the ring's copy is only ever written
  * @last_fired: the last arm sequence that fired a notification
  * @overflowed: the ring filled; completions wait in @cq until a flush
@@ -270,6 +271,8 @@ struct kqp_channel {
  * @auto_qp: allocated for a QP created on an id; destroyed with it
  * @async_reported: async events read for the CQ
  * @stats: completion path measurements (debugfs)
+ * @dying: the kernel CQ is being destroyed: the poller must not arm it
+ * @rcu: frees the CQ after a poller that may still be finishing
  */
 struct kqp_cq {
 	struct kqp_vobj vobj;
@@ -299,6 +302,8 @@ struct kqp_cq {
 		u64 lat_ns_sum;
 		u64 lat_ns_max;
 	} stats;
+	bool dying;
+	struct rcu_head rcu;
 };
 
 /**

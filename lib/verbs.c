@@ -242,24 +242,31 @@ static void kqp_gid_from_ipv4(union ibv_gid *gid, const uint8_t *addr)
 }
 
 /*
- * Does the 40 bytes before a UD receive's payload hold an IPv4 header (in
- * their last 20 bytes, as RoCE v2 over IPv4 places it) rather than a GRH?
- * The header's version nibble and checksum say; a GRH's version nibble is
- * 6 at byte 0.
+ * What the 40 bytes before a UD receive's payload hold: 6 for a GRH, 4 for
+ * the IPv4 header RoCE v2 over IPv4 puts in their last 20 bytes, 0 for
+ * neither.  A GRH has version 6 in its first nibble; in front of an IPv4
+ * header the first 20 bytes are zero or stale, so anything else there
+ * means IPv4 if the header says version 4.  Only when byte 0 reads as a
+ * GRH may the IPv4 header still be the real one, and then its checksum
+ * decides.  The checksum cannot decide alone: a sender need not fill it
+ * in, and rxe's loopback path does not.
  */
-static bool kqp_grh_is_ipv4(const struct ibv_grh *grh)
+static int kqp_grh_version(const struct ibv_grh *grh)
 {
 	const uint8_t *ip = (const uint8_t *)grh + 20;
 	uint32_t sum = 0;
 	int i;
 
+	if (be32toh(grh->version_tclass_flow) >> 28 != 6)
+		return ip[0] >> 4 == 4 ? 4 : 0;
+	/* RoCE v2 sends no IPv4 options: the header is 5 words. */
 	if (ip[0] != 0x45)
-		return false;
+		return 6;
 	for (i = 0; i < 20; i += 2)
 		sum += (ip[i] << 8) | ip[i + 1];
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
-	return sum == 0xffff;
+	return sum == 0xffff ? 4 : 6;
 }
 
 /*
@@ -275,7 +282,7 @@ KQP_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context,
 	struct ibv_port_attr port;
 	union ibv_gid ours;
 	uint32_t type;
-	int ret;
+	int ret, version;
 
 	memset(ah_attr, 0, sizeof(*ah_attr));
 	memset(&port, 0, sizeof(port));
@@ -298,15 +305,17 @@ KQP_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context,
 
 	ah_attr->is_global = 1;
 	ah_attr->grh.hop_limit = 0xff;
-	if (port.link_layer == IBV_LINK_LAYER_ETHERNET &&
-	    kqp_grh_is_ipv4(grh)) {
+	/* Only RoCE v2 puts an IPv4 header in the GRH's place. */
+	version = port.link_layer == IBV_LINK_LAYER_ETHERNET ?
+			  kqp_grh_version(grh) : 6;
+	if (version == 4) {
 		const uint8_t *ip = (const uint8_t *)grh + 20;
 
 		kqp_gid_from_ipv4(&ah_attr->grh.dgid, ip + 12);
 		kqp_gid_from_ipv4(&ours, ip + 16);
 		ah_attr->grh.traffic_class = ip[1];
 		type = IBV_GID_TYPE_ROCE_V2;
-	} else {
+	} else if (version == 6) {
 		uint32_t flow = be32toh(grh->version_tclass_flow);
 
 		ah_attr->grh.dgid = grh->sgid;
@@ -315,11 +324,12 @@ KQP_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context,
 		ah_attr->grh.flow_label = flow & 0xfffff;
 		type = port.link_layer == IBV_LINK_LAYER_ETHERNET ?
 			       IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_IB;
+	} else {
+		return kqp_err(EPROTONOSUPPORT);
 	}
 	ret = kqp_find_gid(context, port_num, &ours, type);
 	/* A RoCE v1 packet carries a GRH too. */
-	if (ret == -ENOENT && type == IBV_GID_TYPE_ROCE_V2 &&
-	    !kqp_grh_is_ipv4(grh))
+	if (ret == -ENOENT && type == IBV_GID_TYPE_ROCE_V2 && version == 6)
 		ret = kqp_find_gid(context, port_num, &ours,
 				   IBV_GID_TYPE_ROCE_V1);
 	if (ret < 0)

@@ -70,6 +70,22 @@ static inline int qp_state(struct ibv_qp *qp)
 }
 
 /*
+ * Wait up to @ms for ibv_query_qp() to report @state, which a device may
+ * reach a little after it reported the completion that caused it; returns
+ * the last state seen.
+ */
+static inline int qp_wait_state(struct ibv_qp *qp, enum ibv_qp_state state,
+				int ms)
+{
+	long long end = qp_now_ms() + ms;
+	int s;
+
+	while ((s = qp_state(qp)) != (int)state && qp_now_ms() < end)
+		usleep(1000);
+	return s;
+}
+
+/*
  * An RC connection in one process, both QPs made by rdma_create_qp() with
  * no PD and no CQs: the library's defaults all the way.
  */
@@ -90,13 +106,24 @@ static inline void qp_pair_attr(struct ibv_qp_init_attr *a)
 	a->cap.max_inline_data = 64;
 }
 
-/* 0 on success; the step that failed otherwise. */
-static inline int qp_pair_connect(struct qp_pair *p, uint16_t port)
+/*
+ * qp_pair_connect() with the caller's QP attributes for both sides (@attr,
+ * or NULL for qp_pair_attr()'s) and connection parameters for both
+ * rdma_connect() and rdma_accept() (@cp, or NULL for 7 retries of each
+ * kind and no RDMA reads or atomics).  The caps each QP got are in
+ * p->cattr and p->sattr.  0 on success; the step that failed otherwise.
+ */
+static inline int qp_pair_connect_with(struct qp_pair *p, uint16_t port,
+				       const struct ibv_qp_init_attr *attr,
+				       const struct rdma_conn_param *cp)
 {
-	struct rdma_conn_param cp = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct rdma_conn_param param = { .retry_count = 7,
+					 .rnr_retry_count = 7 };
 	struct rdma_cm_event *ev;
 
 	memset(p, 0, sizeof(*p));
+	if (cp)
+		param = *cp;
 	p->sch = rdma_create_event_channel();
 	p->cch = rdma_create_event_channel();
 	if (!p->sch || !p->cch)
@@ -107,26 +134,38 @@ static inline int qp_pair_connect(struct qp_pair *p, uint16_t port)
 	p->cid = resolved(p->cch, port, RDMA_PS_TCP);
 	if (!p->cid)
 		return 3;
-	qp_pair_attr(&p->cattr);
+	if (attr)
+		p->cattr = *attr;
+	else
+		qp_pair_attr(&p->cattr);
 	if (rdma_create_qp(p->cid, NULL, &p->cattr))
 		return 4;
-	if (rdma_connect(p->cid, &cp))
+	if (rdma_connect(p->cid, &param))
 		return 5;
 	ev = cm_expect(p->sch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	if (!ev)
 		return 6;
 	p->sid = ev->id;
 	rdma_ack_cm_event(ev);
-	qp_pair_attr(&p->sattr);
+	if (attr)
+		p->sattr = *attr;
+	else
+		qp_pair_attr(&p->sattr);
 	if (rdma_create_qp(p->sid, NULL, &p->sattr))
 		return 7;
-	if (rdma_accept(p->sid, &cp))
+	if (rdma_accept(p->sid, &param))
 		return 8;
 	if (cm_expect_ack(p->cch, RDMA_CM_EVENT_ESTABLISHED))
 		return 9;
 	if (cm_expect_ack(p->sch, RDMA_CM_EVENT_ESTABLISHED))
 		return 10;
 	return 0;
+}
+
+/* 0 on success; the step that failed otherwise. */
+static inline int qp_pair_connect(struct qp_pair *p, uint16_t port)
+{
+	return qp_pair_connect_with(p, port, NULL, NULL);
 }
 
 static inline void qp_pair_close(struct qp_pair *p)
