@@ -150,18 +150,17 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 }
 
 /*
- * Poll the kernel CQ into the ring, and re-arm it once it is empty; with
- * cq->lock held.  Returns how many completions were polled; true in
- * *@more when the caller should poll again (budget spent, or a completion
- * raced with re-arming).
+ * Poll the kernel CQ into the ring; with cq->lock held.  Returns how many
+ * completions were polled; true in *@stopped when the ring filled, and
+ * the kernel CQ must be left unarmed until KQP_IOCTL_FLUSH_CQ.
  */
-static int kqp_cq_drain(struct kqp_cq *cq, int budget, bool *more)
+static int kqp_cq_drain(struct kqp_cq *cq, int budget, bool *stopped)
 {
 	bool full;
 	int done;
 
-	*more = false;
 	done = kqp_cq_produce(cq, budget, &full);
+	*stopped = full;
 	if (full) {
 		if (!cq->overflowed) {
 			cq->overflowed = true;
@@ -172,29 +171,37 @@ static int kqp_cq_drain(struct kqp_cq *cq, int budget, bool *more)
 					      cq->uid, &cq->async_reported);
 		}
 		/* Left unarmed; KQP_IOCTL_FLUSH_CQ resumes. */
-		return done;
 	}
-	if (done >= budget) {
-		*more = true;
-		return done;
-	}
-	/* Completions that raced with re-arming are polled again. */
-	if (ib_req_notify_cq(cq->cq, IB_CQ_NEXT_COMP |
-				     IB_CQ_REPORT_MISSED_EVENTS) > 0)
-		*more = true;
 	return done;
+}
+
+/*
+ * Arm the kernel CQ again; true when it already holds completions, which
+ * the caller must then have polled.
+ *
+ * The poller may only do this after irq_poll_complete().  A completion
+ * that came between the arm and irq_poll_complete() would call the
+ * handler while the poller is still scheduled, so irq_poll_sched() would
+ * do nothing; and the CQ, having fired, would stay unarmed: that
+ * completion and every later one would wait in the kernel CQ for good.
+ * ib_core's own softirq poller keeps the same order.
+ */
+static bool kqp_cq_rearm(struct kqp_cq *cq)
+{
+	return ib_req_notify_cq(cq->cq, IB_CQ_NEXT_COMP |
+					IB_CQ_REPORT_MISSED_EVENTS) > 0;
 }
 
 /* The softirq poller: the only path from the kernel CQ to the ring. */
 static int kqp_cq_poll(struct irq_poll *iop, int budget)
 {
 	struct kqp_cq *cq = container_of(iop, struct kqp_cq, iop);
-	bool more;
+	bool stopped;
 	u64 dt;
 	int done;
 
 	spin_lock(&cq->lock);
-	done = kqp_cq_drain(cq, budget, &more);
+	done = kqp_cq_drain(cq, budget, &stopped);
 	if (done) {
 		/* From the callback to the entries being in the ring. */
 		dt = ktime_get_ns() - READ_ONCE(cq->cb_ns);
@@ -205,15 +212,12 @@ static int kqp_cq_poll(struct irq_poll *iop, int budget)
 	}
 	spin_unlock(&cq->lock);
 
-	if (!more) {
-		irq_poll_complete(iop);
+	/* Budget spent: irq_poll calls again, and owns the poller till then. */
+	if (done >= budget)
 		return done;
-	}
-	/* Budget spent: irq_poll calls again; a re-arm race: schedule. */
-	if (done < budget) {
-		irq_poll_complete(iop);
+	irq_poll_complete(iop);
+	if (!stopped && kqp_cq_rearm(cq))
 		irq_poll_sched(iop);
-	}
 	return done;
 }
 
@@ -506,7 +510,8 @@ int kqp_flush_cq(struct kqp_ucmd *ucmd)
 	if (cq->vobj.hw_gone) {
 		ret = -ENXIO;
 	} else {
-		bool more = false;
+		bool resume = false, stopped;
+		int done = 0;
 
 		/* In the caller's context, so the room it made is used now. */
 		spin_lock_bh(&cq->lock);
@@ -514,10 +519,16 @@ int kqp_flush_cq(struct kqp_ucmd *ucmd)
 			cq->overflowed = false;
 			WRITE_ONCE(cq->ring->flags,
 				   cq->ring->flags & ~KQP_CQ_RING_OVERFLOW);
-			kqp_cq_drain(cq, cq->entries, &more);
+			done = kqp_cq_drain(cq, cq->entries, &stopped);
+			resume = !stopped;
 		}
 		spin_unlock_bh(&cq->lock);
-		if (more)
+		/*
+		 * Not the poller, so arming here loses nothing: a callback
+		 * that finds the poller scheduled leaves it to re-arm.  The
+		 * poller re-arms after a spent budget too.
+		 */
+		if (resume && (done >= cq->entries || kqp_cq_rearm(cq)))
 			irq_poll_sched(&cq->iop);
 	}
 	up_read(&kdev->hw_rwsem);
