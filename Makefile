@@ -7,7 +7,8 @@
 #   make module MODDIR=DIR    build the module in DIR, away from the sources
 #   make check                the whole suite, on every kernel in KERNELS
 #   make demo                 kqp working in a guest
-#   make bench                rcbench against libkqp and rdma-core in a 6.12 guest
+#   make bench                rcbench against libkqp and rdma-core in a 6.12 guest,
+#                             kqp/rdma-core per test (BENCH_ROUNDS, BENCH_ARGS)
 #   make deps                 install what the build and the bench need (apt)
 #   make install | install-lib | uninstall
 
@@ -56,8 +57,8 @@ check:
 # The kernel the bench boots (a name tools/testing/vm/kernel-info.sh knows).
 BENCH_KERNEL ?= 6.12
 
-bench: lib
-	$(MAKE) -C tools/bench
+# Installs what is missing and builds lib and tools/bench itself.
+bench:
 	@tools/bench/bench.sh $(BENCH_KERNEL)
 
 demo:

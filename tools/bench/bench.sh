@@ -1,15 +1,17 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-# bench.sh [NAME]: make bench after the build.  Boots the bench kernel NAME
-# (default 6.12; see tools/testing/vm/kernel-info.sh) with
-# tools/bench/guest-bench.sh, which runs rcbench against rdma-core and
-# against libkqp on one rxe device, then prints the table.  Non-zero when
-# either variant failed or a result is missing.
+# bench.sh [NAME]: make bench.  Installs what is missing (make deps), builds
+# libkqp and rcbench (against libkqp and against rdma-core), boots the
+# bench kernel NAME (default 6.12; see tools/testing/vm/kernel-info.sh)
+# with tools/bench/guest-bench.sh, which runs both on one rxe device, then
+# prints the table (tools/bench/table.sh), also kept in
+# build/vm/NAME/out/bench-table.txt.  Non-zero when either variant failed
+# or a result is missing.
 #
 # Environment:
-#   BENCH_ROUNDS  alternate rounds of both variants (default 1); the table
-#                 shows the median over rounds
+#   BENCH_ROUNDS  rounds of both variants (default 3), the order swapped
+#                 every round; the table shows the median over rounds
 #   BENCH_ARGS    extra rcbench client options, the same for both, e.g.
 #                 "--lat-iters 1000" (see rcbench --help)
 set -uo pipefail
@@ -20,13 +22,17 @@ name=${1:-6.12}
 out=$repo/build/vm/$name/out
 start=$(date +%s)
 
-for p in rcbench rcbench_rdmacm; do
-	if [ ! -x "$repo/build/bench/$p" ]; then
-		echo "bench: build/bench/$p missing (make -C tools/bench)" >&2
-		exit 1
-	fi
-done
-rounds=${BENCH_ROUNDS:-1}
+if ! command -v qemu-system-x86_64 > /dev/null ||
+   ! "$repo/tools/testing/vm/kernel-info.sh" "$name" > /dev/null 2>&1 ||
+   [ ! -e /usr/include/infiniband/verbs.h ] ||
+   [ ! -e /usr/include/rdma/rdma_cma.h ]; then
+	echo "bench: installing what is missing (make deps)"
+	"$repo/tools/deps.sh" || exit 1
+fi
+make -s -C "$repo" lib || exit 1
+make -s -C "$here" || exit 1
+
+rounds=${BENCH_ROUNDS:-3}
 case "$rounds" in
 ''|*[!0-9]*|0)
 	echo "bench: BENCH_ROUNDS must be a positive number, not '$rounds'" >&2

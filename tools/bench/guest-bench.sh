@@ -21,7 +21,7 @@ RUN_TIMEOUT=300
 LISTEN_WAIT=600
 
 args=
-BENCH_ROUNDS=1
+BENCH_ROUNDS=3
 # shellcheck disable=SC1091
 [ -r "$bin/args" ] && . "$bin/args"
 

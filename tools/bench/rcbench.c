@@ -1259,12 +1259,12 @@ static void usage(FILE *f)
 "  -t, --timeout SEC       client: keep retrying a connection that finds\n"
 "                          no listener for SEC seconds (default 60)\n"
 "  COUNTS (client; each test runs its warm-up first, unmeasured):\n"
-"      --lat-iters N       ping-pongs measured per size (default 5000)\n"
-"      --lat-warmup N      (default 500)\n"
-"      --rate-msgs N       messages measured per post list size (default 50000)\n"
-"      --rate-warmup N     (default 5000)\n"
-"      --write-msgs N      64 KB RDMA WRITEs measured (default 500)\n"
-"      --write-warmup N    (default 50)\n"
+"      --lat-iters N       ping-pongs measured per size (default 3000)\n"
+"      --lat-warmup N      (default 300)\n"
+"      --rate-msgs N       messages measured per post list size (default 20000)\n"
+"      --rate-warmup N     (default 2000)\n"
+"      --write-msgs N      64 KB RDMA WRITEs measured (default 300)\n"
+"      --write-warmup N    (default 30)\n"
 "  -h, --help              this text\n");
 }
 
@@ -1304,9 +1304,9 @@ int main(int argc, char **argv)
 		.addr = "192.0.2.1",
 		.port = 18515,
 		.connect_timeout = 60,
-		.lat_iters = 5000, .lat_warmup = 500,
-		.rate_msgs = 50000, .rate_warmup = 5000,
-		.write_msgs = 500, .write_warmup = 50,
+		.lat_iters = 3000, .lat_warmup = 300,
+		.rate_msgs = 20000, .rate_warmup = 2000,
+		.write_msgs = 300, .write_warmup = 30,
 	};
 	uint64_t v;
 	int opt, bad = 0;
