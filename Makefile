@@ -7,6 +7,8 @@
 #   make module MODDIR=DIR    build the module in DIR, away from the sources
 #   make check                the whole suite, on every kernel in KERNELS
 #   make demo                 kqp working in a guest
+#   make bench                rcbench against libkqp and rdma-core in a 6.12 guest,
+#                             kqp/rdma-core per test (BENCH_ROUNDS, BENCH_ARGS)
 #   make deps                 install what the build and the bench need (apt)
 #   make install | install-lib | uninstall
 
@@ -25,8 +27,8 @@ KDIR ?=
 MODDIR ?=
 export KERNELS VERSION
 
-.PHONY: all module lib selftests check demo deps install install-lib \
-	uninstall clean clean-module
+.PHONY: all module lib selftests bench check demo deps install \
+	install-lib uninstall clean clean-module
 
 all: module lib
 
@@ -51,6 +53,13 @@ selftests: lib
 
 check:
 	@tools/testing/check.sh
+
+# The kernel the bench boots (a name tools/testing/vm/kernel-info.sh knows).
+BENCH_KERNEL ?= 6.12
+
+# Installs what is missing and builds lib and tools/bench itself.
+bench:
+	@tools/bench/bench.sh $(BENCH_KERNEL)
 
 demo:
 	@tools/testing/demo.sh
@@ -83,3 +92,4 @@ clean: clean-module
 	$(MAKE) -C lib clean
 	$(MAKE) -C tools/testing/selftests/kqp clean
 	$(MAKE) -C tools/testing/selftests/kqp/ulp clean
+	$(MAKE) -C tools/bench clean

@@ -8,9 +8,11 @@
  * straight into the ring and re-arms it.  That one softirq is the only
  * hop between the callback and the entry being visible in the ring, the
  * same one ib_core's fastest mode (IB_POLL_SOFTIRQ) takes; there is no
- * work item and no thread.  The poller is the only producer, serialised
- * with flushes by cq->lock; it keeps the producer index in cq->tail and
- * only ever writes the ring's copy.
+ * work item and no thread.  A handler called in task context (rxe's work
+ * items) gets there through an irq_work, so that no thread is woken
+ * either (see kqp_cq_comp_handler()).  The poller is the only producer,
+ * serialised with flushes by cq->lock; it keeps the producer index in
+ * cq->tail and only ever writes the ring's copy.
  *
  * The ring never drops a completion.  When it is full the handler stops
  * polling: the completions stay in the kernel CQ, the ring says
@@ -240,16 +242,33 @@ static int kqp_cq_poll(struct irq_poll *iop, int budget)
 	return done;
 }
 
+static void kqp_cq_kick(struct irq_work *work)
+{
+	irq_poll_sched(&container_of(work, struct kqp_cq, kick)->iop);
+}
+
 /*
  * Called by the driver, possibly under its own CQ lock: only schedule
  * the poller.
+ *
+ * A softirq raised in interrupt context runs on the way out of it.  One
+ * raised in task context, with bottom halves enabled, only wakes
+ * ksoftirqd, and a thread waits for a CPU behind whatever runs there:
+ * with the consumers busy-polling, that cost hundreds of microseconds per
+ * completion under rxe, which calls the handler from a work item on 6.12
+ * (from a tasklet on 6.1).  So from task context the poller is scheduled
+ * by an irq_work instead: a self-interrupt taken as soon as the driver
+ * re-enables interrupts, whose exit runs the softirq on this CPU at once.
  */
 static void kqp_cq_comp_handler(struct ib_cq *ibcq, void *cq_context)
 {
 	struct kqp_cq *cq = cq_context;
 
 	WRITE_ONCE(cq->cb_ns, ktime_get_ns());
-	irq_poll_sched(&cq->iop);
+	if (in_task())
+		irq_work_queue(&cq->kick);
+	else
+		irq_poll_sched(&cq->iop);
 }
 
 static void kqp_cq_event_handler(struct ib_event *event, void *cq_context)
@@ -272,6 +291,8 @@ static void kqp_cq_destroy_hw(struct kqp_vobj *vobj)
 	spin_unlock_bh(&cq->lock);
 	ib_destroy_cq(cq->cq);
 	cq->cq = NULL;
+	/* No handler calls are left to queue one; a queued one finds it off. */
+	irq_work_sync(&cq->kick);
 }
 
 void kqp_cq_fill_ring_info(struct kqp_cq *cq, struct kqp_ring_info *info)
@@ -312,6 +333,7 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 		return ERR_PTR(-ENOMEM);
 	spin_lock_init(&cq->lock);
 	irq_poll_init(&cq->iop, KQP_CQ_POLL_BUDGET, kqp_cq_poll);
+	init_irq_work(&cq->kick, kqp_cq_kick);
 	INIT_LIST_HEAD(&cq->chan_entry);
 	cq->uctx = uctx;
 	cq->uid = uid;

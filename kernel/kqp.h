@@ -19,6 +19,7 @@
 #include <linux/xarray.h>
 /* irq_poll.h relies on list.h being included first. */
 #include <linux/irq_poll.h>
+#include <linux/irq_work.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 #include <rdma/kqp-abi.h>
@@ -261,6 +262,7 @@ struct kqp_channel {
  * @ring_bytes: size of the mapping
  * @entries: ring size, a power of two at least @cqe
  * @iop: the softirq poller the completion handler schedules
+ * @kick: schedules @iop from a hard interrupt, for handlers in task context
  * @cb_ns: when the completion handler last ran, for @stats
  * @lock: serialises the producer (the poller and flushes), arming the
  *	kernel CQ, and @dying
@@ -288,6 +290,7 @@ struct kqp_cq {
 	size_t ring_bytes;
 	u32 entries;
 	struct irq_poll iop;
+	struct irq_work kick;
 	u64 cb_ns;
 	spinlock_t lock;
 	u32 tail;

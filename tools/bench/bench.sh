@@ -1,0 +1,53 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# bench.sh [NAME]: make bench.  Installs what is missing (make deps), builds
+# libkqp and rcbench (against libkqp and against rdma-core), boots the
+# bench kernel NAME (default 6.12; see tools/testing/vm/kernel-info.sh)
+# with tools/bench/guest-bench.sh, which runs both on one rxe device, then
+# prints the table (tools/bench/table.sh), also kept in
+# build/vm/NAME/out/bench-table.txt.  Non-zero when either variant failed
+# or a result is missing.
+#
+# Environment:
+#   BENCH_ROUNDS  rounds of both variants (default 3), the order swapped
+#                 every round; the table shows the median over rounds
+#   BENCH_ARGS    extra rcbench client options, the same for both, e.g.
+#                 "--lat-iters 1000" (see rcbench --help)
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+name=${1:-6.12}
+out=$repo/build/vm/$name/out
+start=$(date +%s)
+
+if ! command -v qemu-system-x86_64 > /dev/null ||
+   ! "$repo/tools/testing/vm/kernel-info.sh" "$name" > /dev/null 2>&1 ||
+   [ ! -e /usr/include/infiniband/verbs.h ] ||
+   [ ! -e /usr/include/rdma/rdma_cma.h ]; then
+	echo "bench: installing what is missing (make deps)"
+	"$repo/tools/deps.sh" || exit 1
+fi
+make -s -C "$repo" lib || exit 1
+make -s -C "$here" || exit 1
+
+rounds=${BENCH_ROUNDS:-3}
+case "$rounds" in
+''|*[!0-9]*|0)
+	echo "bench: BENCH_ROUNDS must be a positive number, not '$rounds'" >&2
+	exit 1 ;;
+esac
+# The guest reads its parameters from here: the kernel command line
+# carries no environment.
+printf 'BENCH_ROUNDS=%q\nargs=%q\n' "$rounds" "${BENCH_ARGS:-}" \
+	> "$repo/build/bench/args"
+
+"$repo/tools/testing/vm/run.sh" --script "$here/guest-bench.sh" "$name"
+rc=$?
+echo
+"$here/table.sh" "$out" | tee "$out/bench-table.txt"
+trc=${PIPESTATUS[0]}
+echo
+echo "bench: $name, $(( $(date +%s) - start )) s on the host"
+[ $rc -eq 0 ] && [ "$trc" -eq 0 ]
