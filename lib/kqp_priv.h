@@ -35,6 +35,16 @@ static inline int kqp_ret(int ret)
 	return ret < 0 ? kqp_err(-ret) : ret;
 }
 
+/*
+ * libibverbs exports that its installed headers do not declare (they are
+ * in rdma-core's driver.h and memory interfaces); libkqp defines them.
+ */
+const char *ibv_get_sysfs_path(void);
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
+			size_t size);
+int ibv_dontfork_range(void *base, size_t size);
+int ibv_dofork_range(void *base, size_t size);
+
 /* dev.c */
 int kqp_dev_open(void);
 int kqp_session_fd(void);
@@ -68,12 +78,15 @@ void kqp_device_put(struct kqp_ibv_device *kdev);
 struct kqp_lpd;
 
 /**
- * struct kqp_context - libkqp's ibv_context: one per device per process
+ * struct kqp_context - libkqp's ibv_context: one per device per process, and
+ *	one per ibv_open_device() call
  * @ibv: what callers see; cmd_fd is the session's fd
  * @kdev: the device
  * @default_pd: the process's default PD on the device, while ids use it
  * @default_pd_refs: ids bound to the device, under pd_lock
  * @pd_lock: protects the default PD
+ * @shared: the process's context for the device (ids, rdma_get_devices()),
+ *	not one from ibv_open_device()
  * @next: in the process's list
  */
 struct kqp_context {
@@ -82,6 +95,7 @@ struct kqp_context {
 	struct kqp_lpd *default_pd;
 	unsigned int default_pd_refs;
 	pthread_mutex_t pd_lock;
+	bool shared;
 	struct kqp_context *next;
 };
 
