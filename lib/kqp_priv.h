@@ -173,10 +173,19 @@ int kqp_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int kqp_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 
 /* qp.c */
+/**
+ * struct kqp_lqp - libkqp's ibv_qp
+ * @ibv: what callers see
+ * @cap: the actual capabilities
+ * @id: the id the QP was made on, while both exist
+ * @gone: the kernel's QP went with its id; the struct stays for the
+ *	caller's ibv_destroy_qp(), as librdmacm leaves the QP to the caller
+ */
 struct kqp_lqp {
 	struct ibv_qp ibv;
 	struct ibv_qp_cap cap;
 	struct rdma_cm_id *id;
+	bool gone;
 };
 
 static inline struct kqp_lqp *to_lqp(struct ibv_qp *qp)
@@ -189,6 +198,7 @@ int kqp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 int kqp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr);
 int kqp_qp_wait_events(struct kqp_lqp *qp, uint32_t reported);
+int kqp_qp_destroy_kern(struct kqp_lqp *qp);
 
 /* cma.c */
 void kqp_id_qp_gone_counts(struct rdma_cm_id *id, uint32_t send_events,
