@@ -692,3 +692,24 @@ KQP_EXPORT int ibv_dofork_range(void *base, size_t size)
 	(void)size;
 	return 0;
 }
+
+/*
+ * IBVERBS_PRIVATE_34 is libibverbs' interface to its providers, except
+ * that rdma-core's own ibv_devinfo calls this one.  The values are
+ * libibverbs' sysfs GID types: 0 for IB and RoCE v1, 1 for RoCE v2.  An
+ * unused entry reads as 0.  Returns 0, or -1 for an index past the
+ * table.
+ */
+KQP_EXPORT int ibv_query_gid_type(struct ibv_context *context,
+				  uint8_t port_num, unsigned int index,
+				  int *type)
+{
+	struct ibv_gid_entry e;
+	int ret;
+
+	ret = kqp_gid_entry(context, port_num, index, &e);
+	if (ret)
+		return kqp_err(ret);
+	*type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? 1 : 0;
+	return 0;
+}
