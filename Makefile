@@ -8,13 +8,14 @@
 #   make check                the whole suite, on every kernel in KERNELS
 #   make demo                 kqp working in a guest
 #   make deps                 install what the build and the bench need (apt)
-#   make install | install-lib | uninstall
+#   make install | install-lib | install-man | uninstall
 
 VERSION := 0.1.0
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+MANDIR ?= $(PREFIX)/share/man
 DESTDIR ?=
 
 # The bench's kernels: Debian's 6.1 and 6.12 and the 6.12 debug build.
@@ -26,7 +27,7 @@ MODDIR ?=
 export KERNELS VERSION
 
 .PHONY: all module lib selftests check demo deps install install-lib \
-	uninstall clean clean-module
+	install-man uninstall clean clean-module
 
 all: module lib
 
@@ -58,7 +59,7 @@ demo:
 deps:
 	tools/deps.sh
 
-install: install-lib
+install: install-lib install-man
 	tools/dkms.sh install $(VERSION)
 
 install-lib: lib
@@ -66,8 +67,13 @@ install-lib: lib
 		PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR) \
 		PKGCONFIGDIR=$(PKGCONFIGDIR)
 
+install-man:
+	install -d $(DESTDIR)$(MANDIR)/man7
+	install -m 0644 doc/kqp.7 $(DESTDIR)$(MANDIR)/man7/
+
 uninstall:
 	-tools/dkms.sh uninstall $(VERSION)
+	rm -f $(DESTDIR)$(MANDIR)/man7/kqp.7
 	$(MAKE) -C lib uninstall DESTDIR=$(DESTDIR) LIBDIR=$(LIBDIR) \
 		INCLUDEDIR=$(INCLUDEDIR) PKGCONFIGDIR=$(PKGCONFIGDIR)
 
