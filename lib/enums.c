@@ -110,7 +110,7 @@ KQP_EXPORT const char *ibv_node_type_str(enum ibv_node_type node_type)
 	}
 }
 
-/* The states' own names: tools print them as such. */
+/* The states' own names. */
 KQP_EXPORT const char *ibv_port_state_str(enum ibv_port_state port_state)
 {
 	switch (port_state) {
