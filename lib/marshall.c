@@ -64,24 +64,29 @@ KQP_EXPORT void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst,
 	dst->alt_timeout = src->alt_timeout;
 }
 
-/*
- * A path record has the same fields, in the same byte orders, on both
- * sides; only their layout differs.  One macro list serves both ways.
- */
-#define KQP_PATH_REC_FIELDS(X)						\
-	X(dlid) X(slid) X(raw_traffic) X(flow_label) X(hop_limit)	\
-	X(traffic_class) X(reversible) X(numb_path) X(pkey) X(sl)	\
-	X(mtu_selector) X(mtu) X(rate_selector) X(rate)			\
-	X(packet_life_time_selector) X(packet_life_time) X(preference)
-
-#define KQP_COPY_FIELD(f) dst->f = src->f;
-
+/* A path record has the same fields, in the same byte orders, both sides. */
 KQP_EXPORT void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst,
 					    struct ib_user_path_rec *src)
 {
 	memcpy(dst->dgid.raw, src->dgid, sizeof(dst->dgid.raw));
 	memcpy(dst->sgid.raw, src->sgid, sizeof(dst->sgid.raw));
-	KQP_PATH_REC_FIELDS(KQP_COPY_FIELD)
+	dst->dlid = src->dlid;
+	dst->slid = src->slid;
+	dst->raw_traffic = src->raw_traffic;
+	dst->flow_label = src->flow_label;
+	dst->hop_limit = src->hop_limit;
+	dst->traffic_class = src->traffic_class;
+	dst->reversible = src->reversible;
+	dst->numb_path = src->numb_path;
+	dst->pkey = src->pkey;
+	dst->sl = src->sl;
+	dst->mtu_selector = src->mtu_selector;
+	dst->mtu = src->mtu;
+	dst->rate_selector = src->rate_selector;
+	dst->rate = src->rate;
+	dst->packet_life_time_selector = src->packet_life_time_selector;
+	dst->packet_life_time = src->packet_life_time;
+	dst->preference = src->preference;
 }
 
 KQP_EXPORT void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst,
@@ -89,5 +94,21 @@ KQP_EXPORT void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst,
 {
 	memcpy(dst->dgid, src->dgid.raw, sizeof(dst->dgid));
 	memcpy(dst->sgid, src->sgid.raw, sizeof(dst->sgid));
-	KQP_PATH_REC_FIELDS(KQP_COPY_FIELD)
+	dst->dlid = src->dlid;
+	dst->slid = src->slid;
+	dst->raw_traffic = src->raw_traffic;
+	dst->flow_label = src->flow_label;
+	dst->hop_limit = src->hop_limit;
+	dst->traffic_class = src->traffic_class;
+	dst->reversible = src->reversible;
+	dst->numb_path = src->numb_path;
+	dst->pkey = src->pkey;
+	dst->sl = src->sl;
+	dst->mtu_selector = src->mtu_selector;
+	dst->mtu = src->mtu;
+	dst->rate_selector = src->rate_selector;
+	dst->rate = src->rate;
+	dst->packet_life_time_selector = src->packet_life_time_selector;
+	dst->packet_life_time = src->packet_life_time;
+	dst->preference = src->preference;
 }
