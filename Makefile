@@ -10,13 +10,14 @@
 #   make bench                rcbench against libkqp and rdma-core in a 6.12 guest,
 #                             kqp/rdma-core per test (BENCH_ROUNDS, BENCH_ARGS)
 #   make deps                 install what the build and the bench need (apt)
-#   make install | install-lib | uninstall
+#   make install | install-lib | install-man | uninstall
 
 VERSION := 0.1.0
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+MANDIR ?= $(PREFIX)/share/man
 DESTDIR ?=
 
 # The bench's kernels: Debian's 6.1 and 6.12 and the 6.12 debug build.
@@ -28,7 +29,7 @@ MODDIR ?=
 export KERNELS VERSION
 
 .PHONY: all module lib selftests bench check demo deps install \
-	install-lib uninstall clean clean-module
+	install-lib install-man uninstall clean clean-module
 
 all: module lib
 
@@ -70,7 +71,7 @@ deps:
 # The module goes to dkms as sources in /usr/src/kqp-$(VERSION), with the
 # kernel API's header (include/linux/kqp.h) for kernel ULPs; each dkms build
 # keeps its Module.symvers in /var/lib/dkms/kqp/$(VERSION)/KVER/ARCH.
-install: install-lib
+install: install-lib install-man
 	tools/dkms.sh install $(VERSION)
 
 install-lib: lib
@@ -78,8 +79,13 @@ install-lib: lib
 		PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR) \
 		PKGCONFIGDIR=$(PKGCONFIGDIR)
 
+install-man:
+	install -d $(DESTDIR)$(MANDIR)/man7
+	install -m 0644 doc/kqp.7 $(DESTDIR)$(MANDIR)/man7/
+
 uninstall:
 	-tools/dkms.sh uninstall $(VERSION)
+	rm -f $(DESTDIR)$(MANDIR)/man7/kqp.7
 	$(MAKE) -C lib uninstall DESTDIR=$(DESTDIR) LIBDIR=$(LIBDIR) \
 		INCLUDEDIR=$(INCLUDEDIR) PKGCONFIGDIR=$(PKGCONFIGDIR)
 

@@ -224,9 +224,20 @@ KQP_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	if (!id)
 		return kqp_err(EINVAL);
 	kid = to_kid(id);
-	/* A QP left on the id goes with it (librdmacm would leak it). */
-	if (id->qp)
-		rdma_destroy_qp(id);
+	/*
+	 * A QP left on the id: librdmacm leaves it working, for the caller
+	 * to ibv_destroy_qp() later (rping's server does so).  kqp's kernel
+	 * QP goes with its id, so destroy it now, with the CQs made for it,
+	 * but keep the struct for that call.
+	 */
+	if (id->qp) {
+		struct kqp_lqp *qp = to_lqp(id->qp);
+		int ret = kqp_qp_destroy_kern(qp);
+
+		if (ret)
+			return kqp_err(-ret);
+		qp->gone = true;
+	}
 	reported = kqp_destroy_kern_id(id->channel->fd, kid->handle);
 	if (reported < 0)
 		return kqp_err(-reported);

@@ -3,6 +3,7 @@
  * One struct ibv_context per RDMA device per process: what an id's
  * ->verbs points at once the id is bound, and what rdma_get_devices()
  * returns.  As in librdmacm, these contexts live as long as the process.
+ * ibv_open_device() makes further contexts, the caller's to close.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,42 @@
 
 static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kqp_context *contexts;
+
+/*
+ * A new context on @kdev, whose reference it takes over; NULL with errno
+ * set.  Every context of the process issues its commands on the session's
+ * fd, so objects made through any of them can be used together.
+ */
+static struct kqp_context *kqp_context_alloc(struct kqp_ibv_device *kdev)
+{
+	struct kqp_context *kctx;
+	int cmd_fd, async_fd;
+
+	cmd_fd = kqp_session_fd();
+	async_fd = kqp_session_async_fd();
+	if (cmd_fd < 0 || async_fd < 0) {
+		errno = cmd_fd < 0 ? -cmd_fd : -async_fd;
+		return NULL;
+	}
+	kctx = calloc(1, sizeof(*kctx));
+	if (!kctx) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	kctx->ibv.cmd_fd = cmd_fd;
+	kctx->ibv.async_fd = async_fd;
+	kctx->kdev = kdev;
+	kctx->ibv.device = &kdev->ibv;
+	kctx->ibv.num_comp_vectors = 1;
+	/* What the inline verbs in <infiniband/verbs.h> call. */
+	kctx->ibv.ops.poll_cq = kqp_poll_cq;
+	kctx->ibv.ops.req_notify_cq = kqp_req_notify_cq;
+	kctx->ibv.ops.post_send = kqp_post_send;
+	kctx->ibv.ops.post_recv = kqp_post_recv;
+	pthread_mutex_init(&kctx->ibv.mutex, NULL);
+	pthread_mutex_init(&kctx->pd_lock, NULL);
+	return kctx;
+}
 
 /* The process's context for the device with kernel index @index. */
 struct kqp_context *kqp_context_for_device(uint32_t index)
@@ -27,37 +64,56 @@ struct kqp_context *kqp_context_for_device(uint32_t index)
 	kdev = kqp_device_get_by_index(index);
 	if (!kdev)
 		goto out;
-	kctx = calloc(1, sizeof(*kctx));
+	kctx = kqp_context_alloc(kdev);
 	if (!kctx) {
 		kqp_device_put(kdev);
-		errno = ENOMEM;
 		goto out;
 	}
-	kctx->ibv.cmd_fd = kqp_session_fd();
-	kctx->ibv.async_fd = kqp_session_async_fd();
-	if (kctx->ibv.cmd_fd < 0 || kctx->ibv.async_fd < 0) {
-		errno = kctx->ibv.cmd_fd < 0 ? -kctx->ibv.cmd_fd :
-					       -kctx->ibv.async_fd;
-		kqp_device_put(kdev);
-		free(kctx);
-		kctx = NULL;
-		goto out;
-	}
-	kctx->kdev = kdev;
-	kctx->ibv.device = &kdev->ibv;
-	kctx->ibv.num_comp_vectors = 1;
-	/* What the inline verbs in <infiniband/verbs.h> call. */
-	kctx->ibv.ops.poll_cq = kqp_poll_cq;
-	kctx->ibv.ops.req_notify_cq = kqp_req_notify_cq;
-	kctx->ibv.ops.post_send = kqp_post_send;
-	kctx->ibv.ops.post_recv = kqp_post_recv;
-	pthread_mutex_init(&kctx->ibv.mutex, NULL);
-	pthread_mutex_init(&kctx->pd_lock, NULL);
+	kctx->shared = true;
 	kctx->next = contexts;
 	contexts = kctx;
 out:
 	pthread_mutex_unlock(&contexts_lock);
 	return kctx;
+}
+
+/*
+ * A context of the caller's own, as libibverbs gives one per call.  The
+ * device must still be there: the kernel is asked again.
+ */
+KQP_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct kqp_ibv_device *kdev;
+	struct kqp_context *kctx;
+
+	kdev = kqp_device_get_by_index(to_kdev(device)->index);
+	if (!kdev)
+		return NULL;
+	kctx = kqp_context_alloc(kdev);
+	if (!kctx) {
+		kqp_device_put(kdev);
+		return NULL;
+	}
+	return &kctx->ibv;
+}
+
+/*
+ * As with libibverbs, objects still made through the context are the
+ * caller's to destroy first; kqp's stay in the session until then.  The
+ * process-wide contexts that ids and rdma_get_devices() hand out belong
+ * to the library: closing one of those does nothing.
+ */
+KQP_EXPORT int ibv_close_device(struct ibv_context *context)
+{
+	struct kqp_context *kctx = to_kctx(context);
+
+	if (kctx->shared)
+		return 0;
+	pthread_mutex_destroy(&kctx->pd_lock);
+	pthread_mutex_destroy(&kctx->ibv.mutex);
+	kqp_device_put(kctx->kdev);
+	free(kctx);
+	return 0;
 }
 
 /*

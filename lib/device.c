@@ -8,6 +8,8 @@
  * table keyed by the kernel's device index.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -215,4 +217,72 @@ KQP_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
 KQP_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 {
 	return (__be64)to_kdev(device)->node_guid;
+}
+
+/* The kernel's index of the device, as rdma tool and netlink show it. */
+KQP_EXPORT int ibv_get_device_index(struct ibv_device *device)
+{
+	return (int)to_kdev(device)->index;
+}
+
+static char kqp_sysfs_path[256] = "/sys";
+
+static void kqp_sysfs_path_init(void)
+{
+	const char *env = NULL;
+	size_t len;
+
+	if (getuid() == geteuid())
+		env = getenv("SYSFS_PATH");
+	if (!env || !*env)
+		return;
+	snprintf(kqp_sysfs_path, sizeof(kqp_sysfs_path), "%s", env);
+	len = strlen(kqp_sysfs_path);
+	while (len > 1 && kqp_sysfs_path[len - 1] == '/')
+		kqp_sysfs_path[--len] = '\0';
+}
+
+/*
+ * Where sysfs is.  libibverbs lets the environment move it, unless the
+ * process runs set-user-ID; so do we, without a trailing slash.
+ */
+KQP_EXPORT const char *ibv_get_sysfs_path(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, kqp_sysfs_path_init);
+	return kqp_sysfs_path;
+}
+
+/*
+ * Read @dir/@file into @buf as a string without its final newline.
+ * Returns the length, or -1: the file cannot be read, or its contents do
+ * not fit with a terminating NUL.
+ */
+KQP_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file,
+				   char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	ssize_t len;
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >=
+	    (int)sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	len = read(fd, buf, size);
+	close(fd);
+	if (len <= 0)
+		return len;
+	if (buf[len - 1] == '\n')
+		buf[--len] = '\0';
+	else if ((size_t)len < size)
+		buf[len] = '\0';
+	else
+		return kqp_err(EOVERFLOW);
+	return len;
 }

@@ -35,6 +35,16 @@ static inline int kqp_ret(int ret)
 	return ret < 0 ? kqp_err(-ret) : ret;
 }
 
+/*
+ * libibverbs exports that its installed headers do not declare (they are
+ * in rdma-core's driver.h and memory interfaces); libkqp defines them.
+ */
+const char *ibv_get_sysfs_path(void);
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
+			size_t size);
+int ibv_dontfork_range(void *base, size_t size);
+int ibv_dofork_range(void *base, size_t size);
+
 /* dev.c */
 int kqp_dev_open(void);
 int kqp_session_fd(void);
@@ -68,12 +78,15 @@ void kqp_device_put(struct kqp_ibv_device *kdev);
 struct kqp_lpd;
 
 /**
- * struct kqp_context - libkqp's ibv_context: one per device per process
+ * struct kqp_context - libkqp's ibv_context: one per device per process, and
+ *	one per ibv_open_device() call
  * @ibv: what callers see; cmd_fd is the session's fd
  * @kdev: the device
  * @default_pd: the process's default PD on the device, while ids use it
  * @default_pd_refs: ids bound to the device, under pd_lock
  * @pd_lock: protects the default PD
+ * @shared: the process's context for the device (ids, rdma_get_devices()),
+ *	not one from ibv_open_device()
  * @next: in the process's list
  */
 struct kqp_context {
@@ -82,6 +95,7 @@ struct kqp_context {
 	struct kqp_lpd *default_pd;
 	unsigned int default_pd_refs;
 	pthread_mutex_t pd_lock;
+	bool shared;
 	struct kqp_context *next;
 };
 
@@ -159,10 +173,19 @@ int kqp_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int kqp_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 
 /* qp.c */
+/**
+ * struct kqp_lqp - libkqp's ibv_qp
+ * @ibv: what callers see
+ * @cap: the actual capabilities
+ * @id: the id the QP was made on, while both exist
+ * @gone: the kernel's QP went with its id; the struct stays for the
+ *	caller's ibv_destroy_qp(), as librdmacm leaves the QP to the caller
+ */
 struct kqp_lqp {
 	struct ibv_qp ibv;
 	struct ibv_qp_cap cap;
 	struct rdma_cm_id *id;
+	bool gone;
 };
 
 static inline struct kqp_lqp *to_lqp(struct ibv_qp *qp)
@@ -175,6 +198,7 @@ int kqp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 int kqp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr);
 int kqp_qp_wait_events(struct kqp_lqp *qp, uint32_t reported);
+int kqp_qp_destroy_kern(struct kqp_lqp *qp);
 
 /* cma.c */
 void kqp_id_qp_gone_counts(struct rdma_cm_id *id, uint32_t send_events,

@@ -95,6 +95,8 @@ KQP_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 	};
 	int ret;
 
+	if (to_lqp(qp)->gone)
+		return ENOENT;
 	kqp_qp_attr_to_kern(&cmd.attr, attr);
 	ret = kqp_ioctl(qp->context->cmd_fd, KQP_IOCTL_MODIFY_QP, &cmd);
 	if (ret)
@@ -115,6 +117,8 @@ KQP_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 	struct kqp_qp_attr *a = &cmd.out_attr;
 	int ret;
 
+	if (to_lqp(qp)->gone)
+		return ENOENT;
 	ret = kqp_ioctl(qp->context->cmd_fd, KQP_IOCTL_QUERY_QP, &cmd);
 	if (ret)
 		return -ret;
@@ -162,20 +166,38 @@ KQP_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 	return 0;
 }
 
-KQP_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
+/*
+ * Destroy the kernel's QP, and let the id it was made on (if any) drop it
+ * and the CQs made for it; the struct stays.  Returns 0 or -errno.
+ */
+int kqp_qp_destroy_kern(struct kqp_lqp *qp)
 {
-	struct kqp_destroy_qp cmd = { .size = sizeof(cmd), .qp = ibqp->handle };
-	struct kqp_lqp *qp = to_lqp(ibqp);
+	struct kqp_destroy_qp cmd = { .size = sizeof(cmd), .qp = qp->ibv.handle };
 	int ret;
 
-	ret = kqp_ioctl(ibqp->context->cmd_fd, KQP_IOCTL_DESTROY_QP, &cmd);
+	ret = kqp_ioctl(qp->ibv.context->cmd_fd, KQP_IOCTL_DESTROY_QP, &cmd);
 	if (ret)
-		return -ret;
+		return ret;
 	kqp_qp_wait_events(qp, cmd.out_events_reported);
 	/* A QP made on an id: the CQs kqp made for it went with it. */
 	if (qp->id)
 		kqp_id_qp_gone_counts(qp->id, cmd.out_send_cq_events,
 				      cmd.out_recv_cq_events);
+	qp->id = NULL;
+	return 0;
+}
+
+KQP_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct kqp_lqp *qp = to_lqp(ibqp);
+	int ret;
+
+	/* Its id took the kernel's QP with it; only ours is left. */
+	if (!qp->gone) {
+		ret = kqp_qp_destroy_kern(qp);
+		if (ret)
+			return -ret;
+	}
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&ibqp->mutex);
 	free(qp);
@@ -387,6 +409,11 @@ static int kqp_post(struct ibv_qp *qp, const struct kqp_post_kind *kind,
 	size_t cap = sizeof(stack);
 	int ret = 0;
 
+	if (to_lqp(qp)->gone) {
+		if (bad)
+			*bad = wr;
+		return ENOENT;
+	}
 	while (wr) {
 		size_t len = 0, off = 0, sz;
 		uint32_t count = 0;

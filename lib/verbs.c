@@ -6,10 +6,12 @@
  * an errno value (ibv_query_gid() and ibv_query_pkey(): -1 and errno),
  * and those that return a pointer return NULL with errno set.
  */
+#include <endian.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <endian.h>
-#include <stdio.h>
 
 #include "kqp_priv.h"
 
@@ -535,5 +537,189 @@ KQP_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num,
 	if (ret)
 		return kqp_err(-ret);
 	*pkey = htobe16(q.out_pkey);
+	return 0;
+}
+
+KQP_EXPORT int ibv_get_pkey_index(struct ibv_context *context,
+				  uint8_t port_num, __be16 pkey)
+{
+	__be16 entry;
+	int i;
+
+	/* The table ends where the kernel refuses the index. */
+	for (i = 0;; i++) {
+		if (ibv_query_pkey(context, port_num, i, &entry))
+			return -1;
+		if (entry == pkey)
+			return i;
+	}
+}
+
+/*
+ * The netdev a RoCE GID belongs to, as sysfs names it; 0 where it has
+ * none (InfiniBand) or sysfs cannot say.
+ */
+static uint32_t kqp_gid_ifindex(struct ibv_context *context,
+				uint32_t port_num, uint32_t index)
+{
+	char dir[PATH_MAX], name[IF_NAMESIZE + 1], file[32];
+
+	snprintf(dir, sizeof(dir), "%s/class/infiniband/%s/ports/%u/gid_attrs/ndevs",
+		 ibv_get_sysfs_path(), context->device->name, port_num);
+	snprintf(file, sizeof(file), "%u", index);
+	if (ibv_read_sysfs_file(dir, file, name, sizeof(name)) <= 0)
+		return 0;
+	return if_nametoindex(name);
+}
+
+/* One GID entry; 0 or an errno value. */
+static int kqp_gid_entry(struct ibv_context *context, uint32_t port_num,
+			 uint32_t index, struct ibv_gid_entry *entry)
+{
+	struct kqp_query_gid q = {
+		.size = sizeof(q),
+		.device_index = kqp_dev_index(context),
+		.port_num = port_num,
+		.index = index,
+	};
+	int ret;
+
+	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_QUERY_GID, &q);
+	if (ret)
+		return -ret;
+	memset(entry, 0, sizeof(*entry));
+	memcpy(entry->gid.raw, q.out_gid, sizeof(entry->gid.raw));
+	entry->gid_index = index;
+	entry->port_num = port_num;
+	entry->gid_type = q.out_gid_type;
+	return 0;
+}
+
+static bool kqp_gid_is_zero(const union ibv_gid *gid)
+{
+	static const union ibv_gid zero;
+
+	return !memcmp(gid, &zero, sizeof(zero));
+}
+
+/*
+ * What the inline ibv_query_gid_ex() calls.  @entry_size is the caller's
+ * sizeof(struct ibv_gid_entry); a smaller one gets the fields it has.
+ * Returns 0 or an errno value: ENODATA for an unused entry, EINVAL past
+ * the table, as the kernel answers libibverbs.
+ */
+KQP_EXPORT int _ibv_query_gid_ex(struct ibv_context *context,
+				 uint32_t port_num, uint32_t gid_index,
+				 struct ibv_gid_entry *entry, uint32_t flags,
+				 size_t entry_size)
+{
+	struct ibv_gid_entry e;
+	int ret;
+
+	if (flags || !entry_size)
+		return EINVAL;
+	ret = kqp_gid_entry(context, port_num, gid_index, &e);
+	if (ret)
+		return ret;
+	if (kqp_gid_is_zero(&e.gid))
+		return ENODATA;
+	e.ndev_ifindex = kqp_gid_ifindex(context, port_num, gid_index);
+	memcpy(entry, &e, entry_size < sizeof(e) ? entry_size : sizeof(e));
+	return 0;
+}
+
+/*
+ * What the inline ibv_query_gid_table() calls: every used entry of every
+ * port, in order.  Returns their number, or a negative errno value:
+ * -EINVAL when they do not fit in @max_entries.
+ */
+KQP_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
+					struct ibv_gid_entry *entries,
+					size_t max_entries, uint32_t flags,
+					size_t entry_size)
+{
+	struct kqp_ibv_device *kdev = to_kctx(context)->kdev;
+	size_t n = 0, len = entry_size < sizeof(struct ibv_gid_entry) ?
+				    entry_size : sizeof(struct ibv_gid_entry);
+	uint32_t port, i;
+	int ret;
+
+	if (flags || !entry_size)
+		return -EINVAL;
+	for (port = 1; port <= kdev->phys_port_cnt; port++) {
+		struct kqp_query_port q = {
+			.size = sizeof(q),
+			.device_index = kdev->index,
+			.port_num = port,
+		};
+
+		ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_QUERY_PORT, &q);
+		if (ret)
+			return ret;
+		for (i = 0; i < q.out_gid_tbl_len; i++) {
+			struct ibv_gid_entry e;
+
+			ret = kqp_gid_entry(context, port, i, &e);
+			if (ret)
+				return -ret;
+			if (kqp_gid_is_zero(&e.gid))
+				continue;
+			if (n == max_entries)
+				return -EINVAL;
+			e.ndev_ifindex = kqp_gid_ifindex(context, port, i);
+			memcpy((char *)entries + n * entry_size, &e, len);
+			n++;
+		}
+	}
+	return n;
+}
+
+/*
+ * The kernel pins registered memory with ib_umem, and kernels since 5.13
+ * copy pinned pages for a child at fork() instead of sharing them, so
+ * there is nothing to prepare: what libibverbs reports as "unneeded".
+ */
+KQP_EXPORT int ibv_fork_init(void)
+{
+	return 0;
+}
+
+KQP_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
+{
+	return IBV_FORK_UNNEEDED;
+}
+
+KQP_EXPORT int ibv_dontfork_range(void *base, size_t size)
+{
+	(void)base;
+	(void)size;
+	return 0;
+}
+
+KQP_EXPORT int ibv_dofork_range(void *base, size_t size)
+{
+	(void)base;
+	(void)size;
+	return 0;
+}
+
+/*
+ * IBVERBS_PRIVATE_34 is libibverbs' interface to its providers, except
+ * that rdma-core's own ibv_devinfo calls this one.  The values are
+ * libibverbs' sysfs GID types: 0 for IB and RoCE v1, 1 for RoCE v2.  An
+ * unused entry reads as 0.  Returns 0, or -1 for an index past the
+ * table.
+ */
+KQP_EXPORT int ibv_query_gid_type(struct ibv_context *context,
+				  uint8_t port_num, unsigned int index,
+				  int *type)
+{
+	struct ibv_gid_entry e;
+	int ret;
+
+	ret = kqp_gid_entry(context, port_num, index, &e);
+	if (ret)
+		return kqp_err(ret);
+	*type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? 1 : 0;
 	return 0;
 }

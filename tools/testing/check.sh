@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
 # make check: the whole kqp suite.  Host-side tests first (the build, dkms,
-# the library without a module), then the VM suite on every kernel in
-# $KERNELS.  The last line is "N passed, N failed", summed over all of it;
-# the exit status is non-zero on any failure.
+# libkqp's symbols against rdma-core's, the library without a module),
+# then the VM suite on every kernel in $KERNELS.  The last line is
+# "N passed, N failed", summed over all of it; the exit status is non-zero
+# on any failure.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -50,6 +51,12 @@ echo "1..1" >> "$host/tap/build.tap"
 echo "check: dkms add/build/remove"
 "$top/tools/dkms.sh" check "$VERSION" > "$host/tap/dkms.tap" 2>&1
 grep -E '^(not )?ok' "$host/tap/dkms.tap"
+
+# libkqp defines every symbol of the installed rdma-core, on its node.
+"$top/tools/testing/selftests/kqp/symbols.sh" "$top/lib/libkqp.so.1" \
+	> "$host/tap/symbols.tap" 2>&1
+echo $? > "$host/tap/symbols.rc"
+grep -E '^(not )?ok' "$host/tap/symbols.tap"
 
 # No /dev/kqp on the host: the library must fail cleanly with ENOENT.
 if [ ! -e /dev/kqp ] && [ -x "$top/build/selftests/lib_device" ]; then

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
 # make demo: build kqp, boot the 6.12 bench kernel with Soft-RoCE, and show
-# kqp working there.
+# kqp working there: rdma-core's rping as a stock server and, unchanged, as
+# a client with LD_PRELOAD=libkqp.so (tools/testing/vm/guest.sh, demo()).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -10,7 +11,8 @@ kernel=${DEMO_KERNEL:-6.12}
 
 if ! command -v qemu-system-x86_64 > /dev/null ||
    ! "$top/tools/testing/vm/kernel-info.sh" "$kernel" > /dev/null 2>&1 ||
-   [ ! -e /usr/include/infiniband/verbs.h ] || ! command -v ibv_devices > /dev/null; then
+   [ ! -e /usr/include/infiniband/verbs.h ] || ! command -v ibv_devices > /dev/null ||
+   ! command -v rping > /dev/null; then
 	echo "demo: installing what is missing (make deps)"
 	"$top/tools/deps.sh" || exit 1
 fi

@@ -124,7 +124,23 @@ kmemleak_scan() {
 	cat "$k" > "$OUT/kmemleak"
 }
 
+# Wait until an RDMA CM id listens on $KQP_TEST_ADDR:$1 (rdma_cm lists
+# it, whoever made it) while process $2 lives; at most a minute.
+wait_listen() {
+	local i
+	for i in $(seq 1 600); do
+		rdma res show cm_id 2>/dev/null |
+			grep -q "state LISTEN .*src-addr $KQP_TEST_ADDR:$1 " && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
 demo() {
+	local lib=$REPO/lib/libkqp.so objects=/sys/kernel/debug/kqp/objects
+	local before after server rc src
+
 	echo
 	echo "=== kqp demo on $(uname -r) ==="
 	echo "--- Soft-RoCE: $KQP_TEST_RDMA_DEV on $KQP_TEST_NETDEV ($KQP_TEST_ADDR)"
@@ -134,11 +150,37 @@ demo() {
 	ls -l /dev/kqp
 	echo "--- rdma-core's ibv_devices, unchanged, with LD_PRELOAD=libkqp.so:"
 	echo "    the list comes from kqp.ko's QUERY ioctl, not from uverbs"
-	LD_PRELOAD=$REPO/lib/libkqp.so ibv_devices || return 1
+	LD_PRELOAD=$lib ibv_devices || return 1
+	echo "--- what kqp.ko has made so far ($objects: TYPE LIVE MADE)"
+	cat "$objects"
+	before=$(awk '$1 == "qps" { print $3 }' "$objects")
+
+	echo "--- a stock rping server, rdma-core through uverbs:"
+	echo "    rping -s -a $KQP_TEST_ADDR -C 5 -v"
+	timeout -k 5 120 rping -s -a "$KQP_TEST_ADDR" -C 5 -v \
+		> /tmp/demo-server.out 2> /tmp/demo-server.err &
+	server=$!
+	wait_listen 7174 "$server" || { cat /tmp/demo-server.err; return 1; }
+	echo "--- the same rping binary as a client, with LD_PRELOAD=libkqp.so:"
+	echo "    LD_PRELOAD=$lib rping -c -a $KQP_TEST_ADDR -C 5 -v"
+	LD_PRELOAD=$lib timeout -k 5 120 stdbuf -oL \
+		rping -c -a "$KQP_TEST_ADDR" -C 5 -v
+	rc=$?
+	wait "$server"
+	src=$?
+	[ $rc -eq 0 ] && [ $src -eq 0 ] || { cat /tmp/demo-server.err; return 1; }
+	echo "--- what the stock server saw:"
+	cat /tmp/demo-server.out
+	echo "--- what kqp.ko made: the client's id, its PD and the id's, its CQ, QP and"
+	echo "    MRs; the server's are uverbs', not counted here"
+	cat "$objects"
+	after=$(awk '$1 == "qps" { print $3 }' "$objects")
+	[ "$after" -eq $((before + 1)) ] || return 1
+
 	echo "--- rmmod kqp"
 	rmmod kqp || return 1
 	echo "--- without the module, libkqp says why:"
-	LD_PRELOAD=$REPO/lib/libkqp.so ibv_devices
+	LD_PRELOAD=$lib ibv_devices
 	echo "--- while stock libibverbs still sees the device through uverbs:"
 	ibv_devices
 	echo "=== demo done ==="

@@ -333,6 +333,41 @@ TEST_F_TIMEOUT(cm, caps_too_large_einval, 60)
 }
 
 /*
+ * rdma_destroy_id() leaves the QP to its caller: rping's server destroys
+ * the child id first, then the QP, its CQ, channel and PD.
+ */
+TEST_F_TIMEOUT(cm, qp_outlives_id, 60)
+{
+	struct ibv_comp_channel *ch;
+	struct ibv_qp_init_attr attr;
+	struct rdma_cm_id *id;
+	struct ibv_qp *qp;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+
+	id = resolved(self->cch, self->port, RDMA_PS_TCP);
+	ASSERT_NE(NULL, id);
+	pd = ibv_alloc_pd(id->verbs);
+	ASSERT_NE(NULL, pd);
+	ch = ibv_create_comp_channel(id->verbs);
+	ASSERT_NE(NULL, ch);
+	cq = ibv_create_cq(id->verbs, 32, NULL, ch, 0);
+	ASSERT_NE(NULL, cq);
+	qp_pair_attr(&attr);
+	attr.send_cq = cq;
+	attr.recv_cq = cq;
+	ASSERT_EQ(0, rdma_create_qp(id, pd, &attr)) TH_LOG("%s",
+							   strerror(errno));
+	qp = id->qp;
+	ASSERT_NE(NULL, qp);
+	EXPECT_EQ(0, rdma_destroy_id(id));
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+	EXPECT_EQ(0, ibv_destroy_cq(cq));
+	EXPECT_EQ(0, ibv_destroy_comp_channel(ch));
+	EXPECT_EQ(0, ibv_dealloc_pd(pd));
+}
+
+/*
  * The path rping -q and cmtime take: a QP made with ibv_create_qp(),
  * moved through its states with rdma_init_qp_attr() + ibv_modify_qp(),
  * the CM told its number, the handshake finished with rdma_establish().

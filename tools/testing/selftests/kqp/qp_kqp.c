@@ -198,10 +198,18 @@ TEST_F_TIMEOUT(cm, destroy_frees_what_was_made, 60)
 	EXPECT_EQ(fds, fd_count());
 }
 
-/* rdma_destroy_qp() then rdma_destroy_id(), and the id first. */
+/*
+ * rdma_destroy_qp() then rdma_destroy_id(), and the id first.  An id
+ * takes its kernel QP with it; the struct ibv_qp stays for the caller's
+ * ibv_destroy_qp(), as librdmacm leaves it, and refuses everything else.
+ */
 TEST_F_TIMEOUT(cm, destroy_orders, 90)
 {
+	struct ibv_qp_init_attr init;
+	struct ibv_recv_wr rwr = { .wr_id = 1 }, *bad = NULL;
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
 	struct kqp_ctx_info info;
+	struct ibv_qp *sqp;
 	struct qp_pair p;
 	int step;
 
@@ -212,7 +220,8 @@ TEST_F_TIMEOUT(cm, destroy_orders, 90)
 	EXPECT_EQ(0, rdma_destroy_id(p.cid));
 	p.cid = NULL;
 	/* The server: the id with its QP still on it. */
-	ASSERT_NE(NULL, p.sid->qp);
+	sqp = p.sid->qp;
+	ASSERT_NE(NULL, sqp);
 	EXPECT_EQ(0, rdma_destroy_id(p.sid));
 	p.sid = NULL;
 	qp_pair_close(&p);
@@ -222,6 +231,11 @@ TEST_F_TIMEOUT(cm, destroy_orders, 90)
 	EXPECT_EQ(0, info.out_pds);
 	EXPECT_EQ(0, info.out_cm_ids);
 	EXPECT_EQ(0, cm_ids_of(getpid()));
+	EXPECT_EQ(ENOENT, ibv_query_qp(sqp, &attr, IBV_QP_STATE, &init));
+	EXPECT_EQ(ENOENT, ibv_modify_qp(sqp, &attr, IBV_QP_STATE));
+	EXPECT_EQ(ENOENT, ibv_post_recv(sqp, &rwr, &bad));
+	EXPECT_EQ(&rwr, bad);
+	EXPECT_EQ(0, ibv_destroy_qp(sqp));
 }
 
 /*

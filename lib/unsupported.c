@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * The parts of librdmacm's and libibverbs' interfaces that kqp does not
+ * implement.  Each still has a definition here, on the version node
+ * rdma-core gives it: a binary run with LD_PRELOAD=libkqp.so must never
+ * fall through to the real library, which would take kqp's objects for
+ * its own.  Each fails the way its library fails for a feature the
+ * device does not have, so callers take their usual fallback:
+ *
+ *  - rsockets (r*): a socket layer of its own over librdmacm, not an
+ *    RDMA CM call; -1 and ENOSYS.
+ *  - SRQs (ibv_*_srq, rdma_*_srq): kqp's QPs have their own receive
+ *    queues; NULL or -1 and ENOSYS (librdmacm) or EOPNOTSUPP (libibverbs).
+ *  - ECE (rdma_*_ece, ibv_*_ece): kqp's ids carry no ECE options, as
+ *    rxe's do not; ENOSYS (librdmacm) or EOPNOTSUPP (libibverbs).
+ *  - Resizing CQs, re-registering MRs, multicast attach on a QP, dma-buf
+ *    MRs, importing objects from another context's fd, extended QPs, and
+ *    resolving a GID to a MAC address: EOPNOTSUPP.
+ */
+#include <stdarg.h>
+#include <rdma/rdma_verbs.h>
+#include <rdma/rsocket.h>
+
+#include "kqp_priv.h"
+
+/* rsockets: every call fails; no rsocket is ever made. */
+
+KQP_EXPORT int rsocket(int domain, int type, int protocol)
+{
+	(void)domain;
+	(void)type;
+	(void)protocol;
+	return kqp_err(ENOSYS);
+}
+
+#define KQP_RSOCKET_STUB(ret, name, ...)			\
+	KQP_EXPORT ret name(__VA_ARGS__)			\
+	{							\
+		errno = ENOSYS;					\
+		return (ret)-1;					\
+	}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+KQP_RSOCKET_STUB(int, rbind, int s, const struct sockaddr *a, socklen_t l)
+KQP_RSOCKET_STUB(int, rlisten, int s, int backlog)
+KQP_RSOCKET_STUB(int, raccept, int s, struct sockaddr *a, socklen_t *l)
+KQP_RSOCKET_STUB(int, rconnect, int s, const struct sockaddr *a, socklen_t l)
+KQP_RSOCKET_STUB(int, rshutdown, int s, int how)
+KQP_RSOCKET_STUB(int, rclose, int s)
+KQP_RSOCKET_STUB(ssize_t, rrecv, int s, void *buf, size_t len, int flags)
+KQP_RSOCKET_STUB(ssize_t, rrecvfrom, int s, void *buf, size_t len, int flags,
+		 struct sockaddr *a, socklen_t *l)
+KQP_RSOCKET_STUB(ssize_t, rrecvmsg, int s, struct msghdr *msg, int flags)
+KQP_RSOCKET_STUB(ssize_t, rsend, int s, const void *buf, size_t len, int flags)
+KQP_RSOCKET_STUB(ssize_t, rsendto, int s, const void *buf, size_t len,
+		 int flags, const struct sockaddr *a, socklen_t l)
+KQP_RSOCKET_STUB(ssize_t, rsendmsg, int s, const struct msghdr *msg, int flags)
+KQP_RSOCKET_STUB(ssize_t, rread, int s, void *buf, size_t count)
+KQP_RSOCKET_STUB(ssize_t, rreadv, int s, const struct iovec *iov, int iovcnt)
+KQP_RSOCKET_STUB(ssize_t, rwrite, int s, const void *buf, size_t count)
+KQP_RSOCKET_STUB(ssize_t, rwritev, int s, const struct iovec *iov, int iovcnt)
+KQP_RSOCKET_STUB(int, rpoll, struct pollfd *fds, nfds_t nfds, int timeout)
+KQP_RSOCKET_STUB(int, rselect, int nfds, fd_set *r, fd_set *w, fd_set *e,
+		 struct timeval *timeout)
+KQP_RSOCKET_STUB(int, rgetpeername, int s, struct sockaddr *a, socklen_t *l)
+KQP_RSOCKET_STUB(int, rgetsockname, int s, struct sockaddr *a, socklen_t *l)
+KQP_RSOCKET_STUB(int, rsetsockopt, int s, int level, int optname,
+		 const void *optval, socklen_t optlen)
+KQP_RSOCKET_STUB(int, rgetsockopt, int s, int level, int optname,
+		 void *optval, socklen_t *optlen)
+KQP_RSOCKET_STUB(off_t, riomap, int s, void *buf, size_t len, int prot,
+		 int flags, off_t offset)
+KQP_RSOCKET_STUB(int, riounmap, int s, void *buf, size_t len)
+KQP_RSOCKET_STUB(size_t, riowrite, int s, const void *buf, size_t count,
+		 off_t offset, int flags)
+#pragma GCC diagnostic pop
+
+KQP_EXPORT int rfcntl(int s, int cmd, ...)
+{
+	(void)s;
+	(void)cmd;
+	return kqp_err(ENOSYS);
+}
+
+/* SRQs. */
+
+KQP_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
+				  struct ibv_srq_init_attr_ex *attr)
+{
+	(void)id;
+	(void)attr;
+	return kqp_err(ENOSYS);
+}
+
+KQP_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
+			       struct ibv_srq_init_attr *attr)
+{
+	(void)id;
+	(void)pd;
+	(void)attr;
+	return kqp_err(ENOSYS);
+}
+
+/* No id ever has an SRQ, so there is nothing to free. */
+KQP_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
+{
+	(void)id;
+}
+
+KQP_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
+					  struct ibv_srq_init_attr *attr)
+{
+	(void)pd;
+	(void)attr;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+KQP_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+			      int attr_mask)
+{
+	(void)srq;
+	(void)attr;
+	(void)attr_mask;
+	return EOPNOTSUPP;
+}
+
+KQP_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	(void)srq;
+	(void)attr;
+	return EOPNOTSUPP;
+}
+
+KQP_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	(void)srq;
+	return EOPNOTSUPP;
+}
+
+/* ECE. */
+
+KQP_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	(void)id;
+	(void)ece;
+	return kqp_err(ENOSYS);
+}
+
+KQP_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	(void)id;
+	(void)ece;
+	return kqp_err(ENOSYS);
+}
+
+KQP_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
+			       uint8_t private_data_len)
+{
+	(void)id;
+	(void)private_data;
+	(void)private_data_len;
+	return kqp_err(ENOSYS);
+}
+
+KQP_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	(void)qp;
+	(void)ece;
+	errno = EOPNOTSUPP;
+	return EOPNOTSUPP;
+}
+
+KQP_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	(void)qp;
+	(void)ece;
+	return EOPNOTSUPP;
+}
+
+/* The rest of libibverbs. */
+
+KQP_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	(void)cq;
+	(void)cqe;
+	return EOPNOTSUPP;
+}
+
+/*
+ * libibverbs reports a device without re-registration this way: errno
+ * says why, the return value that the MR is unchanged.
+ */
+KQP_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
+			    void *addr, size_t length, int access)
+{
+	(void)mr;
+	(void)flags;
+	(void)pd;
+	(void)addr;
+	(void)length;
+	(void)access;
+	errno = EOPNOTSUPP;
+	return IBV_REREG_MR_ERR_INPUT;
+}
+
+KQP_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
+					    size_t length, uint64_t iova,
+					    int fd, int access)
+{
+	(void)pd;
+	(void)offset;
+	(void)length;
+	(void)iova;
+	(void)fd;
+	(void)access;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+/*
+ * kqp joins groups through rdma_join_multicast() only, and does not yet
+ * attach a QP to a group.
+ */
+KQP_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+				uint16_t lid)
+{
+	(void)qp;
+	(void)gid;
+	(void)lid;
+	return EOPNOTSUPP;
+}
+
+KQP_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+				uint16_t lid)
+{
+	(void)qp;
+	(void)gid;
+	(void)lid;
+	return EOPNOTSUPP;
+}
+
+/* Objects live in one process's session; another's fd cannot share them. */
+KQP_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	(void)cmd_fd;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+KQP_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
+					uint32_t pd_handle)
+{
+	(void)context;
+	(void)pd_handle;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+KQP_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	(void)pd;
+	(void)mr_handle;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+KQP_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
+					uint32_t dm_handle)
+{
+	(void)context;
+	(void)dm_handle;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+/* Nothing was ever imported, so there is nothing to let go of. */
+KQP_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
+{
+	(void)pd;
+}
+
+KQP_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
+{
+	(void)mr;
+}
+
+KQP_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
+{
+	(void)dm;
+}
+
+/* kqp's QPs are plain struct ibv_qp: no work request builder interface. */
+KQP_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	(void)qp;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+/* 0: no promise that data lands in order, as for rxe under libibverbs. */
+KQP_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp,
+					  enum ibv_wr_opcode op,
+					  uint32_t flags)
+{
+	(void)qp;
+	(void)op;
+	(void)flags;
+	return 0;
+}
+
+/* For providers building address handles; kqp's kernel does that. */
+KQP_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
+					   struct ibv_ah_attr *attr,
+					   uint8_t eth_mac[ETHERNET_LL_SIZE],
+					   uint16_t *vid)
+{
+	(void)context;
+	(void)attr;
+	(void)eth_mac;
+	(void)vid;
+	return -EOPNOTSUPP;
+}
+
+/*
+ * A compat-only (hidden) version in libibverbs, kept for old external
+ * providers that call it from their constructors; no binary can link to
+ * it today, but one loaded into a preloaded process may still bind it.
+ * kqp loads no providers, so there is nothing to register.
+ */
+void kqp_register_driver_1_1(const char *name, void *init_func);
+__asm__(".symver kqp_register_driver_1_1, ibv_register_driver@IBVERBS_1.1");
+KQP_EXPORT void kqp_register_driver_1_1(const char *name, void *init_func)
+{
+	(void)name;
+	(void)init_func;
+}

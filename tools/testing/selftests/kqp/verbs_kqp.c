@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * What libkqp does not implement fails cleanly, the way rdma-core fails
+ * for a device without the feature; rxe has most of these, so rdma-core
+ * on the bench would succeed, and this test is libkqp's alone.  And the
+ * process-wide contexts survive a caller's ibv_close_device().
+ */
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+#include <rdma/rsocket.h>
+#include <infiniband/verbs.h>
+
+#include "cm_test.h"
+
+FIXTURE(id) {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	char buf[64];
+};
+
+FIXTURE_SETUP(id)
+{
+	struct sockaddr_in sin = cm_addr(cm_port());
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+
+	self->ch = rdma_create_event_channel();
+	ASSERT_NE(NULL, self->ch);
+	ASSERT_EQ(0, rdma_create_id(self->ch, &self->id, NULL, RDMA_PS_TCP));
+	ASSERT_EQ(0, rdma_bind_addr(self->id, (struct sockaddr *)&sin));
+	ASSERT_NE(NULL, self->id->verbs);
+	self->cq = ibv_create_cq(self->id->verbs, 8, NULL, NULL, 0);
+	ASSERT_NE(NULL, self->cq);
+	attr.send_cq = self->cq;
+	attr.recv_cq = self->cq;
+	ASSERT_EQ(0, rdma_create_qp(self->id, NULL, &attr));
+	self->mr = ibv_reg_mr(self->id->pd, self->buf, sizeof(self->buf),
+			      IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NE(NULL, self->mr);
+}
+
+FIXTURE_TEARDOWN(id)
+{
+	if (self->mr)
+		EXPECT_EQ(0, ibv_dereg_mr(self->mr));
+	if (self->id) {
+		rdma_destroy_qp(self->id);
+		EXPECT_EQ(0, rdma_destroy_id(self->id));
+	}
+	if (self->cq)
+		EXPECT_EQ(0, ibv_destroy_cq(self->cq));
+	rdma_destroy_event_channel(self->ch);
+}
+
+TEST_F(id, verbs_eopnotsupp)
+{
+	struct ibv_srq_init_attr sattr = {
+		.attr = { .max_wr = 4, .max_sge = 1 },
+	};
+	struct ibv_context *ctx = self->id->verbs;
+	struct ibv_qp *qp = self->id->qp;
+	struct ibv_srq_attr sa;
+	struct ibv_ece ece = { .vendor_id = 1 };
+	union ibv_gid gid = { .raw = { 0xff, 0x0e } };
+	uint8_t mac[6];
+	int cqe;
+
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_create_srq(self->id->pd, &sattr));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	EXPECT_EQ(EOPNOTSUPP, ibv_modify_srq((struct ibv_srq *)&sa, &sa, 0));
+	cqe = self->cq->cqe;
+	EXPECT_EQ(EOPNOTSUPP, ibv_resize_cq(self->cq, 2 * cqe));
+	EXPECT_EQ(cqe, self->cq->cqe);
+	errno = 0;
+	EXPECT_EQ(IBV_REREG_MR_ERR_INPUT,
+		  ibv_rereg_mr(self->mr, IBV_REREG_MR_CHANGE_ACCESS, NULL,
+			       NULL, 0, IBV_ACCESS_LOCAL_WRITE));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	EXPECT_EQ(EOPNOTSUPP, ibv_attach_mcast(qp, &gid, 0));
+	EXPECT_EQ(EOPNOTSUPP, ibv_detach_mcast(qp, &gid, 0));
+	EXPECT_EQ(EOPNOTSUPP, ibv_set_ece(qp, &ece));
+	EXPECT_EQ(EOPNOTSUPP, ibv_query_ece(qp, &ece));
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_reg_dmabuf_mr(self->id->pd, 0, 4096, 0, 0,
+					  IBV_ACCESS_LOCAL_WRITE));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_import_device(ctx->cmd_fd));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_import_pd(ctx, self->id->pd->handle));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_import_mr(self->id->pd, self->mr->handle));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	EXPECT_EQ(NULL, ibv_qp_to_qp_ex(qp));
+	EXPECT_EQ(0, ibv_query_qp_data_in_order(qp, IBV_WR_SEND, 0));
+	EXPECT_EQ(-EOPNOTSUPP,
+		  ibv_resolve_eth_l2_from_gid(ctx, &(struct ibv_ah_attr){
+			  .port_num = 1 }, mac, NULL));
+	/* The objects those calls were handed still work. */
+	EXPECT_EQ(IBV_QPS_INIT, qp->state);
+	EXPECT_EQ(0, ibv_req_notify_cq(self->cq, 0));
+}
+
+TEST_F(id, rdmacm_enosys)
+{
+	struct ibv_srq_init_attr sattr = {
+		.attr = { .max_wr = 4, .max_sge = 1 },
+	};
+	struct ibv_ece ece = { .vendor_id = 1 };
+
+	errno = 0;
+	EXPECT_EQ(-1, rdma_create_srq(self->id, NULL, &sattr));
+	EXPECT_EQ(ENOSYS, errno);
+	EXPECT_EQ(NULL, self->id->srq);
+	rdma_destroy_srq(self->id);
+	errno = 0;
+	EXPECT_EQ(-1, rdma_set_local_ece(self->id, &ece));
+	EXPECT_EQ(ENOSYS, errno);
+	errno = 0;
+	EXPECT_EQ(-1, rdma_get_remote_ece(self->id, &ece));
+	EXPECT_EQ(ENOSYS, errno);
+	errno = 0;
+	EXPECT_EQ(-1, rdma_reject_ece(self->id, NULL, 0));
+	EXPECT_EQ(ENOSYS, errno);
+}
+
+TEST(rsockets_enosys)
+{
+	struct sockaddr_in sin = cm_addr(cm_port());
+	char c;
+
+	errno = 0;
+	EXPECT_EQ(-1, rsocket(AF_INET, SOCK_STREAM, 0));
+	EXPECT_EQ(ENOSYS, errno);
+	errno = 0;
+	EXPECT_EQ(-1, rbind(3, (struct sockaddr *)&sin, sizeof(sin)));
+	EXPECT_EQ(ENOSYS, errno);
+	errno = 0;
+	EXPECT_EQ(-1, rsend(3, &c, 1, 0));
+	EXPECT_EQ(ENOSYS, errno);
+	errno = 0;
+	EXPECT_EQ(-1, rpoll(NULL, 0, 0));
+	EXPECT_EQ(ENOSYS, errno);
+	errno = 0;
+	EXPECT_EQ(-1, rfcntl(3, F_GETFL));
+	EXPECT_EQ(ENOSYS, errno);
+	errno = 0;
+	EXPECT_EQ((off_t)-1, riomap(3, &c, 1, PROT_WRITE, 0, 0));
+	EXPECT_EQ(ENOSYS, errno);
+}
+
+/*
+ * An id's context is the library's: closing it is a no-op, and the id
+ * and its QP go on working.
+ */
+TEST_F(id, close_shared_context)
+{
+	struct ibv_device_attr da;
+	int n = 0;
+	struct ibv_context **list = rdma_get_devices(&n);
+
+	ASSERT_NE(NULL, list);
+	ASSERT_LE(1, n);
+	EXPECT_EQ(0, ibv_close_device(self->id->verbs));
+	EXPECT_EQ(0, ibv_close_device(list[0]));
+	rdma_free_devices(list);
+	EXPECT_EQ(0, ibv_query_device(self->id->verbs, &da));
+	EXPECT_EQ(0, ibv_req_notify_cq(self->cq, 0));
+	EXPECT_EQ(IBV_QPS_INIT, self->id->qp->state);
+}
+
+TEST_HARNESS_MAIN
