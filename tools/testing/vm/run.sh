@@ -26,7 +26,12 @@ esac
 name=${1:?usage: run.sh [--demo | --script FILE] NAME}
 
 BOOT_DEADLINE=${KQP_BOOT_DEADLINE:-180}
-GUEST_TIMEOUT=${KQP_GUEST_TIMEOUT:-1800}
+# The debug kernel (KASAN, lockdep) runs the suite several times slower.
+if [ "$name" = debug ]; then
+	GUEST_TIMEOUT=${KQP_GUEST_TIMEOUT:-3000}
+else
+	GUEST_TIMEOUT=${KQP_GUEST_TIMEOUT:-1800}
+fi
 
 info=$("$here/kernel-info.sh" "$name") || exit 1
 eval "$info"
