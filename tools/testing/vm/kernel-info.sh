@@ -44,7 +44,8 @@ debug)
 	echo "MODROOT=''"
 	# acpi=noirq: SeaBIOS's _PRT loop times out on this slow kernel.
 	# no5lvl: 5-level paging gives false KASAN reports in early boot.
-	echo "APPEND='acpi=noirq no5lvl'"
+	# kasan_multi_shot: report every bad access, not only the first.
+	echo "APPEND='acpi=noirq no5lvl kasan_multi_shot'"
 	;;
 *)	echo "kernel-info: unknown kernel '$name'" >&2; exit 1 ;;
 esac
