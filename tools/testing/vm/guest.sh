@@ -9,6 +9,7 @@
 #              beside it in ulp/kqp_ulp.ko
 #   kqp_mode   "test" (the selftests), "demo", or "script" (run
 #              $kqp_script after the Soft-RoCE setup)
+#   kqp_tests  comma-separated: run only these tests (empty: all)
 # Writes TAP files under $kqp_out/tap, the guest's dmesg and kmemleak
 # report, and "done" when it finished; then powers the guest off.
 set -u
@@ -113,6 +114,8 @@ run_phase() {
 	while read -r p prog args; do
 		case "$p" in '#'*|'') continue ;; esac
 		[ "$p" = "$phase" ] || continue
+		# kqp_tests (run.sh's KQP_TESTS): only the tests it names.
+		case ",${kqp_tests:-$prog}," in *",$prog,"*) ;; *) continue ;; esac
 		test_idx=$((test_idx + 1))
 		# shellcheck disable=SC2086
 		run_test "$test_idx" "$prog" $args
