@@ -56,13 +56,13 @@ void kqp_ah_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj)
 	kqp_pd_put_user(ah->pd);
 	kqp_object_release_id(uctx, obj);
 	kqp_device_put(kdev);
-	kfree(ah);
+	kfree_rcu(ah, vobj.obj.rcu);
 }
 
 int kqp_create_ah(struct kqp_ucmd *ucmd)
 {
 	struct kqp_create_ah *cmd = ucmd->cmd;
-	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_ucontext *uctx = ucmd->uctx;
 	struct rdma_ah_attr attr;
 	struct kqp_object *obj;
 	struct kqp_device *kdev;
@@ -73,8 +73,6 @@ int kqp_create_ah(struct kqp_ucmd *ucmd)
 
 	if (cmd->__reserved || cmd->__reserved2)
 		return -EOPNOTSUPP;
-	if (!uctx)
-		return -ENOMEM;
 	obj = kqp_object_get(uctx, cmd->pd, KQP_OBJ_PD);
 	if (IS_ERR(obj))
 		return PTR_ERR(obj);
@@ -85,7 +83,7 @@ int kqp_create_ah(struct kqp_ucmd *ucmd)
 		return ret;
 	kdev = pd->vobj.kdev;
 
-	ah = kzalloc(sizeof(*ah), GFP_KERNEL);
+	ah = kzalloc(sizeof(*ah), GFP_KERNEL_ACCOUNT);
 	if (!ah) {
 		ret = -ENOMEM;
 		goto err_pd;
@@ -103,10 +101,14 @@ int kqp_create_ah(struct kqp_ucmd *ucmd)
 	ret = kqp_ah_attr_from_user(kdev->ibdev, &cmd->attr, &attr);
 	if (ret)
 		goto err_unlock;
+	ret = kqp_vobj_charge(&ah->vobj, uctx, kdev);
+	if (ret)
+		goto err_unlock;
 	/* The user variant resolves a RoCE peer's MAC address from its GID. */
 	ibah = rdma_create_user_ah(pd->pd, &attr, NULL);
 	if (IS_ERR(ibah)) {
 		ret = PTR_ERR(ibah);
+		kqp_vobj_uncharge(&ah->vobj);
 		goto err_unlock;
 	}
 	ah->ah = ibah;
@@ -136,13 +138,11 @@ err_pd:
 int kqp_destroy_ah(struct kqp_ucmd *ucmd)
 {
 	struct kqp_destroy_ah *cmd = ucmd->cmd;
-	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_ucontext *uctx = ucmd->uctx;
 	struct kqp_object *obj;
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	if (!uctx)
-		return -ENOMEM;
 	obj = kqp_object_claim_id(uctx, cmd->ah, KQP_OBJ_AH);
 	if (IS_ERR(obj))
 		return PTR_ERR(obj);

@@ -168,16 +168,14 @@ static const struct file_operations kqp_async_fops = {
 int kqp_create_async_fd(struct kqp_ucmd *ucmd)
 {
 	struct kqp_create_async_fd *cmd = ucmd->cmd;
-	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_ucontext *uctx = ucmd->uctx;
 	struct kqp_async *async;
 	struct file *filp;
 	int fd, ret;
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	if (!uctx)
-		return -ENOMEM;
-	async = kzalloc(sizeof(*async), GFP_KERNEL);
+	async = kzalloc(sizeof(*async), GFP_KERNEL_ACCOUNT);
 	if (!async)
 		return -ENOMEM;
 	/* One for the table, one for the file. */

@@ -31,13 +31,20 @@ void kqp_channel_put(struct kqp_channel *chan)
 	kref_put(&chan->ref, kqp_channel_free);
 }
 
-/* From the CQ producer: the CQ fired. */
+/*
+ * From the CQ producer: the CQ fired.  A process re-arms through the ring
+ * without a system call and need never read the channel, so the count is
+ * bounded: past KQP_CQ_MAX_PENDING_EVENTS unread notifications the reader
+ * has been woken already, and more would only wrap the count round to a
+ * second list_add() of the same entry.
+ */
 void kqp_channel_notify(struct kqp_channel *chan, struct kqp_cq *cq)
 {
 	unsigned long flags;
 
 	spin_lock_irqsave(&chan->lock, flags);
-	if (!cq->chan_pending++)
+	if (cq->chan_pending < KQP_CQ_MAX_PENDING_EVENTS &&
+	    !cq->chan_pending++)
 		list_add_tail(&cq->chan_entry, &chan->pending);
 	spin_unlock_irqrestore(&chan->lock, flags);
 	wake_up_interruptible(&chan->wait);
@@ -156,7 +163,7 @@ struct kqp_channel *kqp_channel_make_fd(int *fd, struct file **filp)
 {
 	struct kqp_channel *chan;
 
-	chan = kzalloc(sizeof(*chan), GFP_KERNEL);
+	chan = kzalloc(sizeof(*chan), GFP_KERNEL_ACCOUNT);
 	if (!chan)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&chan->ref);

@@ -10,9 +10,16 @@
  * handle lives on until its owner destroys it.  Destroying an id purges
  * its unreported events and the ids of its unreported connection requests.
  *
- * Lock order: ctx->mutex, then the rdma_cm handler lock, then kfile->lock.
+ * An id from a connection request cannot be named by any command until
+ * GET_EVENT reported the request: until then it belongs to the event that
+ * announces it, which must never be left pointing at an id destroyed or
+ * moved under it (ctx->named).
+ *
+ * Lock order: ctx->mutex, then kfile->read_mutex, then the rdma_cm handler
+ * lock, then kfile->lock.  The handler takes only the last two.
  */
 #include <linux/file.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <rdma/ib_addr.h>
@@ -46,7 +53,7 @@ static struct kqp_cm_id *kqp_cm_id_alloc(struct kqp_file *kfile)
 {
 	struct kqp_cm_id *ctx;
 
-	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT);
 	if (!ctx)
 		return NULL;
 	ctx->kfile = kfile;
@@ -64,7 +71,7 @@ static void kqp_cm_id_free(struct kref *ref)
 
 	xa_destroy(&ctx->mc_ids);
 	mutex_destroy(&ctx->mutex);
-	kfree(ctx);
+	kfree_rcu(ctx, obj.rcu);
 }
 
 void kqp_cm_id_mem_put(struct kqp_cm_id *ctx)
@@ -74,7 +81,8 @@ void kqp_cm_id_mem_put(struct kqp_cm_id *ctx)
 
 /*
  * The id @id of @kfile: ids share their file's table with other files, but
- * only the file that owns an id can name it.
+ * only the file that owns an id can name it, and only once the caller
+ * could know it (see ctx->named).  The dispatcher resolved the table.
  */
 struct kqp_cm_id *kqp_cm_id_get(struct kqp_file *kfile, u32 id)
 {
@@ -88,7 +96,7 @@ struct kqp_cm_id *kqp_cm_id_get(struct kqp_file *kfile, u32 id)
 	if (IS_ERR(obj))
 		return ERR_CAST(obj);
 	ctx = container_of(obj, struct kqp_cm_id, obj);
-	if (READ_ONCE(ctx->kfile) != kfile) {
+	if (READ_ONCE(ctx->kfile) != kfile || !READ_ONCE(ctx->named)) {
 		kqp_object_put(obj);
 		return ERR_PTR(-ENOENT);
 	}
@@ -195,7 +203,7 @@ static struct kqp_event *kqp_event_alloc(struct kqp_cm_id *ctx,
 	const void *pdata;
 	u8 plen;
 
-	ev = kzalloc(sizeof(*ev), GFP_KERNEL);
+	ev = kzalloc(sizeof(*ev), GFP_KERNEL_ACCOUNT);
 	if (!ev)
 		return NULL;
 	ev->ctx = ctx;
@@ -267,7 +275,7 @@ static int kqp_cm_conn_request(struct kqp_cm_id *listen,
 	struct kqp_cm_id *ctx;
 	struct kqp_event *ev;
 
-	if (!atomic_add_unless(&listen->backlog, -1, 0))
+	if (atomic_dec_if_positive(&listen->backlog) < 0)
 		return -ECONNREFUSED;
 
 	ctx = kqp_cm_id_alloc(kfile);
@@ -298,8 +306,8 @@ err_backlog:
 	return -ENOMEM;
 }
 
-static int kqp_cm_event_handler(struct rdma_cm_id *cm_id,
-				struct rdma_cm_event *event)
+static int __kqp_cm_event_handler(struct rdma_cm_id *cm_id,
+				  struct rdma_cm_event *event)
 {
 	struct kqp_cm_id *ctx = cm_id->context;
 	struct kqp_file *kfile = ctx->kfile;
@@ -330,6 +338,24 @@ static int kqp_cm_event_handler(struct rdma_cm_id *cm_id,
 	return 0;
 }
 
+/*
+ * rdma_cm calls this from its own workers: what is allocated here for a
+ * table (events, the ids of connection requests) is charged to the memory
+ * cgroup of the process that owns the table, not to the worker's.
+ */
+static int kqp_cm_event_handler(struct rdma_cm_id *cm_id,
+				struct rdma_cm_event *event)
+{
+	struct kqp_cm_id *ctx = cm_id->context;
+	struct mem_cgroup *old;
+	int ret;
+
+	old = set_active_memcg(ctx->kfile->uctx->memcg);
+	ret = __kqp_cm_event_handler(cm_id, event);
+	set_active_memcg(old);
+	return ret;
+}
+
 static int kqp_port_space(u32 ps, u32 qp_type, enum ib_qp_type *qpt)
 {
 	switch (ps) {
@@ -357,7 +383,7 @@ int kqp_create_id(struct kqp_ucmd *ucmd)
 {
 	struct kqp_create_id *cmd = ucmd->cmd;
 	struct kqp_file *kfile = ucmd->kfile;
-	struct kqp_ucontext *uctx = kqp_file_uctx(kfile);
+	struct kqp_ucontext *uctx = ucmd->uctx;
 	struct rdma_cm_id *cm_id;
 	struct kqp_cm_id *ctx;
 	enum ib_qp_type qpt;
@@ -368,14 +394,13 @@ int kqp_create_id(struct kqp_ucmd *ucmd)
 	ret = kqp_port_space(cmd->port_space, cmd->qp_type, &qpt);
 	if (ret)
 		return ret;
-	if (!uctx)
-		return -ENOMEM;
 
 	ctx = kqp_cm_id_alloc(kfile);
 	if (!ctx)
 		return -ENOMEM;
 	ctx->uid = cmd->uid;
 	ctx->ready = true;
+	ctx->named = true;
 	ret = kqp_object_reserve(uctx, &ctx->obj, KQP_OBJ_CM_ID);
 	if (ret)
 		goto err_free;
@@ -408,17 +433,16 @@ err_free:
 int kqp_destroy_id(struct kqp_ucmd *ucmd)
 {
 	struct kqp_destroy_id *cmd = ucmd->cmd;
-	struct kqp_ucontext *uctx = READ_ONCE(ucmd->kfile->uctx);
+	struct kqp_ucontext *uctx = ucmd->uctx;
 	struct kqp_cm_id *ctx;
 	struct kqp_object *obj;
 
-	if (!uctx)
-		return -ENOENT;
 	/* Claimed under the table's lock, and only by the owning file. */
 	xa_lock(&uctx->objects);
 	obj = xa_load(&uctx->objects, cmd->id);
 	if (!obj || obj->type != KQP_OBJ_CM_ID ||
 	    container_of(obj, struct kqp_cm_id, obj)->kfile != ucmd->kfile ||
+	    !READ_ONCE(container_of(obj, struct kqp_cm_id, obj)->named) ||
 	    __xa_cmpxchg(&uctx->objects, cmd->id, obj, XA_ZERO_ENTRY,
 			 GFP_KERNEL) != obj)
 		obj = NULL;
@@ -567,8 +591,22 @@ int kqp_listen(struct kqp_ucmd *ucmd)
 	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
+	/*
+	 * An id listens once (rdma_listen() says EINVAL after that, as to
+	 * ucma); its backlog, with requests outstanding against it, stays.
+	 */
+	if (ctx->listening) {
+		ret = -EINVAL;
+		goto out;
+	}
+	/* No request can arrive before rdma_listen(), nor if it fails. */
 	atomic_set(&ctx->backlog, backlog);
 	ret = rdma_listen(ctx->cm_id, backlog);
+	if (ret)
+		atomic_set(&ctx->backlog, 0);
+	else
+		ctx->listening = true;
+out:
 	kqp_cm_id_unlock(ctx);
 	return ret;
 }
@@ -617,6 +655,9 @@ int kqp_connect(struct kqp_ucmd *ucmd)
 	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
+	/* A UD id's QP is not rdma_cm's (see core.c): name it. */
+	if (ctx->qp)
+		param.qp_num = ctx->qp->qp_num;
 	ret = rdma_connect(ctx->cm_id, &param);
 	kqp_cm_id_unlock(ctx);
 	return ret;
@@ -638,6 +679,8 @@ int kqp_accept(struct kqp_ucmd *ucmd)
 	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
+	if (ctx->qp)
+		param.qp_num = ctx->qp->qp_num;
 	/*
 	 * rdma_accept() wants the handler lock, and taking it also makes the
 	 * id ready atomically with respect to the events that follow.
@@ -841,22 +884,24 @@ int kqp_notify(struct kqp_ucmd *ucmd)
 	return ret;
 }
 
-static void kqp_lock_files(struct kqp_file *a, struct kqp_file *b)
+/* Two files' locks of one kind (@off: read_mutex or lock), by address. */
+static void kqp_lock_two(struct kqp_file *a, struct kqp_file *b, size_t off)
 {
-	if (a < b) {
-		mutex_lock(&a->lock);
-		mutex_lock_nested(&b->lock, SINGLE_DEPTH_NESTING);
-	} else {
-		mutex_lock(&b->lock);
-		mutex_lock_nested(&a->lock, SINGLE_DEPTH_NESTING);
-	}
+	if (a > b)
+		swap(a, b);
+	mutex_lock((struct mutex *)((char *)a + off));
+	mutex_lock_nested((struct mutex *)((char *)b + off),
+			  SINGLE_DEPTH_NESTING);
 }
 
-static void kqp_unlock_files(struct kqp_file *a, struct kqp_file *b)
+static void kqp_unlock_two(struct kqp_file *a, struct kqp_file *b, size_t off)
 {
-	mutex_unlock(&a->lock);
-	mutex_unlock(&b->lock);
+	mutex_unlock((struct mutex *)((char *)a + off));
+	mutex_unlock((struct mutex *)((char *)b + off));
 }
+
+#define KQP_READERS	offsetof(struct kqp_file, read_mutex)
+#define KQP_QUEUES	offsetof(struct kqp_file, lock)
 
 /*
  * Move an id, with its unreported events and its memberships, to another
@@ -884,9 +929,10 @@ int kqp_migrate_id(struct kqp_ucmd *ucmd)
 		goto out_fput;
 	}
 	dst = filp->private_data;
+	/* Only into a table of the caller's own (EPERM otherwise). */
 	ductx = kqp_file_uctx(dst);
-	if (!ductx) {
-		ret = -ENOMEM;
+	if (IS_ERR(ductx)) {
+		ret = PTR_ERR(ductx);
 		goto out_fput;
 	}
 
@@ -895,7 +941,7 @@ int kqp_migrate_id(struct kqp_ucmd *ucmd)
 		ret = PTR_ERR(ctx);
 		goto out_fput;
 	}
-	uctx = cur->uctx;
+	uctx = ucmd->uctx;
 	same = uctx == ductx;
 	cmd->out_id = ctx->obj.id;
 	if (dst == cur) {
@@ -916,9 +962,13 @@ int kqp_migrate_id(struct kqp_ucmd *ucmd)
 			goto out_unlock;
 	}
 
-	/* No event is delivered while the id changes files. */
+	/*
+	 * No event is delivered while the id changes files, and none of its
+	 * events is being copied out by either file's GET_EVENT.
+	 */
+	kqp_lock_two(cur, dst, KQP_READERS);
 	rdma_lock_handler(ctx->cm_id);
-	kqp_lock_files(cur, dst);
+	kqp_lock_two(cur, dst, KQP_QUEUES);
 	list_for_each_entry(ev, &cur->events, list) {
 		if (!same && ev->ctx == ctx && ev->child) {
 			ret = -EBUSY;
@@ -947,8 +997,9 @@ int kqp_migrate_id(struct kqp_ucmd *ucmd)
 	if (!same)
 		kqp_object_publish(ductx, &ctx->obj);
 	cmd->out_events_reported = ctx->events_reported;
-	kqp_unlock_files(cur, dst);
+	kqp_unlock_two(cur, dst, KQP_QUEUES);
 	rdma_unlock_handler(ctx->cm_id);
+	kqp_unlock_two(cur, dst, KQP_READERS);
 	wake_up_interruptible(&dst->poll_wait);
 	kqp_cm_id_unlock(ctx);
 	fput(filp);
@@ -956,8 +1007,9 @@ int kqp_migrate_id(struct kqp_ucmd *ucmd)
 	return kqp_ucmd_respond(ucmd, sizeof(*cmd));
 
 out_unreserve:
-	kqp_unlock_files(cur, dst);
+	kqp_unlock_two(cur, dst, KQP_QUEUES);
 	rdma_unlock_handler(ctx->cm_id);
+	kqp_unlock_two(cur, dst, KQP_READERS);
 	if (!same)
 		kqp_handle_free(ductx, cmd->out_id);
 out_unlock:

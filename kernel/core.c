@@ -12,6 +12,12 @@
  *  - the QP is created by rdma_cm on the id, so it is ready for receives
  *    (and, unconnected, for sends) when this returns, and rdma_cm moves a
  *    connected one to RTR and RTS when the connection is made;
+ *  - except that a UD QP can be made outside the id (@unbound_ud): rdma_cm
+ *    will not join a multicast group on an id that holds a QP (it WARNs,
+ *    which panics a machine with panic_on_warn), and a UD QP needs nothing
+ *    else from rdma_cm than the attributes rdma_init_qp_attr() gives.  It
+ *    is moved to RTS here, the way rdma_cm moves its own, and its number
+ *    goes to the peer in the connection parameters (cm_id.c);
  *  - the capabilities the device gave are written back into @attr; a
  *    device may give a deeper queue than a CQ allocated here holds, and
  *    the depth written back is then what the CQ holds, so that a caller
@@ -46,9 +52,35 @@ void kqp_core_release(struct kqp_core_scope *scope, struct kqp_core_qp *res)
 	memset(res, 0, sizeof(*res));
 }
 
+/* A UD QP that rdma_cm does not hold, to RTS as rdma_cm moves its own. */
+static int kqp_core_ud_to_rts(struct rdma_cm_id *id, struct ib_qp *qp)
+{
+	struct ib_qp_attr qp_attr = { .qp_state = IB_QPS_INIT };
+	int mask, ret;
+
+	ret = rdma_init_qp_attr(id, &qp_attr, &mask);
+	if (ret)
+		return ret;
+	ret = ib_modify_qp(qp, &qp_attr, mask);
+	if (ret)
+		return ret;
+	qp_attr.qp_state = IB_QPS_RTR;
+	ret = ib_modify_qp(qp, &qp_attr, IB_QP_STATE);
+	if (ret)
+		return ret;
+	qp_attr.qp_state = IB_QPS_RTS;
+	qp_attr.sq_psn = 0;
+	return ib_modify_qp(qp, &qp_attr, IB_QP_STATE | IB_QP_SQ_PSN);
+}
+
+/*
+ * The QP is returned in *@qp; with @unbound_ud and a UD id it is not
+ * @id->qp, and the caller destroys it with ib_destroy_qp().
+ */
 int kqp_core_create_qp(struct kqp_core_scope *scope, struct rdma_cm_id *id,
 		       struct ib_pd *pd, struct ib_qp_init_attr *attr,
-		       struct kqp_core_qp *res)
+		       struct kqp_core_qp *res, bool unbound_ud,
+		       struct ib_qp **qp)
 {
 	const struct kqp_core_scope_ops *ops = scope->ops;
 	struct ib_cq *send_cq = attr->send_cq, *recv_cq = attr->recv_cq;
@@ -97,9 +129,24 @@ int kqp_core_create_qp(struct kqp_core_scope *scope, struct rdma_cm_id *id,
 		attr->recv_cq = cq;
 	}
 
-	ret = rdma_create_qp(id, pd, attr);
-	if (ret)
-		goto err;
+	if (unbound_ud && id->qp_type == IB_QPT_UD) {
+		attr->port_num = id->port_num;
+		*qp = ib_create_qp(pd, attr);
+		if (IS_ERR(*qp)) {
+			ret = PTR_ERR(*qp);
+			goto err;
+		}
+		ret = kqp_core_ud_to_rts(id, *qp);
+		if (ret) {
+			ib_destroy_qp(*qp);
+			goto err;
+		}
+	} else {
+		ret = rdma_create_qp(id, pd, attr);
+		if (ret)
+			goto err;
+		*qp = id->qp;
+	}
 	if (!send_cq)
 		kqp_core_fit_cq(attr->send_cq, &attr->cap.max_send_wr);
 	if (!recv_cq)

@@ -18,6 +18,12 @@
  * polling: the completions stay in the kernel CQ, the ring says
  * KQP_CQ_RING_OVERFLOW and an IBV_EVENT_CQ_ERR async event is queued.  A
  * consumer that made room calls KQP_IOCTL_FLUSH_CQ to resume.
+ *
+ * The ring is kernel memory charged to the caller's memory cgroup, as
+ * io_uring's rings are.  Its mapping is not inherited by a child at
+ * fork() (VM_DONTCOPY, as ib_core's device mappings): the child cannot
+ * use the table (file.c) and has no business reading the parent's
+ * completions.
  */
 #include <linux/mm.h>
 #include <linux/slab.h>
@@ -328,7 +334,7 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 	if (comp_vector >= kdev->ibdev->num_comp_vectors)
 		return ERR_PTR(-EINVAL);
 
-	cq = kzalloc(sizeof(*cq), GFP_KERNEL);
+	cq = kzalloc(sizeof(*cq), GFP_KERNEL_ACCOUNT);
 	if (!cq)
 		return ERR_PTR(-ENOMEM);
 	spin_lock_init(&cq->lock);
@@ -346,7 +352,9 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 	cq->ring_bytes = PAGE_ALIGN(sizeof(struct kqp_cq_ring_hdr) +
 				    (size_t)cq->entries *
 				    sizeof(struct kqp_cqe));
-	cq->ring = vmalloc_user(cq->ring_bytes);
+	/* The caller chose the size: its failure is not the log's business. */
+	cq->ring = __vmalloc(cq->ring_bytes,
+			     GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN);
 	if (!cq->ring) {
 		ret = -ENOMEM;
 		goto err_free;
@@ -357,13 +365,16 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 		goto err_ring;
 
 	lockdep_assert_held_read(&kdev->hw_rwsem);
+	ret = kqp_vobj_charge(&cq->vobj, uctx, kdev);
+	if (ret)
+		goto err_release;
 	attr.cqe = cq->entries;
 	attr.comp_vector = comp_vector;
 	ibcq = ib_create_cq(kdev->ibdev, kqp_cq_comp_handler,
 			    kqp_cq_event_handler, cq, &attr);
 	if (IS_ERR(ibcq)) {
 		ret = PTR_ERR(ibcq);
-		goto err_release;
+		goto err_uncharge;
 	}
 	cq->cq = ibcq;
 	cq->cqe = ibcq->cqe;
@@ -374,6 +385,8 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 	ib_req_notify_cq(ibcq, IB_CQ_NEXT_COMP);
 	return cq;
 
+err_uncharge:
+	kqp_vobj_uncharge(&cq->vobj);
 err_release:
 	kqp_object_release_id(uctx, &cq->vobj.obj);
 err_ring:
@@ -421,20 +434,18 @@ void kqp_cq_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj)
 int kqp_create_cq(struct kqp_ucmd *ucmd)
 {
 	struct kqp_create_cq *cmd = ucmd->cmd;
-	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_ucontext *uctx = ucmd->uctx;
 	struct kqp_channel *chan = NULL;
 	struct kqp_device *kdev;
 	struct kqp_cq *cq;
 	int ret;
 
-	if (!uctx)
-		return -ENOMEM;
 	if (cmd->channel_fd != -1) {
 		chan = kqp_channel_get_fd(cmd->channel_fd);
 		if (IS_ERR(chan))
 			return PTR_ERR(chan);
 	}
-	kdev = kqp_device_get(cmd->device_index);
+	kdev = kqp_device_get_user(cmd->device_index);
 	if (!kdev) {
 		ret = -ENODEV;
 		goto err_chan;
@@ -469,15 +480,13 @@ err_chan:
 int kqp_destroy_cq(struct kqp_ucmd *ucmd)
 {
 	struct kqp_destroy_cq *cmd = ucmd->cmd;
-	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_ucontext *uctx = ucmd->uctx;
 	struct kqp_object *obj;
 	struct kqp_cq *cq;
 	int ret = 0;
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	if (!uctx)
-		return -ENOMEM;
 	obj = kqp_object_get(uctx, cmd->cq, KQP_OBJ_CQ);
 	if (IS_ERR(obj))
 		return PTR_ERR(obj);
@@ -536,7 +545,7 @@ u32 kqp_cq_destroy_auto(struct kqp_ucontext *uctx, struct kqp_cq *cq)
 int kqp_flush_cq(struct kqp_ucmd *ucmd)
 {
 	struct kqp_flush_cq *cmd = ucmd->cmd;
-	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_ucontext *uctx = ucmd->uctx;
 	struct kqp_device *kdev;
 	struct kqp_object *obj;
 	struct kqp_cq *cq;
@@ -544,8 +553,6 @@ int kqp_flush_cq(struct kqp_ucmd *ucmd)
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	if (!uctx)
-		return -ENOMEM;
 	obj = kqp_object_get(uctx, cmd->cq, KQP_OBJ_CQ);
 	if (IS_ERR(obj))
 		return PTR_ERR(obj);
@@ -586,12 +593,15 @@ int kqp_flush_cq(struct kqp_ucmd *ucmd)
 
 /*
  * mmap of a CQ's ring: the offset names the CQ, the length is the ring's,
- * the mapping is shared and never executable.
+ * the mapping is shared, never executable, and not inherited at fork().
+ * The mapping holds a reference on each page, so the pages outlive the
+ * CQ in it (vfree() drops only the vmalloc area's).
  */
 int kqp_cq_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma)
 {
 	struct kqp_object *obj;
 	struct kqp_cq *cq;
+	size_t off;
 	int ret;
 
 	if (vma->vm_pgoff > U32_MAX)
@@ -610,8 +620,11 @@ int kqp_cq_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma)
 		ret = -EPERM;
 		goto out;
 	}
-	kqp_vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP, VM_MAYEXEC);
-	ret = remap_vmalloc_range(vma, cq->ring, 0);
+	kqp_vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY,
+			 VM_MAYEXEC);
+	for (off = 0, ret = 0; off < cq->ring_bytes && !ret; off += PAGE_SIZE)
+		ret = vm_insert_page(vma, vma->vm_start + off,
+				     vmalloc_to_page((char *)cq->ring + off));
 out:
 	kqp_object_put(obj);
 	return ret;

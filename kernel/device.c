@@ -2,8 +2,12 @@
 /*
  * RDMA devices as kqp sees them: an ib_client keeps a table of every
  * ib_device, indexed by the device's own index, and KQP_IOCTL_QUERY reports
- * it.
+ * it.  A process sees, and can use, only the devices its network
+ * namespace may use (rdma_dev_access_netns(): all of them in the default
+ * shared mode, its own after `rdma system set netns exclusive`), as
+ * uverbs lets it open only those.
  */
+#include <linux/nsproxy.h>
 #include <linux/rwsem.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -43,6 +47,30 @@ struct kqp_device *kqp_device_get(u32 index)
 	kdev = xa_load(&kqp_devices, index);
 	if (kdev)
 		kref_get(&kdev->ref);
+	up_read(&kqp_devices_rwsem);
+	return kdev;
+}
+
+/* May the calling process use @ibdev?  With kqp_devices_rwsem held. */
+static bool kqp_device_visible(struct ib_device *ibdev)
+{
+	return rdma_dev_access_netns(ibdev, current->nsproxy->net_ns);
+}
+
+/*
+ * The device with this index, referenced, for a command of the calling
+ * process: NULL if there is none, or none its network namespace may use.
+ */
+struct kqp_device *kqp_device_get_user(u32 index)
+{
+	struct kqp_device *kdev;
+
+	down_read(&kqp_devices_rwsem);
+	kdev = xa_load(&kqp_devices, index);
+	if (kdev && kqp_device_visible(kdev->ibdev))
+		kref_get(&kdev->ref);
+	else
+		kdev = NULL;
 	up_read(&kqp_devices_rwsem);
 	return kdev;
 }
@@ -123,8 +151,7 @@ static void kqp_ib_remove(struct ib_device *ibdev, void *client_data)
 			if (!found)
 				break;
 			/* Its owner may be destroying it: it waits for us. */
-			found->destroy_hw(found);
-			found->hw_gone = true;
+			kqp_vobj_release_hw(found);
 		}
 	}
 	WARN_ON(!list_empty(&kdev->objects));
@@ -176,7 +203,8 @@ int kqp_query(struct kqp_ucmd *ucmd)
 	 */
 	down_read(&kqp_devices_rwsem);
 	xa_for_each(&kqp_devices, index, kdev)
-		total++;
+		if (kqp_device_visible(kdev->ibdev))
+			total++;
 	n = min(total, cmd->num_devices);
 	if (n) {
 		infos = kcalloc(n, sizeof(*infos), GFP_KERNEL);
@@ -188,7 +216,8 @@ int kqp_query(struct kqp_ucmd *ucmd)
 		xa_for_each(&kqp_devices, index, kdev) {
 			if (i == n)
 				break;
-			kqp_device_fill_info(kdev, &infos[i++]);
+			if (kqp_device_visible(kdev->ibdev))
+				kqp_device_fill_info(kdev, &infos[i++]);
 		}
 	}
 	up_read(&kqp_devices_rwsem);
@@ -220,7 +249,7 @@ int kqp_query_device(struct kqp_ucmd *ucmd)
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	kdev = kqp_device_get(index);
+	kdev = kqp_device_get_user(index);
 	if (!kdev)
 		return -ENODEV;
 	down_read(&kdev->hw_rwsem);
@@ -279,7 +308,7 @@ int kqp_query_device(struct kqp_ucmd *ucmd)
 /* The device and port a query names, with the hardware held. */
 static struct kqp_device *kqp_query_port_start(u32 index, u32 port)
 {
-	struct kqp_device *kdev = kqp_device_get(index);
+	struct kqp_device *kdev = kqp_device_get_user(index);
 
 	if (!kdev)
 		return ERR_PTR(-ENODEV);
@@ -382,7 +411,12 @@ int kqp_query_pkey(struct kqp_ucmd *ucmd)
 	kdev = kqp_query_port_start(cmd->device_index, cmd->port_num);
 	if (IS_ERR(kdev))
 		return PTR_ERR(kdev);
-	if (cmd->index > U16_MAX)
+	/*
+	 * Bounded by the port's table, as ib_uverbs bounds it: a driver may
+	 * read an index past it as something else (mlx5: the whole table).
+	 */
+	if (cmd->index >=
+	    kdev->ibdev->port_data[cmd->port_num].immutable.pkey_tbl_len)
 		ret = -EINVAL;
 	else
 		ret = ib_query_pkey(kdev->ibdev, cmd->port_num, cmd->index,

@@ -2,6 +2,11 @@
 /*
  * The per-file event queue: filled by the rdma_cm event handler, drained
  * by KQP_IOCTL_GET_EVENT, purged when an id or membership goes away.
+ *
+ * The handler takes only kfile->lock, and nobody holds that lock across
+ * anything that can wait on userspace: GET_EVENT copies the event out
+ * holding kfile->read_mutex instead, which every other remover of events
+ * takes too, so the event being copied stays where it is.
  */
 #include <linux/poll.h>
 #include <linux/slab.h>
@@ -53,15 +58,19 @@ int kqp_get_event(struct kqp_ucmd *ucmd)
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
 
-	mutex_lock(&kfile->lock);
-	while (list_empty(&kfile->events)) {
+	for (;;) {
+		if (mutex_lock_interruptible(&kfile->read_mutex))
+			return -ERESTARTSYS;
+		mutex_lock(&kfile->lock);
+		if (!list_empty(&kfile->events))
+			break;
 		mutex_unlock(&kfile->lock);
+		mutex_unlock(&kfile->read_mutex);
 		if (kfile->filp->f_flags & O_NONBLOCK)
 			return -EAGAIN;
 		if (wait_event_interruptible(kfile->poll_wait,
 					     !list_empty_careful(&kfile->events)))
 			return -ERESTARTSYS;
-		mutex_lock(&kfile->lock);
 	}
 
 	ev = list_first_entry(&kfile->events, struct kqp_event, list);
@@ -69,22 +78,32 @@ int kqp_get_event(struct kqp_ucmd *ucmd)
 	ev->resp.size = cmd->size;
 	ev->resp.flags = 0;
 	memcpy(cmd, &ev->resp, sizeof(*cmd));
-	/* Only an event that reached the caller leaves the queue. */
-	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
-	if (ret) {
-		mutex_unlock(&kfile->lock);
-		return ret;
-	}
-	list_del(&ev->list);
-	ev->ctx->events_reported++;
-	if (ev->mc)
-		ev->mc->events_reported++;
-	if (ev->child)
-		atomic_inc(&ev->ctx->backlog);
 	mutex_unlock(&kfile->lock);
 
-	kfree(ev);
-	return 0;
+	/*
+	 * The copy may fault for as long as the caller likes: only
+	 * read_mutex is held, which keeps the event queued and its id,
+	 * listener and membership alive (their destruction purges it).
+	 * Only an event that reached the caller leaves the queue.
+	 */
+	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
+	if (!ret) {
+		mutex_lock(&kfile->lock);
+		list_del(&ev->list);
+		ev->ctx->events_reported++;
+		if (ev->mc)
+			ev->mc->events_reported++;
+		if (ev->child) {
+			atomic_inc(&ev->ctx->backlog);
+			/* The caller knows the new id now. */
+			WRITE_ONCE(ev->child->named, true);
+		}
+		mutex_unlock(&kfile->lock);
+	}
+	mutex_unlock(&kfile->read_mutex);
+	if (!ret)
+		kfree(ev);
+	return ret;
 }
 
 /**
@@ -104,6 +123,7 @@ int kqp_events_purge(struct kqp_cm_id *ctx, struct list_head *children)
 	LIST_HEAD(dead);
 	int reported;
 
+	mutex_lock(&kfile->read_mutex);
 	mutex_lock(&kfile->lock);
 	list_for_each_entry_safe(ev, tmp, &kfile->events, list) {
 		if (ev->child == ctx) {
@@ -124,19 +144,25 @@ int kqp_events_purge(struct kqp_cm_id *ctx, struct list_head *children)
 	}
 	reported = ctx->events_reported;
 	mutex_unlock(&kfile->lock);
+	mutex_unlock(&kfile->read_mutex);
 
 	list_for_each_entry_safe(ev, tmp, &dead, list)
 		kfree(ev);
 	return reported;
 }
 
-/* Drop the unreported events of a membership that is being left. */
+/*
+ * Drop the unreported events of a membership that is being left.  The
+ * caller holds the file's read_mutex (and the id's handler lock, so that
+ * a join completion in the handler queued its event first).
+ */
 void kqp_events_purge_mcast(struct kqp_mcast *mc)
 {
 	struct kqp_file *kfile = mc->ctx->kfile;
 	struct kqp_event *ev, *tmp;
 	LIST_HEAD(dead);
 
+	lockdep_assert_held(&kfile->read_mutex);
 	mutex_lock(&kfile->lock);
 	list_for_each_entry_safe(ev, tmp, &kfile->events, list)
 		if (ev->mc == mc)

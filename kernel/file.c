@@ -4,7 +4,9 @@
  *
  * Every command's argument starts with __u32 size and __u32 flags; the
  * checks common to all of them (the errno contract in kqp-abi.h) are made
- * here, once, before a command's handler sees its argument.
+ * here, once, before a command's handler sees its argument.  So is the
+ * file's table resolved, for the commands that use one, and refused to
+ * any process but the one that made it.
  */
 #include <linux/fs.h>
 #include <linux/poll.h>
@@ -61,6 +63,7 @@ union kqp_ucmd_buffer {
 	struct kqp_dereg_mr dereg_mr;
 	struct kqp_create_ah create_ah;
 	struct kqp_destroy_ah destroy_ah;
+	struct kqp_mcast_attach mcast_attach;
 };
 
 struct kqp_ioctl_op {
@@ -68,10 +71,11 @@ struct kqp_ioctl_op {
 	unsigned int min_size;
 	unsigned int ioctl_num;
 	u32 valid_flags;
+	bool no_table;
 	int (*execute)(struct kqp_ucmd *ucmd);
 };
 
-#define KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags)		\
+#define __KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, _no_table)	\
 	[_IOC_NR(_ioctl) - KQP_CMD_BASE] = {				\
 		.size = sizeof(_struct) +				\
 			BUILD_BUG_ON_ZERO(sizeof(union kqp_ucmd_buffer) < \
@@ -79,11 +83,19 @@ struct kqp_ioctl_op {
 		.min_size = offsetofend(_struct, _last),		\
 		.ioctl_num = _ioctl,					\
 		.valid_flags = _flags,					\
+		.no_table = _no_table,					\
 		.execute = _fn,						\
 	}
 
+/* A command on the file's table: ucmd->uctx is set, and the caller's. */
+#define KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags)		\
+	__KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, false)
+/* A command that uses no table (device queries, a new channel). */
+#define KQP_IOCTL_OP_NT(_ioctl, _fn, _struct, _last, _flags)		\
+	__KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, true)
+
 static const struct kqp_ioctl_op kqp_ioctl_ops[] = {
-	KQP_IOCTL_OP(KQP_IOCTL_QUERY, kqp_query, struct kqp_query,
+	KQP_IOCTL_OP_NT(KQP_IOCTL_QUERY, kqp_query, struct kqp_query,
 		     __reserved, 0),
 	KQP_IOCTL_OP(KQP_IOCTL_CREATE_ID, kqp_create_id, struct kqp_create_id,
 		     __reserved, 0),
@@ -123,23 +135,23 @@ static const struct kqp_ioctl_op kqp_ioctl_ops[] = {
 		     struct kqp_migrate_id, out_events_reported, 0),
 	KQP_IOCTL_OP(KQP_IOCTL_GET_EVENT, kqp_get_event, struct kqp_get_event,
 		     out_private_data, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_ATTACH, kqp_attach, struct kqp_attach,
+	KQP_IOCTL_OP_NT(KQP_IOCTL_ATTACH, kqp_attach, struct kqp_attach,
 		     __reserved, 0),
 	KQP_IOCTL_OP(KQP_IOCTL_CTX_INFO, kqp_ctx_info, struct kqp_ctx_info,
 		     out_files, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_QUERY_DEVICE, kqp_query_device,
+	KQP_IOCTL_OP_NT(KQP_IOCTL_QUERY_DEVICE, kqp_query_device,
 		     struct kqp_query_device, out_phys_port_cnt, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_QUERY_PORT, kqp_query_port,
+	KQP_IOCTL_OP_NT(KQP_IOCTL_QUERY_PORT, kqp_query_port,
 		     struct kqp_query_port, __reserved, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_QUERY_GID, kqp_query_gid, struct kqp_query_gid,
+	KQP_IOCTL_OP_NT(KQP_IOCTL_QUERY_GID, kqp_query_gid, struct kqp_query_gid,
 		     out_gid, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_QUERY_PKEY, kqp_query_pkey,
+	KQP_IOCTL_OP_NT(KQP_IOCTL_QUERY_PKEY, kqp_query_pkey,
 		     struct kqp_query_pkey, out_pkey, 0),
 	KQP_IOCTL_OP(KQP_IOCTL_ALLOC_PD, kqp_alloc_pd, struct kqp_alloc_pd,
 		     out_pd, KQP_ALLOC_PD_DEFAULT),
 	KQP_IOCTL_OP(KQP_IOCTL_DEALLOC_PD, kqp_dealloc_pd,
 		     struct kqp_dealloc_pd, __reserved, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_CREATE_COMP_CHANNEL, kqp_create_comp_channel,
+	KQP_IOCTL_OP_NT(KQP_IOCTL_CREATE_COMP_CHANNEL, kqp_create_comp_channel,
 		     struct kqp_create_comp_channel, __reserved, 0),
 	KQP_IOCTL_OP(KQP_IOCTL_CREATE_CQ, kqp_create_cq, struct kqp_create_cq,
 		     out_ring, 0),
@@ -170,6 +182,10 @@ static const struct kqp_ioctl_op kqp_ioctl_ops[] = {
 		     __reserved2, 0),
 	KQP_IOCTL_OP(KQP_IOCTL_DESTROY_AH, kqp_destroy_ah,
 		     struct kqp_destroy_ah, __reserved, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_ATTACH_MCAST, kqp_attach_mcast,
+		     struct kqp_mcast_attach, gid, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_DETACH_MCAST, kqp_detach_mcast,
+		     struct kqp_mcast_attach, gid, 0),
 };
 
 static_assert(ARRAY_SIZE(kqp_ioctl_ops) == KQP_CMD_MAX - KQP_CMD_BASE);
@@ -221,6 +237,11 @@ static long kqp_fops_ioctl(struct file *filp, unsigned int cmd,
 	if (buf.hdr.flags & ~op->valid_flags)
 		return -EOPNOTSUPP;
 
+	if (!op->no_table) {
+		ucmd.uctx = kqp_file_uctx(ucmd.kfile);
+		if (IS_ERR(ucmd.uctx))
+			return PTR_ERR(ucmd.uctx);
+	}
 	ucmd.cmd = &buf;
 	return op->execute(&ucmd);
 }
@@ -229,11 +250,13 @@ static long kqp_fops_ioctl(struct file *filp, unsigned int cmd,
  * Share another file's table.  A file's table is fixed the first time a
  * command needs one, so this has to come first; after that, EBUSY.  The
  * table pointer is set once and never changes, which is what lets every
- * other command use it without a lock.
+ * other command use it without a lock.  Only the table's owner may
+ * attach to it (EPERM).
  */
 int kqp_attach(struct kqp_ucmd *ucmd)
 {
 	struct kqp_attach *cmd = ucmd->cmd;
+	struct kqp_ucontext *uctx;
 	struct kqp_file *other;
 	struct file *filp;
 	int ret = 0;
@@ -253,13 +276,14 @@ int kqp_attach(struct kqp_ucmd *ucmd)
 		goto out;
 	}
 	/* The other file's table, made now if it has none yet. */
-	if (!kqp_file_uctx(other)) {
-		ret = -ENOMEM;
+	uctx = kqp_file_uctx(other);
+	if (IS_ERR(uctx)) {
+		ret = PTR_ERR(uctx);
 		goto out;
 	}
-	kref_get(&other->uctx->ref);
-	if (cmpxchg(&ucmd->kfile->uctx, NULL, other->uctx)) {
-		kqp_ucontext_put(other->uctx);
+	kref_get(&uctx->ref);
+	if (cmpxchg(&ucmd->kfile->uctx, NULL, uctx)) {
+		kqp_ucontext_put(uctx);
 		ret = -EBUSY;
 	}
 out:
@@ -267,34 +291,45 @@ out:
 	return ret;
 }
 
-/* The file's table, made on first use; NULL only when out of memory. */
+/* Is @uctx the calling process's? */
+bool kqp_uctx_is_callers(struct kqp_ucontext *uctx)
+{
+	return uctx->mm == current->mm;
+}
+
+/*
+ * The file's table, made on first use by the calling process, which owns
+ * it from then on.  ERR_PTR(-EPERM) for any other process: after fork()
+ * the child shares the parent's files, and could otherwise post into the
+ * memory the parent registered.  ERR_PTR(-ENOMEM) when out of memory.
+ */
 struct kqp_ucontext *kqp_file_uctx(struct kqp_file *kfile)
 {
 	struct kqp_ucontext *uctx = READ_ONCE(kfile->uctx);
 
-	if (uctx)
-		return uctx;
-	uctx = kqp_ucontext_alloc();
-	if (!uctx)
-		return NULL;
-	if (cmpxchg(&kfile->uctx, NULL, uctx)) {
-		kqp_ucontext_put(uctx);
-		uctx = READ_ONCE(kfile->uctx);
+	if (!uctx) {
+		uctx = kqp_ucontext_alloc();
+		if (!uctx)
+			return ERR_PTR(-ENOMEM);
+		if (cmpxchg(&kfile->uctx, NULL, uctx)) {
+			kqp_ucontext_put(uctx);
+			uctx = READ_ONCE(kfile->uctx);
+		}
 	}
+	if (!kqp_uctx_is_callers(uctx))
+		return ERR_PTR(-EPERM);
 	return uctx;
 }
 
 int kqp_ctx_info(struct kqp_ucmd *ucmd)
 {
 	struct kqp_ctx_info *cmd = ucmd->cmd;
-	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_ucontext *uctx = ucmd->uctx;
 	struct kqp_object *obj;
 	unsigned long index;
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	if (!uctx)
-		return -ENOMEM;
 	*cmd = (struct kqp_ctx_info){ .size = cmd->size };
 	xa_lock(&uctx->objects);
 	xa_for_each(&uctx->objects, index, obj) {
@@ -342,6 +377,8 @@ static int kqp_fops_mmap(struct file *filp, struct vm_area_struct *vma)
 
 	if (!uctx)
 		return -EINVAL;
+	if (!kqp_uctx_is_callers(uctx))
+		return -EPERM;
 	return kqp_cq_mmap(uctx, vma);
 }
 
@@ -349,10 +386,11 @@ static int kqp_fops_open(struct inode *inode, struct file *filp)
 {
 	struct kqp_file *kfile;
 
-	kfile = kzalloc(sizeof(*kfile), GFP_KERNEL);
+	kfile = kzalloc(sizeof(*kfile), GFP_KERNEL_ACCOUNT);
 	if (!kfile)
 		return -ENOMEM;
 	kfile->filp = filp;
+	mutex_init(&kfile->read_mutex);
 	mutex_init(&kfile->lock);
 	INIT_LIST_HEAD(&kfile->events);
 	init_waitqueue_head(&kfile->poll_wait);
@@ -374,6 +412,7 @@ static int kqp_fops_release(struct inode *inode, struct file *filp)
 	}
 	kqp_events_free_all(kfile);
 	mutex_destroy(&kfile->lock);
+	mutex_destroy(&kfile->read_mutex);
 	kfree(kfile);
 	return 0;
 }

@@ -212,6 +212,7 @@ int kqp_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
 	unsigned long key = (unsigned long)id;
 	struct kqp_kernel_qp *kqp;
 	struct kqp_device *kdev;
+	struct ib_qp *qp;
 	int ret;
 
 	if (!id || !attr || !id->device)
@@ -232,13 +233,15 @@ int kqp_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
 		ret = -ENODEV;
 		goto err_unreserve;
 	}
-	ret = kqp_core_create_qp(&kqp_kscope, id, pd, attr, &kqp->res);
+	/* rdma_create_qp(3): the QP is the id's, UD too. */
+	ret = kqp_core_create_qp(&kqp_kscope, id, pd, attr, &kqp->res, false,
+				 &qp);
 	kqp_kernel_device_release(kdev);
 	if (ret)
 		goto err_core;
 
 	kqp->id = id;
-	kqp->qp = id->qp;
+	kqp->qp = qp;
 	refcount_set(&kqp->ref, 1);
 	atomic_inc(&kqp_kernel_qp_count);
 	/* Into the reserved slot: needs no memory, cannot fail. */

@@ -29,9 +29,14 @@
 extern unsigned int kqp_max_backlog;
 extern unsigned int kqp_max_objects;
 extern unsigned long kqp_max_mr_bytes;
+extern unsigned int kqp_max_mcast;
 
 struct kqp_ucontext;
+struct kqp_user;
 struct dentry;
+struct mem_cgroup;
+struct mm_struct;
+struct rdma_cgroup;
 
 /**
  * struct kqp_device - an RDMA device as kqp tracks it
@@ -63,10 +68,20 @@ struct kqp_device {
  *	allocated cyclically, so a handle is not reused soon after its object
  *	is gone; completions carry QP handles and rely on that.
  * @next_id: cursor for the cyclic allocation
+ * @nr_objects: handles in use (what KQP_IOCTL_CTX_INFO reports)
+ * @mr_bytes: bytes registered, against max_mr_bytes
  * @lock: protects PD and CQ use counts and @default_pds
  * @default_pds: device index -> struct kqp_pd, the default PD of each
  *	device in this context
  * @async: the context's async event queue
+ * @mm: the address space of the process that made the table, grabbed:
+ *	the only one whose commands may use it (see kqp_file_uctx())
+ * @user: the user the table's objects count against (max_objects)
+ * @memcg: the memory cgroup kernel memory made for the table outside
+ *	its owner's commands (rdma_cm's handler) is charged to
+ * @dev_lock: protects @devices
+ * @devices: device index -> struct kqp_udev, the table's use of each
+ *	device, charged to the rdma cgroup as a handle
  *
  * Each open file of /dev/kqp starts with a context of its own; attaching
  * it to another file (KQP_IOCTL_ATTACH) makes the two share one, so that
@@ -81,6 +96,11 @@ struct kqp_ucontext {
 	struct mutex lock;
 	struct xarray default_pds;
 	struct kqp_async *async;
+	struct mm_struct *mm;
+	struct kqp_user *user;
+	struct mem_cgroup *memcg;
+	struct mutex dev_lock;
+	struct xarray devices;
 };
 
 struct kqp_async;
@@ -90,14 +110,23 @@ struct kqp_async;
  * @filp: the open file
  * @uctx: the object table the file uses: set by the first command that
  *	needs one (or by KQP_IOCTL_ATTACH) and never changed after
+ * @read_mutex: held by GET_EVENT from choosing an event until it is off
+ *	the queue, including the copy to userspace; by anyone else who
+ *	removes events (purges, migration), so that the event being copied
+ *	stays.  Never taken by rdma_cm's handler, which only needs @lock: a
+ *	copy that faults for as long as its owner likes stalls no worker.
  * @lock: protects @events and orders an object's publication with the
  *	event that announces it
  * @events: struct kqp_event, oldest first
  * @poll_wait: woken when an event is queued
+ *
+ * Lock order: @read_mutex, then the rdma_cm handler lock of an id, then
+ * @lock.
  */
 struct kqp_file {
 	struct file *filp;
 	struct kqp_ucontext *uctx;
+	struct mutex read_mutex;
 	struct mutex lock;
 	struct list_head events;
 	wait_queue_head_t poll_wait;
@@ -120,6 +149,8 @@ enum kqp_obj_type {
  * @users: one for the table, one per command using it; the object's
  *	resources may go once it drops to zero
  * @unused: completed when @users drops to zero
+ * @rcu: the memory goes after a grace period: the completion path looks
+ *	handles up under RCU and reads the type of what it finds
  *
  * Lifetime, as iommufd and ucma: an object is reserved, built, then
  * published; a lookup takes a @users reference under the xarray lock;
@@ -132,6 +163,7 @@ struct kqp_object {
 	enum kqp_obj_type type;
 	refcount_t users;
 	struct completion unused;
+	struct rcu_head rcu;
 };
 
 int kqp_handle_alloc(struct kqp_ucontext *uctx, u32 *id);
@@ -152,6 +184,7 @@ bool kqp_object_claim(struct kqp_ucontext *uctx, struct kqp_object *obj);
 
 struct kqp_ucontext *kqp_ucontext_alloc(void);
 void kqp_ucontext_put(struct kqp_ucontext *uctx);
+void kqp_users_exit(void);
 
 /**
  * struct kqp_vobj - a verbs object: backed by the hardware of one device
@@ -162,6 +195,8 @@ void kqp_ucontext_put(struct kqp_ucontext *uctx);
  *	first of the object's destruction and its device's removal, with
  *	@kdev->hw_rwsem held for writing
  * @hw_gone: @destroy_hw ran
+ * @uctx: the table, while the object is charged to its rdma cgroup
+ * @cg: the rdma cgroup the object is charged to (hca_object)
  */
 struct kqp_vobj {
 	struct kqp_object obj;
@@ -169,10 +204,16 @@ struct kqp_vobj {
 	struct list_head dev_entry;
 	void (*destroy_hw)(struct kqp_vobj *vobj);
 	bool hw_gone;
+	struct kqp_ucontext *uctx;
+	struct rdma_cgroup *cg;
 };
 
+int kqp_vobj_charge(struct kqp_vobj *vobj, struct kqp_ucontext *uctx,
+		    struct kqp_device *kdev);
+void kqp_vobj_uncharge(struct kqp_vobj *vobj);
 void kqp_vobj_init(struct kqp_vobj *vobj, struct kqp_device *kdev,
 		   void (*destroy_hw)(struct kqp_vobj *vobj));
+void kqp_vobj_release_hw(struct kqp_vobj *vobj);
 void kqp_vobj_destroy_hw(struct kqp_vobj *vobj);
 
 /**
@@ -355,6 +396,10 @@ struct kqp_wq {
  * @sq: send slots
  * @rq: receive slots
  * @async_reported: async events read for the QP
+ * @mcast_mutex: protects @mcasts and @nr_mcasts
+ * @mcasts: struct kqp_qp_mcast, the groups the QP is attached to; they are
+ *	detached before the QP is destroyed (ib_core refuses otherwise)
+ * @nr_mcasts: entries in @mcasts
  * @rcu: the completion handler looks QPs up under RCU
  */
 struct kqp_qp {
@@ -376,6 +421,9 @@ struct kqp_qp {
 	struct kqp_wq sq;
 	struct kqp_wq rq;
 	u32 async_reported;
+	struct mutex mcast_mutex;
+	struct list_head mcasts;
+	unsigned int nr_mcasts;
 	struct rcu_head rcu;
 };
 
@@ -389,8 +437,12 @@ struct kqp_qp {
  * @mutex: serialises commands on this id
  * @ready: events are reported; false for an id from a connection request
  *	until it is accepted, as nothing in userspace can name it before
+ * @named: commands may name the id; false for an id from a connection
+ *	request until GET_EVENT reported that request (under kfile->lock),
+ *	as the id still belongs to the event that announces it
+ * @listening: LISTEN succeeded; under @mutex
  * @events_reported: events for this id taken by GET_EVENT
- * @backlog: connection requests a listener may still queue
+ * @backlog: connection requests a listener may still queue (never below 0)
  * @close_work: destroys @cm_id after DEVICE_REMOVAL
  * @mc_ids: handle -> struct kqp_mcast joined through this id; changed
  *	under @mutex
@@ -406,6 +458,8 @@ struct kqp_cm_id {
 	u64 uid;
 	struct mutex mutex;
 	bool ready;
+	bool named;
+	bool listening;
 	int events_reported;
 	atomic_t backlog;
 	struct work_struct close_work;
@@ -450,12 +504,14 @@ struct kqp_event {
 /**
  * struct kqp_ucmd - one ioctl being executed
  * @kfile: the file it was issued on
+ * @uctx: the file's table, owned by the caller, for commands that use one
  * @ubuffer: the caller's argument
  * @user_size: the caller's idea of the argument's size
  * @cmd: kernel copy of the argument, zero-extended to the kernel's size
  */
 struct kqp_ucmd {
 	struct kqp_file *kfile;
+	struct kqp_ucontext *uctx;
 	void __user *ubuffer;
 	u32 user_size;
 	void *cmd;
@@ -468,6 +524,7 @@ int kqp_device_init(void);
 void kqp_device_exit(void);
 int kqp_query(struct kqp_ucmd *ucmd);
 struct kqp_device *kqp_device_get(u32 index);
+struct kqp_device *kqp_device_get_user(u32 index);
 struct kqp_device *kqp_device_of(struct ib_device *ibdev);
 void kqp_device_put(struct kqp_device *kdev);
 int kqp_query_device(struct kqp_ucmd *ucmd);
@@ -479,6 +536,7 @@ int kqp_query_pkey(struct kqp_ucmd *ucmd);
 extern const struct file_operations kqp_fops;
 int kqp_attach(struct kqp_ucmd *ucmd);
 struct kqp_ucontext *kqp_file_uctx(struct kqp_file *kfile);
+bool kqp_uctx_is_callers(struct kqp_ucontext *uctx);
 int kqp_ctx_info(struct kqp_ucmd *ucmd);
 
 /* object.c */
@@ -564,6 +622,8 @@ int kqp_modify_qp(struct kqp_ucmd *ucmd);
 int kqp_query_qp(struct kqp_ucmd *ucmd);
 int kqp_post_send(struct kqp_ucmd *ucmd);
 int kqp_post_recv(struct kqp_ucmd *ucmd);
+int kqp_attach_mcast(struct kqp_ucmd *ucmd);
+int kqp_detach_mcast(struct kqp_ucmd *ucmd);
 void kqp_qp_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 void kqp_qp_complete(struct kqp_ucontext *uctx, struct ib_wc *wc,
 		     struct kqp_cqe *cqe, bool *report);
@@ -632,7 +692,8 @@ struct kqp_core_qp {
 
 int kqp_core_create_qp(struct kqp_core_scope *scope, struct rdma_cm_id *id,
 		       struct ib_pd *pd, struct ib_qp_init_attr *attr,
-		       struct kqp_core_qp *res);
+		       struct kqp_core_qp *res, bool unbound_ud,
+		       struct ib_qp **qp);
 void kqp_core_release(struct kqp_core_scope *scope, struct kqp_core_qp *res);
 
 #endif /* KQP_H */

@@ -20,7 +20,12 @@ MODULE_PARM_DESC(max_backlog,
 unsigned int kqp_max_objects = 65536;
 module_param_named(max_objects, kqp_max_objects, uint, 0644);
 MODULE_PARM_DESC(max_objects,
-		 "Most handles (ids, PDs, CQs, QPs, MRs, AHs) one context may hold (default 65536)");
+		 "Most handles (ids, PDs, CQs, QPs, MRs, AHs) one user's contexts may hold together (default 65536)");
+
+unsigned int kqp_max_mcast = 64;
+module_param_named(max_mcast, kqp_max_mcast, uint, 0644);
+MODULE_PARM_DESC(max_mcast,
+		 "Most multicast groups one CM id may join (default 64)");
 
 unsigned long kqp_max_mr_bytes;
 module_param_named(max_mr_bytes, kqp_max_mr_bytes, ulong, 0644);
@@ -109,6 +114,7 @@ static void __exit kqp_exit(void)
 	misc_deregister(&kqp_misc);
 	kqp_kapi_exit();
 	kqp_device_exit();
+	kqp_users_exit();
 }
 
 module_init(kqp_init);

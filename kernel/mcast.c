@@ -3,6 +3,16 @@
  * Multicast memberships of UD ids.  A membership belongs to its id: its
  * handle is one of the id's, it moves with the id to another file, and
  * destroying the id (which leaves every group in rdma_cm) frees it.
+ *
+ * rdma_cm knows a membership by its address only, and leaves the newest
+ * one of an address: an id may therefore hold one membership per group
+ * (EADDRINUSE for another), or rdma_cm would leave one and kqp free the
+ * other, under the events still coming for it.  An id holds at most
+ * max_mcast memberships (ENOSPC).
+ *
+ * Joining does not attach a QP: the process does that when it learns the
+ * group's GID from MULTICAST_JOIN (KQP_IOCTL_ATTACH_MCAST, qp.c), as
+ * librdmacm does it from rdma_get_cm_event().
  */
 #include <linux/slab.h>
 #include <rdma/ib_addr.h>
@@ -10,11 +20,33 @@
 
 #include "kqp.h"
 
+/* Does @ctx hold a membership of @addr (compared as rdma_cm compares)? */
+static bool kqp_mcast_joined(struct kqp_cm_id *ctx,
+			     const struct __kernel_sockaddr_storage *addr,
+			     unsigned long *count)
+{
+	size_t len = rdma_addr_size_kss((struct __kernel_sockaddr_storage *)
+					addr);
+	struct kqp_mcast *mc;
+	unsigned long index;
+	bool found = false;
+
+	lockdep_assert_held(&ctx->mutex);
+	*count = 0;
+	xa_for_each(&ctx->mc_ids, index, mc) {
+		(*count)++;
+		if (!memcmp(&mc->addr, addr, len))
+			found = true;
+	}
+	return found;
+}
+
 int kqp_join_mcast(struct kqp_ucmd *ucmd)
 {
 	struct kqp_join_mcast *cmd = ucmd->cmd;
 	struct kqp_cm_id *ctx;
 	struct kqp_mcast *mc;
+	unsigned long count;
 	int ret;
 
 	if (cmd->__reserved)
@@ -29,7 +61,15 @@ int kqp_join_mcast(struct kqp_ucmd *ucmd)
 		return PTR_ERR(ctx);
 	mutex_lock(&ctx->mutex);
 
-	mc = kzalloc(sizeof(*mc), GFP_KERNEL);
+	if (kqp_mcast_joined(ctx, &cmd->addr, &count)) {
+		ret = -EADDRINUSE;
+		goto out_unlock;
+	}
+	if (count >= READ_ONCE(kqp_max_mcast)) {
+		ret = -ENOSPC;
+		goto out_unlock;
+	}
+	mc = kzalloc(sizeof(*mc), GFP_KERNEL_ACCOUNT);
 	if (!mc) {
 		ret = -ENOMEM;
 		goto out_unlock;
@@ -37,7 +77,7 @@ int kqp_join_mcast(struct kqp_ucmd *ucmd)
 	mc->ctx = ctx;
 	mc->uid = cmd->uid;
 	memcpy(&mc->addr, &cmd->addr, sizeof(mc->addr));
-	ret = xa_alloc(&ctx->mc_ids, &mc->id, mc, xa_limit_32b, GFP_KERNEL);
+	ret = xa_alloc(&ctx->mc_ids, &mc->id, mc, xa_limit_32b, GFP_KERNEL_ACCOUNT);
 	if (ret)
 		goto err_free;
 
@@ -52,9 +92,11 @@ int kqp_join_mcast(struct kqp_ucmd *ucmd)
 	if (ret) {
 		/* Nobody can name it; leave again. */
 		rdma_leave_multicast(ctx->cm_id, (struct sockaddr *)&mc->addr);
+		mutex_lock(&ctx->kfile->read_mutex);
 		rdma_lock_handler(ctx->cm_id);
 		kqp_events_purge_mcast(mc);
 		rdma_unlock_handler(ctx->cm_id);
+		mutex_unlock(&ctx->kfile->read_mutex);
 		goto err_erase;
 	}
 	mutex_unlock(&ctx->mutex);
@@ -91,9 +133,11 @@ int kqp_leave_mcast(struct kqp_ucmd *ucmd)
 	}
 	rdma_leave_multicast(ctx->cm_id, (struct sockaddr *)&mc->addr);
 	/* A join completion already in the handler queues its event first. */
+	mutex_lock(&ctx->kfile->read_mutex);
 	rdma_lock_handler(ctx->cm_id);
 	kqp_events_purge_mcast(mc);
 	rdma_unlock_handler(ctx->cm_id);
+	mutex_unlock(&ctx->kfile->read_mutex);
 	cmd->out_events_reported = mc->events_reported;
 	kfree(mc);
 	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));

@@ -105,13 +105,13 @@ void kqp_mr_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj)
 	kqp_pd_put_user(mr->pd);
 	kqp_object_release_id(uctx, obj);
 	kqp_device_put(kdev);
-	kfree(mr);
+	kfree_rcu(mr, vobj.obj.rcu);
 }
 
 int kqp_reg_mr(struct kqp_ucmd *ucmd)
 {
 	struct kqp_reg_mr *cmd = ucmd->cmd;
-	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_ucontext *uctx = ucmd->uctx;
 	struct kqp_object *obj;
 	struct kqp_device *kdev;
 	struct kqp_pd *pd;
@@ -132,8 +132,6 @@ int kqp_reg_mr(struct kqp_ucmd *ucmd)
 	if (!cmd->length || check_add_overflow(cmd->addr, cmd->length, &end) ||
 	    check_add_overflow(cmd->iova, cmd->length, &end))
 		return -EINVAL;
-	if (!uctx)
-		return -ENOMEM;
 
 	obj = kqp_object_get(uctx, cmd->pd, KQP_OBJ_PD);
 	if (IS_ERR(obj))
@@ -145,7 +143,7 @@ int kqp_reg_mr(struct kqp_ucmd *ucmd)
 		return ret;
 	kdev = pd->vobj.kdev;
 
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
 	if (!mr) {
 		ret = -ENOMEM;
 		goto err_pd;
@@ -163,11 +161,15 @@ int kqp_reg_mr(struct kqp_ucmd *ucmd)
 		ret = -ENXIO;
 		goto err_unlock;
 	}
+	ret = kqp_vobj_charge(&mr->vobj, uctx, kdev);
+	if (ret)
+		goto err_unlock;
 	/* Pins the calling process's pages, against its RLIMIT_MEMLOCK. */
 	ibmr = ib_reg_user_mr(pd->pd, cmd->addr, cmd->length, cmd->iova,
 			      cmd->access);
 	if (IS_ERR(ibmr)) {
 		ret = PTR_ERR(ibmr);
+		kqp_vobj_uncharge(&mr->vobj);
 		goto err_unlock;
 	}
 	mr->mr = ibmr;
@@ -182,7 +184,7 @@ int kqp_reg_mr(struct kqp_ucmd *ucmd)
 	cmd->out_mr = mr->vobj.obj.id;
 	cmd->out_lkey = ibmr->lkey;
 	cmd->out_rkey = ibmr->rkey;
-	ret = xa_insert(&pd->mrs, mr->lkey, mr, GFP_KERNEL);
+	ret = xa_insert(&pd->mrs, mr->lkey, mr, GFP_KERNEL_ACCOUNT);
 	if (!ret)
 		ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
 	if (ret) {
@@ -207,13 +209,11 @@ err_pd:
 int kqp_dereg_mr(struct kqp_ucmd *ucmd)
 {
 	struct kqp_dereg_mr *cmd = ucmd->cmd;
-	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_ucontext *uctx = ucmd->uctx;
 	struct kqp_object *obj;
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	if (!uctx)
-		return -ENOMEM;
 	obj = kqp_object_claim_id(uctx, cmd->mr, KQP_OBJ_MR);
 	if (IS_ERR(obj))
 		return PTR_ERR(obj);

@@ -8,9 +8,27 @@
  * lookup takes a reference under the xarray lock.  Exactly one caller
  * destroys an object: the one whose xa_cmpxchg swaps it for XA_ZERO_ENTRY.
  * That caller waits for the references to drain before freeing anything a
- * command could be using, and erases the handle last.
+ * command could be using, and erases the handle last; the memory goes
+ * after an RCU grace period.
+ *
+ * Nothing reads an object it found in a table without either a reference
+ * or the table's xarray lock: a scan that is to destroy objects claims
+ * each under the lock (kqp_object_claim_next()), because another file on
+ * the table can free any object it has not claimed.
+ *
+ * A table belongs to the process that made it (its mm): the dispatcher
+ * refuses every command that uses the table to any other process, so
+ * that a child after fork(), or whoever is passed the file, can neither
+ * post into the owner's registered memory nor register its own there.
+ * Its objects count against the owner's user (max_objects), its kernel
+ * memory against the owner's memory cgroup, and its hardware objects
+ * against the owner's rdma cgroup.
  */
+#include <linux/cgroup_rdma.h>
+#include <linux/cred.h>
+#include <linux/memcontrol.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 
 #include "kqp.h"
@@ -36,15 +54,78 @@ u32 kqp_contexts_read(void)
 	return atomic_read(&kqp_contexts_live);
 }
 
+/**
+ * struct kqp_user - what one user holds in kqp, over all its tables
+ * @ref: one per table
+ * @uid: the user, in the initial user namespace
+ * @nr_objects: handles the user's tables hold, against max_objects
+ *
+ * Counting per table would let a user hold max_objects times the files
+ * it can open.
+ */
+struct kqp_user {
+	refcount_t ref;
+	uid_t uid;
+	atomic_t nr_objects;
+};
+
+/* uid -> struct kqp_user; the lock orders lookups with the last put. */
+static DEFINE_XARRAY(kqp_users);
+static DEFINE_MUTEX(kqp_users_lock);
+
+static struct kqp_user *kqp_user_get(kuid_t kuid)
+{
+	uid_t uid = from_kuid(&init_user_ns, kuid);
+	struct kqp_user *user;
+
+	mutex_lock(&kqp_users_lock);
+	user = xa_load(&kqp_users, uid);
+	if (user) {
+		refcount_inc(&user->ref);
+		goto out;
+	}
+	user = kzalloc(sizeof(*user), GFP_KERNEL_ACCOUNT);
+	if (!user)
+		goto out;
+	refcount_set(&user->ref, 1);
+	user->uid = uid;
+	if (xa_err(xa_store(&kqp_users, uid, user, GFP_KERNEL))) {
+		kfree(user);
+		user = NULL;
+	}
+out:
+	mutex_unlock(&kqp_users_lock);
+	return user;
+}
+
+static void kqp_user_put(struct kqp_user *user)
+{
+	if (!refcount_dec_and_mutex_lock(&user->ref, &kqp_users_lock))
+		return;
+	xa_erase(&kqp_users, user->uid);
+	mutex_unlock(&kqp_users_lock);
+	WARN_ON(atomic_read(&user->nr_objects));
+	kfree(user);
+}
+
+/* Module unload: every table is gone, and with them their users. */
+void kqp_users_exit(void)
+{
+	WARN_ON(!xa_empty(&kqp_users));
+	xa_destroy(&kqp_users);
+}
+
 /*
  * Reserve a handle that names nothing yet, within the max_objects
- * parameter: EMFILE past it, as for a process's file table.
+ * parameter, counted per user: EMFILE past it, as for a process's file
+ * table.
  */
 int kqp_handle_alloc(struct kqp_ucontext *uctx, u32 *id)
 {
 	int ret;
 
-	if (atomic_inc_return(&uctx->nr_objects) > READ_ONCE(kqp_max_objects)) {
+	if (atomic_inc_return(&uctx->user->nr_objects) >
+	    READ_ONCE(kqp_max_objects)) {
 		ret = -EMFILE;
 		goto err;
 	}
@@ -53,13 +134,14 @@ int kqp_handle_alloc(struct kqp_ucontext *uctx, u32 *id)
 	 * after its QP is gone must not find a new QP under the same handle.
 	 */
 	ret = xa_alloc_cyclic(&uctx->objects, id, NULL, xa_limit_32b,
-			      &uctx->next_id, GFP_KERNEL);
+			      &uctx->next_id, GFP_KERNEL_ACCOUNT);
 	if (ret < 0)
 		goto err;
+	atomic_inc(&uctx->nr_objects);
 	return 0;
 
 err:
-	atomic_dec(&uctx->nr_objects);
+	atomic_dec(&uctx->user->nr_objects);
 	return ret;
 }
 
@@ -67,6 +149,7 @@ void kqp_handle_free(struct kqp_ucontext *uctx, u32 id)
 {
 	xa_erase(&uctx->objects, id);
 	atomic_dec(&uctx->nr_objects);
+	atomic_dec(&uctx->user->nr_objects);
 }
 
 int kqp_object_reserve(struct kqp_ucontext *uctx, struct kqp_object *obj,
@@ -89,7 +172,7 @@ void kqp_object_publish(struct kqp_ucontext *uctx, struct kqp_object *obj)
 {
 	void *old;
 
-	old = xa_store(&uctx->objects, obj->id, obj, GFP_KERNEL);
+	old = xa_store(&uctx->objects, obj->id, obj, GFP_KERNEL_ACCOUNT);
 	WARN_ON(old);
 }
 
@@ -154,6 +237,36 @@ struct kqp_object *kqp_object_claim_id(struct kqp_ucontext *uctx, u32 id,
 	return obj;
 }
 
+/*
+ * Claim the first object at *@index or after it that @match accepts, and
+ * move *@index past it; NULL when there is none.  Objects are looked at
+ * only under the table's lock, and an object another caller claimed is
+ * not seen at all (XA_ZERO_ENTRY reads as empty), so nothing is read that
+ * could be freed meanwhile.
+ */
+static struct kqp_object *
+kqp_object_claim_next(struct kqp_ucontext *uctx, unsigned long *index,
+		      bool (*match)(struct kqp_object *obj, void *arg),
+		      void *arg)
+{
+	struct kqp_object *obj, *found = NULL;
+	unsigned long i;
+
+	xa_lock(&uctx->objects);
+	xa_for_each_start(&uctx->objects, i, obj, *index) {
+		if (!match(obj, arg))
+			continue;
+		if (__xa_cmpxchg(&uctx->objects, i, obj, XA_ZERO_ENTRY,
+				 GFP_KERNEL) == obj) {
+			found = obj;
+			*index = i + 1;
+			break;
+		}
+	}
+	xa_unlock(&uctx->objects);
+	return found;
+}
+
 static void kqp_object_destroy(struct kqp_ucontext *uctx,
 			       struct kqp_object *obj)
 {
@@ -181,12 +294,20 @@ static void kqp_object_destroy(struct kqp_ucontext *uctx,
 	}
 }
 
+static bool kqp_object_is_files_id(struct kqp_object *obj, void *kfile)
+{
+	return obj->type == KQP_OBJ_CM_ID &&
+	       READ_ONCE(container_of(obj, struct kqp_cm_id, obj)->kfile) ==
+		       kfile;
+}
+
 /*
  * The file is being released: destroy the ids it owns, whatever their
- * state.  No command can run on the file any more, but rdma_cm can still
- * publish ids for connection requests on a listener that is not destroyed
- * yet, possibly below the iteration point; go round until a pass finds
- * none, which happens once the listeners are gone.
+ * state.  No command can run on the file any more, but other files on
+ * the table can, and rdma_cm can still publish ids for connection
+ * requests on a listener that is not destroyed yet, possibly below the
+ * scan's position; go round until a pass finds none, which happens once
+ * the listeners are gone.
  */
 void kqp_file_destroy_objects(struct kqp_file *kfile)
 {
@@ -197,32 +318,53 @@ void kqp_file_destroy_objects(struct kqp_file *kfile)
 
 	do {
 		found = false;
-		xa_for_each(&uctx->objects, index, obj) {
-			if (obj->type != KQP_OBJ_CM_ID ||
-			    container_of(obj, struct kqp_cm_id, obj)->kfile !=
-				    kfile)
-				continue;
+		index = 0;
+		while ((obj = kqp_object_claim_next(uctx, &index,
+						    kqp_object_is_files_id,
+						    kfile))) {
 			found = true;
-			if (kqp_object_claim(uctx, obj))
-				kqp_object_destroy(uctx, obj);
+			kqp_object_destroy(uctx, obj);
+			cond_resched();
 		}
-		cond_resched();
 	} while (found);
 }
 
+/*
+ * A table for the calling process: its mm, user and memory cgroup are
+ * the table's from now on.
+ */
 struct kqp_ucontext *kqp_ucontext_alloc(void)
 {
 	struct kqp_ucontext *uctx;
 
-	uctx = kzalloc(sizeof(*uctx), GFP_KERNEL);
+	if (!current->mm)
+		return NULL;
+	uctx = kzalloc(sizeof(*uctx), GFP_KERNEL_ACCOUNT);
 	if (!uctx)
 		return NULL;
+	uctx->user = kqp_user_get(current_euid());
+	if (!uctx->user) {
+		kfree(uctx);
+		return NULL;
+	}
 	kref_init(&uctx->ref);
 	xa_init_flags(&uctx->objects, XA_FLAGS_ALLOC1);
 	mutex_init(&uctx->lock);
 	xa_init(&uctx->default_pds);
+	mutex_init(&uctx->dev_lock);
+	xa_init(&uctx->devices);
+	uctx->mm = current->mm;
+	mmgrab(uctx->mm);
+#ifdef CONFIG_MEMCG
+	uctx->memcg = get_mem_cgroup_from_mm(current->mm);
+#endif
 	atomic_inc(&kqp_contexts_live);
 	return uctx;
+}
+
+static bool kqp_object_is_type(struct kqp_object *obj, void *type)
+{
+	return obj->type == *(enum kqp_obj_type *)type;
 }
 
 /*
@@ -236,23 +378,33 @@ static void kqp_ucontext_release(struct kref *ref)
 		KQP_OBJ_CM_ID, KQP_OBJ_QP, KQP_OBJ_AH, KQP_OBJ_MR, KQP_OBJ_CQ,
 		KQP_OBJ_PD,
 	};
+	enum kqp_obj_type type;
 	struct kqp_object *obj;
 	unsigned long index;
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(order); i++) {
-		xa_for_each(&uctx->objects, index, obj)
-			if (obj->type == order[i] &&
-			    kqp_object_claim(uctx, obj))
-				kqp_object_destroy(uctx, obj);
+		type = order[i];
+		index = 0;
+		while ((obj = kqp_object_claim_next(uctx, &index,
+						    kqp_object_is_type, &type)))
+			kqp_object_destroy(uctx, obj);
 	}
 	WARN_ON(!xa_empty(&uctx->objects));
 	WARN_ON(atomic_read(&uctx->nr_objects));
 	WARN_ON(atomic64_read(&uctx->mr_bytes));
+	WARN_ON(!xa_empty(&uctx->devices));
 	kqp_async_detach(uctx);
+	xa_destroy(&uctx->devices);
 	xa_destroy(&uctx->default_pds);
 	xa_destroy(&uctx->objects);
+	mutex_destroy(&uctx->dev_lock);
 	mutex_destroy(&uctx->lock);
+#ifdef CONFIG_MEMCG
+	mem_cgroup_put(uctx->memcg);
+#endif
+	mmdrop(uctx->mm);
+	kqp_user_put(uctx->user);
 	kfree(uctx);
 	atomic_dec(&kqp_contexts_live);
 }
@@ -260,6 +412,121 @@ static void kqp_ucontext_release(struct kref *ref)
 void kqp_ucontext_put(struct kqp_ucontext *uctx)
 {
 	kref_put(&uctx->ref, kqp_ucontext_release);
+}
+
+#ifdef CONFIG_CGROUP_RDMA
+/**
+ * struct kqp_udev - a table's use of one device
+ * @cg: the rdma cgroup its hca_handle is charged to
+ * @users: the table's objects charged on the device
+ *
+ * uverbs charges a handle for each device context a process opens; kqp
+ * has none, so a table's use of a device stands for one: charged with the
+ * table's first hardware object on the device, uncharged with its last.
+ */
+struct kqp_udev {
+	struct rdma_cgroup *cg;
+	unsigned int users;
+};
+
+static int kqp_udev_get(struct kqp_ucontext *uctx, struct kqp_device *kdev)
+{
+	struct kqp_udev *udev;
+	int ret;
+
+	lockdep_assert_held(&uctx->dev_lock);
+	udev = xa_load(&uctx->devices, kdev->index);
+	if (udev) {
+		udev->users++;
+		return 0;
+	}
+	udev = kzalloc(sizeof(*udev), GFP_KERNEL_ACCOUNT);
+	if (!udev)
+		return -ENOMEM;
+	ret = rdmacg_try_charge(&udev->cg, &kdev->ibdev->cg_device,
+				RDMACG_RESOURCE_HCA_HANDLE);
+	if (ret)
+		goto err_free;
+	ret = xa_err(xa_store(&uctx->devices, kdev->index, udev,
+			      GFP_KERNEL_ACCOUNT));
+	if (ret)
+		goto err_uncharge;
+	udev->users = 1;
+	return 0;
+
+err_uncharge:
+	rdmacg_uncharge(udev->cg, &kdev->ibdev->cg_device,
+			RDMACG_RESOURCE_HCA_HANDLE);
+err_free:
+	kfree(udev);
+	return ret;
+}
+
+static void kqp_udev_put(struct kqp_ucontext *uctx, struct kqp_device *kdev)
+{
+	struct kqp_udev *udev;
+
+	lockdep_assert_held(&uctx->dev_lock);
+	udev = xa_load(&uctx->devices, kdev->index);
+	if (WARN_ON(!udev) || --udev->users)
+		return;
+	xa_erase(&uctx->devices, kdev->index);
+	rdmacg_uncharge(udev->cg, &kdev->ibdev->cg_device,
+			RDMACG_RESOURCE_HCA_HANDLE);
+	kfree(udev);
+}
+#endif
+
+/*
+ * Charge a verbs object to the caller's rdma cgroup before its hardware
+ * is allocated: one hca_object, and the table's hca_handle for the
+ * device if this is its first object there.  EAGAIN past rdma.max, as
+ * from uverbs.  The caller holds kdev->hw_rwsem for reading and checked
+ * that the device lives; the charge is undone by kqp_vobj_uncharge(), or
+ * with the hardware by kqp_vobj_release_hw().
+ */
+int kqp_vobj_charge(struct kqp_vobj *vobj, struct kqp_ucontext *uctx,
+		    struct kqp_device *kdev)
+{
+#ifdef CONFIG_CGROUP_RDMA
+	int ret;
+
+	lockdep_assert_held_read(&kdev->hw_rwsem);
+	mutex_lock(&uctx->dev_lock);
+	ret = kqp_udev_get(uctx, kdev);
+	if (ret)
+		goto out;
+	ret = rdmacg_try_charge(&vobj->cg, &kdev->ibdev->cg_device,
+				RDMACG_RESOURCE_HCA_OBJECT);
+	if (ret) {
+		kqp_udev_put(uctx, kdev);
+		goto out;
+	}
+	vobj->uctx = uctx;
+	vobj->kdev = kdev;
+out:
+	mutex_unlock(&uctx->dev_lock);
+	return ret;
+#else
+	return 0;
+#endif
+}
+
+/* Undo kqp_vobj_charge(), while the device's hardware is held. */
+void kqp_vobj_uncharge(struct kqp_vobj *vobj)
+{
+#ifdef CONFIG_CGROUP_RDMA
+	struct kqp_ucontext *uctx = vobj->uctx;
+
+	if (!uctx)
+		return;
+	mutex_lock(&uctx->dev_lock);
+	rdmacg_uncharge(vobj->cg, &vobj->kdev->ibdev->cg_device,
+			RDMACG_RESOURCE_HCA_OBJECT);
+	kqp_udev_put(uctx, vobj->kdev);
+	mutex_unlock(&uctx->dev_lock);
+	vobj->uctx = NULL;
+#endif
 }
 
 void kqp_vobj_init(struct kqp_vobj *vobj, struct kqp_device *kdev,
@@ -273,6 +540,21 @@ void kqp_vobj_init(struct kqp_vobj *vobj, struct kqp_device *kdev,
 }
 
 /*
+ * The hardware half goes, with its rdma cgroup charge, before the device
+ * can be unregistered (which drops the device's cgroup pools).  With
+ * kdev->hw_rwsem held for writing.
+ */
+void kqp_vobj_release_hw(struct kqp_vobj *vobj)
+{
+	lockdep_assert_held_write(&vobj->kdev->hw_rwsem);
+	if (vobj->hw_gone)
+		return;
+	vobj->destroy_hw(vobj);
+	vobj->hw_gone = true;
+	kqp_vobj_uncharge(vobj);
+}
+
+/*
  * Release a verbs object's hardware half: on destruction, or earlier when
  * its device goes away (device.c), whichever comes first.
  */
@@ -281,10 +563,7 @@ void kqp_vobj_destroy_hw(struct kqp_vobj *vobj)
 	struct kqp_device *kdev = vobj->kdev;
 
 	down_write(&kdev->hw_rwsem);
-	if (!vobj->hw_gone) {
-		vobj->destroy_hw(vobj);
-		vobj->hw_gone = true;
-	}
+	kqp_vobj_release_hw(vobj);
 	spin_lock(&kdev->objects_lock);
 	list_del_init(&vobj->dev_entry);
 	spin_unlock(&kdev->objects_lock);

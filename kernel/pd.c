@@ -32,16 +32,19 @@ static struct kqp_pd *kqp_pd_create_locked(struct kqp_ucontext *uctx,
 	int ret;
 
 	lockdep_assert_held_read(&kdev->hw_rwsem);
-	pd = kzalloc(sizeof(*pd), GFP_KERNEL);
+	pd = kzalloc(sizeof(*pd), GFP_KERNEL_ACCOUNT);
 	if (!pd)
 		return ERR_PTR(-ENOMEM);
 	ret = kqp_object_reserve(uctx, &pd->vobj.obj, KQP_OBJ_PD);
 	if (ret)
 		goto err_free;
+	ret = kqp_vobj_charge(&pd->vobj, uctx, kdev);
+	if (ret)
+		goto err_release;
 	ibpd = ib_alloc_pd(kdev->ibdev, 0);
 	if (IS_ERR(ibpd)) {
 		ret = PTR_ERR(ibpd);
-		goto err_release;
+		goto err_uncharge;
 	}
 	pd->pd = ibpd;
 	pd->uctx = uctx;
@@ -51,6 +54,8 @@ static struct kqp_pd *kqp_pd_create_locked(struct kqp_ucontext *uctx,
 	kqp_vobj_init(&pd->vobj, kdev, kqp_pd_destroy_hw);
 	return pd;
 
+err_uncharge:
+	kqp_vobj_uncharge(&pd->vobj);
 err_release:
 	kqp_object_release_id(uctx, &pd->vobj.obj);
 err_free:
@@ -75,7 +80,7 @@ void kqp_pd_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj)
 	kqp_device_put(kdev);
 	WARN_ON(!xa_empty(&pd->mrs));
 	xa_destroy(&pd->mrs);
-	kfree(pd);
+	kfree_rcu(pd, vobj.obj.rcu);
 }
 
 /*
@@ -109,7 +114,7 @@ struct kqp_pd *kqp_pd_get_default_locked(struct kqp_ucontext *uctx,
 	pd = xa_load(&uctx->default_pds, kdev->index);
 	if (!pd) {
 		/* Room first, so nothing can fail once the PD exists. */
-		ret = xa_reserve(&uctx->default_pds, kdev->index, GFP_KERNEL);
+		ret = xa_reserve(&uctx->default_pds, kdev->index, GFP_KERNEL_ACCOUNT);
 		if (ret) {
 			pd = ERR_PTR(ret);
 			goto out;
@@ -119,7 +124,7 @@ struct kqp_pd *kqp_pd_get_default_locked(struct kqp_ucontext *uctx,
 			xa_release(&uctx->default_pds, kdev->index);
 			goto out;
 		}
-		xa_store(&uctx->default_pds, kdev->index, pd, GFP_KERNEL);
+		xa_store(&uctx->default_pds, kdev->index, pd, GFP_KERNEL_ACCOUNT);
 		kqp_object_publish(uctx, &pd->vobj.obj);
 	}
 	pd->users++;
@@ -176,16 +181,14 @@ void kqp_pd_put_default_ref(struct kqp_pd *pd)
 int kqp_alloc_pd(struct kqp_ucmd *ucmd)
 {
 	struct kqp_alloc_pd *cmd = ucmd->cmd;
-	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_ucontext *uctx = ucmd->uctx;
 	struct kqp_device *kdev;
 	struct kqp_pd *pd;
 	int ret;
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	if (!uctx)
-		return -ENOMEM;
-	kdev = kqp_device_get(cmd->device_index);
+	kdev = kqp_device_get_user(cmd->device_index);
 	if (!kdev)
 		return -ENODEV;
 
@@ -232,38 +235,41 @@ out:
 int kqp_dealloc_pd(struct kqp_ucmd *ucmd)
 {
 	struct kqp_dealloc_pd *cmd = ucmd->cmd;
-	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_ucontext *uctx = ucmd->uctx;
 	struct kqp_object *obj;
+	bool destroy = false;
 	struct kqp_pd *pd;
 	int ret = 0;
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	if (!uctx)
-		return -ENOMEM;
 	obj = kqp_object_get(uctx, cmd->pd, KQP_OBJ_PD);
 	if (IS_ERR(obj))
 		return PTR_ERR(obj);
 	pd = container_of(obj, struct kqp_pd, vobj.obj);
 
+	/*
+	 * The reference is checked and dropped under one hold of the lock:
+	 * two callers racing for the last one must not both get it.
+	 */
 	mutex_lock(&uctx->lock);
 	if (pd->is_default) {
 		if (!pd->default_refs) {
 			ret = -EINVAL;
 		} else {
-			mutex_unlock(&uctx->lock);
-			kqp_object_put(obj);
-			kqp_pd_put_default_ref(pd);
-			return 0;
+			pd->default_refs--;
+			destroy = kqp_pd_default_unused(pd);
 		}
 	} else if (pd->users) {
 		ret = -EBUSY;
 	} else if (!kqp_object_claim(uctx, obj)) {
 		ret = -ENOENT;
+	} else {
+		destroy = true;
 	}
 	mutex_unlock(&uctx->lock);
 	kqp_object_put(obj);
-	if (!ret && !pd->is_default)
+	if (destroy)
 		kqp_pd_destroy(uctx, obj);
 	return ret;
 }

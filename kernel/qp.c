@@ -10,6 +10,12 @@
  * wr_id.  A completion retires its slot and every unsignaled one before
  * it.  Completions name their QP by handle, looked up under RCU, so one
  * that arrives for a QP already destroyed is recognised and dropped.
+ *
+ * A UD QP on an id is not bound into the id (core.c), because rdma_cm
+ * refuses to join multicast groups on an id with a QP.  The process
+ * attaches it to a group (KQP_IOCTL_ATTACH_MCAST) once the join tells it
+ * the group's GID, as librdmacm does with ibv_attach_mcast(); the QP
+ * keeps the list, because ib_core refuses to destroy a QP still attached.
  */
 #include <linux/file.h>
 #include <linux/slab.h>
@@ -148,10 +154,31 @@ static void kqp_qp_event_handler(struct ib_event *event, void *context)
 			      qp->vobj.obj.id, qp->uid, &qp->async_reported);
 }
 
+/**
+ * struct kqp_qp_mcast - a multicast group a QP is attached to
+ * @list: in qp->mcasts
+ * @gid: the group's GID
+ * @lid: the group's LID
+ */
+struct kqp_qp_mcast {
+	struct list_head list;
+	union ib_gid gid;
+	u16 lid;
+};
+
 static void kqp_qp_destroy_hw(struct kqp_vobj *vobj)
 {
 	struct kqp_qp *qp = container_of(vobj, struct kqp_qp, vobj);
 	struct rdma_cm_id *cm_id = qp->cm ? qp->cm->cm_id : NULL;
+	struct kqp_qp_mcast *m, *tmp;
+
+	/* hw_rwsem, held for writing, keeps attach and detach out. */
+	list_for_each_entry_safe(m, tmp, &qp->mcasts, list) {
+		ib_detach_mcast(qp->qp, &m->gid, m->lid);
+		list_del(&m->list);
+		kfree(m);
+	}
+	qp->nr_mcasts = 0;
 
 	/*
 	 * While the id lives, rdma_cm holds the QP and must let go of it
@@ -242,7 +269,8 @@ void kqp_qp_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj)
 static int kqp_wq_init(struct kqp_wq *wq, u32 depth)
 {
 	wq->size = roundup_pow_of_two(max(depth, 1U));
-	wq->slots = kcalloc(wq->size, sizeof(*wq->slots), GFP_KERNEL);
+	wq->slots = kcalloc(wq->size, sizeof(*wq->slots),
+			    GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	return wq->slots ? 0 : -ENOMEM;
 }
 
@@ -359,7 +387,7 @@ static struct kqp_cq *kqp_qp_take_cq(struct kqp_ucontext *uctx, u32 handle)
 int kqp_ioctl_create_qp(struct kqp_ucmd *ucmd)
 {
 	struct kqp_create_qp *cmd = ucmd->cmd;
-	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_ucontext *uctx = ucmd->uctx;
 	struct kqp_uscope us = {
 		.scope.ops = &kqp_uscope_ops,
 		.uid = { cmd->send_cq_uid, cmd->recv_cq_uid },
@@ -378,16 +406,16 @@ int kqp_ioctl_create_qp(struct kqp_ucmd *ucmd)
 		return -EOPNOTSUPP;
 	if (cmd->qp_type != KQP_QPT_RC && cmd->qp_type != KQP_QPT_UD)
 		return -EINVAL;
-	if (!uctx)
-		return -ENOMEM;
 	us.uctx = uctx;
 
-	qp = kzalloc(sizeof(*qp), GFP_KERNEL);
+	qp = kzalloc(sizeof(*qp), GFP_KERNEL_ACCOUNT);
 	if (!qp)
 		return -ENOMEM;
 	spin_lock_init(&qp->lock);
 	mutex_init(&qp->sq_mutex);
 	mutex_init(&qp->rq_mutex);
+	mutex_init(&qp->mcast_mutex);
+	INIT_LIST_HEAD(&qp->mcasts);
 	qp->uctx = uctx;
 	qp->uid = cmd->uid;
 	qp->qp_type = cmd->qp_type == KQP_QPT_RC ? IB_QPT_RC : IB_QPT_UD;
@@ -474,16 +502,20 @@ int kqp_ioctl_create_qp(struct kqp_ucmd *ucmd)
 		ret = -ENXIO;
 		goto err_hw;
 	}
+	ret = kqp_vobj_charge(&qp->vobj, uctx, kdev);
+	if (ret)
+		goto err_hw;
 	if (cm) {
+		/* UD: not bound into the id, so that it can join groups. */
 		ret = kqp_core_create_qp(&us.scope, cm->cm_id,
 					 qp->pd ? qp->pd->pd : NULL, &attr,
-					 &res);
+					 &res, qp->qp_type == IB_QPT_UD, &ibqp);
 		if (ret) {
+			kqp_vobj_uncharge(&qp->vobj);
 			up_read(&kdev->hw_rwsem);
 			kqp_core_release(&us.scope, &res);
 			goto err_kdev;
 		}
-		ibqp = cm->cm_id->qp;
 		/* The core's default PD and CQs are this QP's now. */
 		if (res.pd_token)
 			qp->pd = res.pd_token;
@@ -495,18 +527,24 @@ int kqp_ioctl_create_qp(struct kqp_ucmd *ucmd)
 		ibqp = ib_create_qp(qp->pd->pd, &attr);
 		if (IS_ERR(ibqp)) {
 			ret = PTR_ERR(ibqp);
+			kqp_vobj_uncharge(&qp->vobj);
 			goto err_hw;
 		}
 	}
 	qp->qp = ibqp;
 	qp->qp_num = ibqp->qp_num;
 	qp->cap = attr.cap;
-	kqp_vobj_init(&qp->vobj, kdev, kqp_qp_destroy_hw);
-	up_read(&kdev->hw_rwsem);
+	/*
+	 * The id before the device list: once the device's removal can
+	 * find the QP, it must see whether rdma_cm holds it, or it would
+	 * ib_destroy_qp() a QP the id still points at.
+	 */
 	if (cm) {
 		qp->cm = cm;
 		kref_get(&cm->mem_ref);
 	}
+	kqp_vobj_init(&qp->vobj, kdev, kqp_qp_destroy_hw);
+	up_read(&kdev->hw_rwsem);
 
 	ret = kqp_wq_init(&qp->sq, attr.cap.max_send_wr);
 	if (!ret)
@@ -597,12 +635,10 @@ err_free:
 int kqp_ioctl_destroy_qp(struct kqp_ucmd *ucmd)
 {
 	struct kqp_destroy_qp *cmd = ucmd->cmd;
-	struct kqp_ucontext *uctx = kqp_file_uctx(ucmd->kfile);
+	struct kqp_ucontext *uctx = ucmd->uctx;
 	struct kqp_object *obj;
 	u32 cq_events[2] = {};
 
-	if (!uctx)
-		return -ENOMEM;
 	obj = kqp_object_claim_id(uctx, cmd->qp, KQP_OBJ_QP);
 	if (IS_ERR(obj))
 		return PTR_ERR(obj);
@@ -618,8 +654,6 @@ static struct kqp_qp *kqp_qp_get_hw(struct kqp_ucontext *uctx, u32 handle)
 	struct kqp_object *obj;
 	struct kqp_qp *qp;
 
-	if (!uctx)
-		return ERR_PTR(-ENOENT);
 	obj = kqp_object_get(uctx, handle, KQP_OBJ_QP);
 	if (IS_ERR(obj))
 		return ERR_CAST(obj);
@@ -666,9 +700,26 @@ int kqp_modify_qp(struct kqp_ucmd *ucmd)
 	if ((mask & IB_QP_QKEY) && (u->qkey & 0x80000000) &&
 	    !capable(CAP_NET_RAW))
 		return -EPERM;
-	qp = kqp_qp_get_hw(ucmd->kfile->uctx, cmd->qp);
+	qp = kqp_qp_get_hw(ucmd->uctx, cmd->qp);
 	if (IS_ERR(qp))
 		return PTR_ERR(qp);
+
+	/*
+	 * Ports are checked before ib_modify_qp(): ib_core indexes its
+	 * per-port array with them before the driver could refuse.  As
+	 * ib_uverbs: an alternate path's port is its AV's, and so is the
+	 * primary's on the way to RTR.
+	 */
+	if (((mask & IB_QP_PORT) &&
+	     !rdma_is_port_valid(qp->qp->device, u->port_num)) ||
+	    ((mask & IB_QP_AV) && (mask & IB_QP_PORT) &&
+	     u->port_num != u->ah_attr.port_num) ||
+	    ((mask & IB_QP_ALT_PATH) &&
+	     (!rdma_is_port_valid(qp->qp->device, u->alt_port_num) ||
+	      u->alt_port_num != u->alt_ah_attr.port_num))) {
+		ret = -EINVAL;
+		goto out;
+	}
 
 	/*
 	 * rdma_cm moves a QP on an id from state to state; the caller may
@@ -753,7 +804,7 @@ int kqp_query_qp(struct kqp_ucmd *ucmd)
 
 	if (cmd->attr_mask & ~(KQP_QP_ATTR_MASK | IB_QP_CAP))
 		return -EOPNOTSUPP;
-	qp = kqp_qp_get_hw(ucmd->kfile->uctx, cmd->qp);
+	qp = kqp_qp_get_hw(ucmd->uctx, cmd->qp);
 	if (IS_ERR(qp))
 		return PTR_ERR(qp);
 	ret = ib_query_qp(qp->qp, &attr, cmd->attr_mask, &init);
@@ -807,7 +858,7 @@ static void *kqp_post_copy(struct kqp_post *cmd)
 
 	if (!cmd->count || !cmd->wrs_len || cmd->wrs_len > KQP_POST_MAX_BYTES)
 		return ERR_PTR(-EINVAL);
-	buf = kvmalloc(cmd->wrs_len, GFP_KERNEL);
+	buf = kvmalloc(cmd->wrs_len, GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!buf)
 		return ERR_PTR(-ENOMEM);
 	if (copy_from_user(buf, u64_to_user_ptr(cmd->wrs), cmd->wrs_len)) {
@@ -856,11 +907,12 @@ struct kqp_post_ctx {
 /*
  * Build one send request from @hdr (in the kernel copy), checking it
  * against the QP's type and capabilities and the caller's MRs.  @len is
- * what is left of the copy; returns the request's size in it.
+ * what is left of the copy; returns the request's size in it, and its
+ * opcode in *@opcode.
  */
 static long kqp_build_send(struct kqp_qp *qp, struct kqp_post_ctx *pc,
 			   const void *p, size_t len, union kqp_kwr *kwr,
-			   struct ib_sge *ksge, void **inline_buf)
+			   struct ib_sge *ksge, void **inline_buf, u32 *opcode)
 {
 	const struct kqp_send_wr *hdr = p;
 	const unsigned int allowed = KQP_SEND_FENCE | KQP_SEND_SIGNALED |
@@ -870,6 +922,7 @@ static long kqp_build_send(struct kqp_qp *qp, struct kqp_post_ctx *pc,
 	size_t need;
 	int access = 0, ret;
 
+	/* Nothing of the request is read before it is known to be there. */
 	if (len < sizeof(*hdr))
 		return -EINVAL;
 	if (hdr->__reserved)
@@ -987,6 +1040,7 @@ static long kqp_build_send(struct kqp_qp *qp, struct kqp_post_ctx *pc,
 		wr->send_flags |= IB_SEND_SIGNALED;
 	if (hdr->send_flags & KQP_SEND_SOLICITED)
 		wr->send_flags |= IB_SEND_SOLICITED;
+	*opcode = hdr->opcode;
 	return need;
 }
 
@@ -998,7 +1052,7 @@ static long kqp_build_send(struct kqp_qp *qp, struct kqp_post_ctx *pc,
 static int kqp_post(struct kqp_ucmd *ucmd, bool recv)
 {
 	struct kqp_post *cmd = ucmd->cmd;
-	struct kqp_post_ctx pc = { .uctx = ucmd->kfile->uctx };
+	struct kqp_post_ctx pc = { .uctx = ucmd->uctx };
 	struct ib_sge *ksge;
 	union kqp_kwr *kwr;
 	struct kqp_qp *qp;
@@ -1016,7 +1070,8 @@ static int kqp_post(struct kqp_ucmd *ucmd, bool recv)
 		return PTR_ERR(qp);
 	}
 	max_sge = max(recv ? qp->cap.max_recv_sge : qp->cap.max_send_sge, 1U);
-	kwr = kmalloc(sizeof(*kwr) + max_sge * sizeof(*ksge), GFP_KERNEL);
+	kwr = kmalloc(sizeof(*kwr) + max_sge * sizeof(*ksge),
+		      GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!kwr) {
 		ret = -ENOMEM;
 		goto out;
@@ -1056,8 +1111,7 @@ static int kqp_post(struct kqp_ucmd *ucmd, bool recv)
 		} else {
 			used = kqp_build_send(qp, &pc, buf + off,
 					      cmd->wrs_len - off, kwr, ksge,
-					      &inline_buf);
-			opcode = ((const struct kqp_send_wr *)(buf + off))->opcode;
+					      &inline_buf, &opcode);
 		}
 		if (used < 0) {
 			ret = used;
@@ -1123,4 +1177,84 @@ int kqp_post_send(struct kqp_ucmd *ucmd)
 int kqp_post_recv(struct kqp_ucmd *ucmd)
 {
 	return kqp_post(ucmd, true);
+}
+
+/*
+ * Attach a UD QP to a multicast group, or detach it, as ib_uverbs does:
+ * attaching twice attaches once, detaching what is not attached is
+ * EINVAL.  A QP is in at most max_mcast groups (ENOSPC).
+ */
+static int kqp_qp_mcast(struct kqp_ucmd *ucmd, bool attach)
+{
+	struct kqp_mcast_attach *cmd = ucmd->cmd;
+	struct kqp_qp_mcast *m, *found = NULL;
+	union ib_gid gid;
+	struct kqp_qp *qp;
+	int ret = 0;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	memcpy(gid.raw, cmd->gid, sizeof(gid.raw));
+	qp = kqp_qp_get_hw(ucmd->uctx, cmd->qp);
+	if (IS_ERR(qp))
+		return PTR_ERR(qp);
+	if (qp->qp_type != IB_QPT_UD) {
+		ret = -EINVAL;
+		goto out;
+	}
+	mutex_lock(&qp->mcast_mutex);
+	list_for_each_entry(m, &qp->mcasts, list) {
+		if (m->lid == cmd->lid && !memcmp(&m->gid, &gid, sizeof(gid))) {
+			found = m;
+			break;
+		}
+	}
+	if (!attach) {
+		if (!found) {
+			ret = -EINVAL;
+			goto unlock;
+		}
+		ret = ib_detach_mcast(qp->qp, &gid, cmd->lid);
+		if (!ret) {
+			list_del(&found->list);
+			qp->nr_mcasts--;
+			kfree(found);
+		}
+		goto unlock;
+	}
+	if (found)
+		goto unlock;
+	if (qp->nr_mcasts >= READ_ONCE(kqp_max_mcast)) {
+		ret = -ENOSPC;
+		goto unlock;
+	}
+	m = kzalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
+	if (!m) {
+		ret = -ENOMEM;
+		goto unlock;
+	}
+	m->gid = gid;
+	m->lid = cmd->lid;
+	ret = ib_attach_mcast(qp->qp, &gid, cmd->lid);
+	if (ret) {
+		kfree(m);
+		goto unlock;
+	}
+	list_add_tail(&m->list, &qp->mcasts);
+	qp->nr_mcasts++;
+unlock:
+	mutex_unlock(&qp->mcast_mutex);
+out:
+	kqp_qp_put_hw(qp);
+	return ret;
+}
+
+int kqp_attach_mcast(struct kqp_ucmd *ucmd)
+{
+	return kqp_qp_mcast(ucmd, true);
+}
+
+int kqp_detach_mcast(struct kqp_ucmd *ucmd)
+{
+	return kqp_qp_mcast(ucmd, false);
 }

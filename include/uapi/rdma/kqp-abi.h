@@ -37,6 +37,14 @@
  *  - EOPNOTSUPP: a flag this kernel does not know is set, or a ``__reserved``
  *    field is not zero.  Both mean "this kernel cannot do what you ask",
  *    which is the signal a newer caller uses to fall back.
+ *  - EPERM: the file's table belongs to another process.  A table (the
+ *    objects of a group of files, see KQP_IOCTL_ATTACH) belongs to the
+ *    process that made it, by issuing the first command that needed one;
+ *    every command that uses the table (all but QUERY, the four device
+ *    queries, ATTACH and CREATE_COMP_CHANNEL) fails with EPERM in any
+ *    other process, such as a child after fork() or a process the file
+ *    was passed to.  Such a process can close the file, and that is all.
+ *    So can mmap() of its rings, which a child does not inherit either.
  *  - EINVAL: everything was understood, but a value is not valid.
  *  - ENOENT: a handle names nothing in this file, or an object of
  *    another type.
@@ -45,8 +53,14 @@
  *    answers ENXIO here too.
  *  - ENOMEM: out of memory.
  *  - EMFILE: a command that creates an object (an id, PD, CQ, QP, MR or
- *    AH) would take the file's table past the max_objects module
- *    parameter.  A connection request that would do so is rejected.
+ *    AH) would take its user past the max_objects module parameter, which
+ *    counts the objects of all of a user's tables together.  A
+ *    connection request that would do so is rejected.
+ *  - EAGAIN: creating a PD, CQ, QP, MR or AH would take the caller's rdma
+ *    cgroup past its rdma.max (hca_object for each of them, hca_handle
+ *    for a table's first object on a device), as with uverbs.
+ *  - ENODEV: a device index names no device the caller's network
+ *    namespace may use (`rdma system set netns exclusive`).
  *
  * Errnos that rdma_cm itself returns (EADDRINUSE, EADDRNOTAVAIL,
  * ENETUNREACH, ...) are passed through unchanged, as ucma passes them to
@@ -103,6 +117,8 @@ enum {
 	KQP_CMD_DEREG_MR,
 	KQP_CMD_CREATE_AH,
 	KQP_CMD_DESTROY_AH,
+	KQP_CMD_ATTACH_MCAST,
+	KQP_CMD_DETACH_MCAST,
 	KQP_CMD_MAX,	/* one past the last command */
 };
 
@@ -622,7 +638,12 @@ struct kqp_notify {
  * @__reserved: zero
  * @addr: the group
  *
- * Completes with RDMA_CM_EVENT_MULTICAST_JOIN or MULTICAST_ERROR.
+ * Completes with RDMA_CM_EVENT_MULTICAST_JOIN or MULTICAST_ERROR.  It
+ * does not attach the id's QP to the group: the caller does, with the
+ * GID and LID the MULTICAST_JOIN event gives (KQP_IOCTL_ATTACH_MCAST), as
+ * librdmacm does with ibv_attach_mcast().  EADDRINUSE if the id is in
+ * the group already: rdma_cm tells memberships apart by address only.
+ * ENOSPC if the id is in max_mcast (a module parameter) groups already.
  */
 struct kqp_join_mcast {
 	__u32 size;
@@ -988,7 +1009,14 @@ struct kqp_create_comp_channel {
 #define KQP_IOCTL_CREATE_COMP_CHANNEL \
 	_IO(KQP_IOCTL_TYPE, KQP_CMD_CREATE_COMP_CHANNEL)
 
-/* What read() of a completion channel gives: an armed CQ fired. */
+/*
+ * What read() of a completion channel gives: an armed CQ fired.  A CQ
+ * keeps at most KQP_CQ_MAX_PENDING_EVENTS unread notifications on its
+ * channel; the reader was woken by the first of them, and further ones
+ * are dropped until it reads some.
+ */
+#define KQP_CQ_MAX_PENDING_EVENTS 4096
+
 struct kqp_comp_event {
 	__aligned_u64 cq_uid;
 	__u32 cq;
@@ -1462,5 +1490,33 @@ struct kqp_destroy_ah {
 	__u32 __reserved;
 };
 #define KQP_IOCTL_DESTROY_AH _IO(KQP_IOCTL_TYPE, KQP_CMD_DESTROY_AH)
+
+/**
+ * struct kqp_mcast_attach - ioctl(KQP_IOCTL_ATTACH_MCAST),
+ *	ioctl(KQP_IOCTL_DETACH_MCAST)
+ * @size: sizeof(struct kqp_mcast_attach)
+ * @flags: must be 0
+ * @qp: a UD QP
+ * @lid: the group's LID (0 on RoCE)
+ * @__reserved: zero
+ * @gid: the group's GID
+ *
+ * As ibv_attach_mcast() and ibv_detach_mcast(): the QP receives what is
+ * sent to the group while attached.  Attaching to a group the QP is in
+ * already changes nothing; detaching from one it is not in is EINVAL, and
+ * so is a GID that is not a multicast GID or a QP that is not UD.  ENOSPC
+ * past max_mcast groups per QP.  The QP is detached from every group when
+ * it is destroyed.
+ */
+struct kqp_mcast_attach {
+	__u32 size;
+	__u32 flags;
+	__u32 qp;
+	__u16 lid;
+	__u16 __reserved;
+	__u8 gid[16];
+};
+#define KQP_IOCTL_ATTACH_MCAST _IO(KQP_IOCTL_TYPE, KQP_CMD_ATTACH_MCAST)
+#define KQP_IOCTL_DETACH_MCAST _IO(KQP_IOCTL_TYPE, KQP_CMD_DETACH_MCAST)
 
 #endif /* _UAPI_RDMA_KQP_ABI_H */
