@@ -826,10 +826,20 @@ err:
 	return -1;
 }
 
-static void kqp_process_join(struct kqp_cm_event *evt)
+/*
+ * As librdmacm: the id's QP joins the group when the join is reported,
+ * unless the membership only sends.  0 or an errno.
+ */
+static int kqp_process_join(struct kqp_cm_event *evt)
 {
+	struct rdma_cm_id *id = &evt->kid->id;
+
 	evt->mc->mgid = evt->event.param.ud.ah_attr.grh.dgid;
 	evt->mc->mlid = evt->event.param.ud.ah_attr.dlid;
+	if (!id->qp ||
+	    evt->mc->join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
+		return 0;
+	return ibv_attach_mcast(id->qp, &evt->mc->mgid, evt->mc->mlid);
 }
 
 KQP_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
@@ -871,8 +881,13 @@ retry:
 		kqp_copy_ud_event(evt, &ge);
 		evt->event.param.ud.private_data = evt->mc->context;
 		evt->event.param.ud.private_data_len = 0;
-		if (ge.out_event == RDMA_CM_EVENT_MULTICAST_JOIN)
-			kqp_process_join(evt);
+		if (ge.out_event == RDMA_CM_EVENT_MULTICAST_JOIN) {
+			ret = kqp_process_join(evt);
+			if (ret) {
+				evt->event.status = -ret;
+				evt->event.event = RDMA_CM_EVENT_MULTICAST_ERROR;
+			}
+		}
 		break;
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
 		evt->kid = (struct kqp_id *)(uintptr_t)ge.out_uid;
@@ -1046,6 +1061,9 @@ KQP_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr
 	if (!mc)
 		return kqp_err(EADDRNOTAVAIL);
 
+	/* As librdmacm: the QP leaves first; it may have left already. */
+	if (id->qp && mc->join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
+		ibv_detach_mcast(id->qp, &mc->mgid, mc->mlid);
 	cmd.id = kid->handle;
 	cmd.mc_id = mc->handle;
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_LEAVE_MCAST, &cmd);
@@ -1331,6 +1349,11 @@ KQP_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 		return kqp_err(EINVAL);
 	memset(&attr_ex, 0, sizeof(attr_ex));
 	memcpy(&attr_ex, qp_init_attr, sizeof(*qp_init_attr));
+	/*
+	 * The copy brought the caller's trailing padding into comp_mask,
+	 * which ibv_qp_init_attr_ex has where the padding was: set it.
+	 */
+	attr_ex.comp_mask = 0;
 	if (pd) {
 		attr_ex.comp_mask = IBV_QP_INIT_ATTR_PD;
 		attr_ex.pd = pd;

@@ -50,6 +50,27 @@ static struct kqp_context *kqp_context_alloc(struct kqp_ibv_device *kdev)
 	return kctx;
 }
 
+/*
+ * fork(): the child's contexts are not its parent's.  The lock is held
+ * across fork() so that the child finds the list consistent; the child
+ * then forgets the parent's contexts (leaving them to whatever the child
+ * still holds of them: their commands now fail) and makes its own.
+ */
+void kqp_contexts_lock(void)
+{
+	pthread_mutex_lock(&contexts_lock);
+}
+
+void kqp_contexts_unlock(void)
+{
+	pthread_mutex_unlock(&contexts_lock);
+}
+
+void kqp_contexts_forget(void)
+{
+	contexts = NULL;
+}
+
 /* The process's context for the device with kernel index @index. */
 struct kqp_context *kqp_context_for_device(uint32_t index)
 {

@@ -50,16 +50,67 @@ int kqp_dev_open(void)
  * opens attaches to it, so the ids on a channel can use them.  Opened on
  * first use and kept for the life of the process, like librdmacm's
  * device contexts.
+ *
+ * A table belongs to the process that made it: the kernel refuses its
+ * commands to a child after fork() (EPERM), as rdma-core says a child
+ * may not use its parent's verbs objects.  So the child lets go of the
+ * parent's session and opens its own on first use; what it makes goes
+ * with it, not with the parent.
  */
 static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t session_atfork_once = PTHREAD_ONCE_INIT;
 static int session_fd = -1;
 static int session_async_fd = -1;
+
+/* Lock order: the contexts' lock, then session_lock (context.c). */
+static void kqp_session_prepare(void)
+{
+	kqp_contexts_lock();
+	pthread_mutex_lock(&session_lock);
+}
+
+static void kqp_session_parent(void)
+{
+	pthread_mutex_unlock(&session_lock);
+	kqp_contexts_unlock();
+}
+
+/*
+ * The parent's session fds become /dev/null rather than being closed, so
+ * that what the child still holds of the parent's (a context's cmd_fd)
+ * cannot reach a file the child opens later under the same number.
+ */
+static void kqp_session_child(void)
+{
+	int null;
+
+	if (session_fd >= 0) {
+		null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (null >= 0) {
+			dup3(null, session_fd, O_CLOEXEC);
+			dup3(null, session_async_fd, O_CLOEXEC);
+			close(null);
+		}
+	}
+	session_fd = -1;
+	session_async_fd = -1;
+	kqp_contexts_forget();
+	pthread_mutex_unlock(&session_lock);
+	kqp_contexts_unlock();
+}
+
+static void kqp_session_atfork(void)
+{
+	pthread_atfork(kqp_session_prepare, kqp_session_parent,
+		       kqp_session_child);
+}
 
 int kqp_session_fd(void)
 {
 	struct kqp_create_async_fd a = { .size = sizeof(a) };
 	int fd, ret;
 
+	pthread_once(&session_atfork_once, kqp_session_atfork);
 	pthread_mutex_lock(&session_lock);
 	if (session_fd >= 0) {
 		fd = session_fd;

@@ -105,6 +105,9 @@ static inline struct kqp_context *to_kctx(struct ibv_context *ctx)
 }
 
 struct kqp_context *kqp_context_for_device(uint32_t index);
+void kqp_contexts_lock(void);
+void kqp_contexts_unlock(void);
+void kqp_contexts_forget(void);
 struct ibv_pd *kqp_context_get_default_pd(struct kqp_context *kctx);
 void kqp_context_put_default_pd(struct kqp_context *kctx);
 

@@ -204,6 +204,34 @@ KQP_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	return 0;
 }
 
+static int kqp_qp_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			uint16_t lid, unsigned long req)
+{
+	struct kqp_mcast_attach cmd = {
+		.size = sizeof(cmd), .qp = qp->handle, .lid = lid,
+	};
+
+	if (!gid)
+		return EINVAL;
+	if (to_lqp(qp)->gone)
+		return ENOENT;
+	memcpy(cmd.gid, gid->raw, sizeof(cmd.gid));
+	return -kqp_ioctl(qp->context->cmd_fd, req, &cmd);
+}
+
+/* As libibverbs: 0, or the errno value. */
+KQP_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+				uint16_t lid)
+{
+	return kqp_qp_mcast(qp, gid, lid, KQP_IOCTL_ATTACH_MCAST);
+}
+
+KQP_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+				uint16_t lid)
+{
+	return kqp_qp_mcast(qp, gid, lid, KQP_IOCTL_DETACH_MCAST);
+}
+
 /* Bytes a request takes in the kernel's list. */
 static size_t kqp_send_wr_size(const struct ibv_send_wr *wr)
 {

@@ -219,28 +219,6 @@ KQP_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 	return NULL;
 }
 
-/*
- * kqp joins groups through rdma_join_multicast() only, and does not yet
- * attach a QP to a group.
- */
-KQP_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
-				uint16_t lid)
-{
-	(void)qp;
-	(void)gid;
-	(void)lid;
-	return EOPNOTSUPP;
-}
-
-KQP_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
-				uint16_t lid)
-{
-	(void)qp;
-	(void)gid;
-	(void)lid;
-	return EOPNOTSUPP;
-}
-
 /* Objects live in one process's session; another's fd cannot share them. */
 KQP_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {
