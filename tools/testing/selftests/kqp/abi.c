@@ -353,6 +353,12 @@ static const struct abi_case cases[KQP_CMD_MAX - KQP_CMD_BASE] = {
 	ABI_CASE(KQP_CMD_DESTROY_AH, KQP_IOCTL_DESTROY_AH,
 		 struct kqp_destroy_ah, __reserved, RSV(struct kqp_destroy_ah),
 		 NONE, prep_id0, ENOENT, false),
+	ABI_CASE(KQP_CMD_ATTACH_MCAST, KQP_IOCTL_ATTACH_MCAST,
+		 struct kqp_mcast_attach, gid, RSV(struct kqp_mcast_attach),
+		 NONE, prep_id0, ENOENT, false),
+	ABI_CASE(KQP_CMD_DETACH_MCAST, KQP_IOCTL_DETACH_MCAST,
+		 struct kqp_mcast_attach, gid, RSV(struct kqp_mcast_attach),
+		 NONE, prep_id0, ENOENT, false),
 };
 
 #define for_each_case(c) \

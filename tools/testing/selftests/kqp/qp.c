@@ -9,6 +9,39 @@
 
 #include "qp_test.h"
 
+/*
+ * The caller's struct ibv_qp_init_attr is all that rdma_create_qp() may
+ * read: whatever its padding holds (here, what a struct copied from
+ * another with garbage in its tail carries) changes nothing.
+ */
+TEST_F_TIMEOUT(cm, init_attr_padding_ignored, 60)
+{
+	struct ibv_qp_init_attr attr;
+	struct rdma_cm_id *id;
+
+	id = resolved(self->cch, self->port, RDMA_PS_TCP);
+	ASSERT_NE(NULL, id);
+	memset(&attr, 0xa5, sizeof(attr));
+	attr.qp_context = NULL;
+	attr.send_cq = NULL;
+	attr.recv_cq = NULL;
+	attr.srq = NULL;
+	attr.cap.max_send_wr = 4;
+	attr.cap.max_recv_wr = 4;
+	attr.cap.max_send_sge = 1;
+	attr.cap.max_recv_sge = 1;
+	attr.cap.max_inline_data = 0;
+	attr.qp_type = IBV_QPT_RC;
+	attr.sq_sig_all = 0;
+	ASSERT_LT(offsetofend(struct ibv_qp_init_attr, sq_sig_all),
+		  sizeof(attr));
+	EXPECT_EQ(0, rdma_create_qp(id, NULL, &attr)) TH_LOG("%s",
+							     strerror(errno));
+	EXPECT_NE(NULL, id->qp);
+	rdma_destroy_qp(id);
+	EXPECT_EQ(0, rdma_destroy_id(id));
+}
+
 /* "pd NULL, send_cq and recv_cq NULL: the library supplies them" */
 TEST_F_TIMEOUT(cm, defaults_on_id, 60)
 {

@@ -66,7 +66,6 @@ TEST_F(id, verbs_eopnotsupp)
 	struct ibv_qp *qp = self->id->qp;
 	struct ibv_srq_attr sa;
 	struct ibv_ece ece = { .vendor_id = 1 };
-	union ibv_gid gid = { .raw = { 0xff, 0x0e } };
 	uint8_t mac[6];
 	int cqe;
 
@@ -82,8 +81,6 @@ TEST_F(id, verbs_eopnotsupp)
 		  ibv_rereg_mr(self->mr, IBV_REREG_MR_CHANGE_ACCESS, NULL,
 			       NULL, 0, IBV_ACCESS_LOCAL_WRITE));
 	EXPECT_EQ(EOPNOTSUPP, errno);
-	EXPECT_EQ(EOPNOTSUPP, ibv_attach_mcast(qp, &gid, 0));
-	EXPECT_EQ(EOPNOTSUPP, ibv_detach_mcast(qp, &gid, 0));
 	EXPECT_EQ(EOPNOTSUPP, ibv_set_ece(qp, &ece));
 	EXPECT_EQ(EOPNOTSUPP, ibv_query_ece(qp, &ece));
 	errno = 0;

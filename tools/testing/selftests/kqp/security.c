@@ -1,0 +1,1064 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Regression tests for holes found by reading kernel/ as an attacker
+ * would.  /dev/kqp is mode 0666, so each of these is something any local
+ * user can do; each test names the finding it covers.  Several of them
+ * only show as a KASAN report on the debug kernel (an out-of-bounds read
+ * that returns the right errno anyway); the bench fails the run on one.
+ *
+ * Most tests speak the ABI directly, where the library would stand in the
+ * way, and run as root where they change module parameters, cgroups or
+ * RDMA devices.
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/userfaultfd.h>
+
+#include <kqp/kqp.h>
+
+#include "kselftest_harness.h"
+#include "qp_test.h"
+
+#define NOBODY		65534
+
+#define QPS_RESET	0
+#define QPS_INIT	1
+#define QP_STATE	(1 << 0)
+#define QP_ACCESS_FLAGS	(1 << 3)
+#define QP_PKEY_INDEX	(1 << 4)
+#define QP_PORT		(1 << 5)
+#define QP_ALT_PATH	(1 << 14)
+
+static int xopen(void)
+{
+	return open(KQP_DEV, O_RDWR | O_CLOEXEC);
+}
+
+static int raw_pd(int fd, uint32_t dev, uint32_t flags, uint32_t *pd)
+{
+	struct kqp_alloc_pd a = {
+		.size = sizeof(a), .flags = flags, .device_index = dev,
+	};
+	int ret = kqp_test_ioctl(fd, KQP_IOCTL_ALLOC_PD, &a);
+
+	*pd = a.out_pd;
+	return ret;
+}
+
+static int raw_dealloc_pd(int fd, uint32_t pd)
+{
+	struct kqp_dealloc_pd d = { .size = sizeof(d), .pd = pd };
+
+	return kqp_test_ioctl(fd, KQP_IOCTL_DEALLOC_PD, &d);
+}
+
+static int raw_cq(int fd, uint32_t dev, uint32_t cqe, struct kqp_create_cq *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->size = sizeof(*c);
+	c->device_index = dev;
+	c->cqe = cqe;
+	c->channel_fd = -1;
+	return kqp_test_ioctl(fd, KQP_IOCTL_CREATE_CQ, c);
+}
+
+/* An RC or UD QP with no id, left in RESET. */
+static int raw_qp(int fd, uint32_t pd, uint32_t cq, uint32_t type,
+		  uint32_t *qp)
+{
+	struct kqp_create_qp c = {
+		.size = sizeof(c), .pd = pd, .send_cq = cq, .recv_cq = cq,
+		.qp_type = type,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	int ret = kqp_test_ioctl(fd, KQP_IOCTL_CREATE_QP, &c);
+
+	*qp = c.out_qp;
+	return ret;
+}
+
+static int raw_mr(int fd, uint32_t pd, void *buf, size_t len,
+		  struct kqp_reg_mr *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->size = sizeof(*r);
+	r->pd = pd;
+	r->access = IBV_ACCESS_LOCAL_WRITE;
+	r->addr = r->iova = (uintptr_t)buf;
+	r->length = len;
+	return kqp_test_ioctl(fd, KQP_IOCTL_REG_MR, r);
+}
+
+static int raw_id(int fd, uint32_t ps, uint32_t qpt, uint32_t *id)
+{
+	struct kqp_create_id c = {
+		.size = sizeof(c), .port_space = ps, .qp_type = qpt,
+	};
+	int ret = kqp_test_ioctl(fd, KQP_IOCTL_CREATE_ID, &c);
+
+	*id = c.out_id;
+	return ret;
+}
+
+static int raw_bind(int fd, uint32_t id, uint16_t port)
+{
+	struct kqp_bind_addr b = { .size = sizeof(b), .id = id };
+	struct sockaddr_in sin = cm_addr(port);
+
+	memcpy(&b.addr, &sin, sizeof(sin));
+	return kqp_test_ioctl(fd, KQP_IOCTL_BIND_ADDR, &b);
+}
+
+static int raw_listen(int fd, uint32_t id, uint32_t backlog)
+{
+	struct kqp_listen l = { .size = sizeof(l), .id = id,
+				.backlog = backlog };
+
+	return kqp_test_ioctl(fd, KQP_IOCTL_LISTEN, &l);
+}
+
+static int raw_destroy_id(int fd, uint32_t id)
+{
+	struct kqp_destroy_id d = { .size = sizeof(d), .id = id };
+
+	return kqp_test_ioctl(fd, KQP_IOCTL_DESTROY_ID, &d);
+}
+
+/* The next event on @fd within @ms: 0, ETIMEDOUT or the errno. */
+static int raw_event(int fd, struct kqp_get_event *ev, int ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	if (poll(&pfd, 1, ms) != 1)
+		return ETIMEDOUT;
+	memset(ev, 0, sizeof(*ev));
+	ev->size = sizeof(*ev);
+	return kqp_test_ioctl(fd, KQP_IOCTL_GET_EVENT, ev);
+}
+
+static int raw_expect(int fd, uint32_t type, struct kqp_get_event *ev)
+{
+	int ret = raw_event(fd, ev, CM_TIMEOUT_MS);
+
+	if (ret)
+		return ret;
+	return ev->out_event == type ? 0 : -1;
+}
+
+static uint32_t qpn_seq;
+
+/* An RC id on @fd connecting to @port with no QP (qp_num given). */
+static int raw_connect(int fd, uint16_t port, uint32_t *id)
+{
+	struct kqp_resolve_addr ra = { .size = sizeof(ra), .timeout_ms = 2000 };
+	struct kqp_resolve_route rr = { .size = sizeof(rr), .timeout_ms = 2000 };
+	struct kqp_connect c = { .size = sizeof(c) };
+	struct sockaddr_in sin = cm_addr(port);
+	struct kqp_get_event ev;
+	int ret;
+
+	ret = raw_id(fd, KQP_PS_TCP, KQP_QPT_RC, id);
+	if (ret)
+		return ret;
+	ra.id = rr.id = c.id = *id;
+	memcpy(&ra.dst_addr, &sin, sizeof(sin));
+	if (kqp_test_ioctl(fd, KQP_IOCTL_RESOLVE_ADDR, &ra) ||
+	    raw_expect(fd, RDMA_CM_EVENT_ADDR_RESOLVED, &ev) ||
+	    kqp_test_ioctl(fd, KQP_IOCTL_RESOLVE_ROUTE, &rr) ||
+	    raw_expect(fd, RDMA_CM_EVENT_ROUTE_RESOLVED, &ev))
+		return -1;
+	/* ib_cm rejects a second REQ from the same QPN as stale. */
+	c.param.qp_num = 0x100 + (qpn_seq++ & 0xffff);
+	c.param.retry_count = 7;
+	c.param.rnr_retry_count = 7;
+	return kqp_test_ioctl(fd, KQP_IOCTL_CONNECT, &c);
+}
+
+static int ctx_info(int fd, struct kqp_ctx_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->size = sizeof(*info);
+	return kqp_test_ioctl(fd, KQP_IOCTL_CTX_INFO, info);
+}
+
+static int param_read(const char *name, char *val, size_t len)
+{
+	char path[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/module/kqp/parameters/%s", name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	n = read(fd, val, len - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	val[n] = 0;
+	return 0;
+}
+
+static int param_write(const char *name, const char *val)
+{
+	char path[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/module/kqp/parameters/%s", name);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -1;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n == (ssize_t)strlen(val) ? 0 : -1;
+}
+
+/* Tests that need more than the harness's default 30 s under TCG. */
+FIXTURE(slow) {
+	int unused;
+};
+
+FIXTURE_SETUP(slow)
+{
+}
+
+FIXTURE_TEARDOWN(slow)
+{
+}
+
+/*
+ * Finding 1: MODIFY_QP handed port_num and alt_port_num to ib_modify_qp()
+ * unchecked, and ib_core indexes its per-port array with them before the
+ * driver sees them (KASAN: slab-out-of-bounds in _ib_modify_qp).
+ */
+TEST(modify_qp_port_checked)
+{
+	int fd = xopen();
+	struct kqp_modify_qp m = { .size = sizeof(m) };
+	struct kqp_create_cq c;
+	uint32_t dev, pd, qp;
+
+	ASSERT_LE(0, fd);
+	dev = kqp_test_rxe_index(fd);
+	ASSERT_NE(KQP_NO_DEVICE, dev);
+	ASSERT_EQ(0, raw_pd(fd, dev, 0, &pd));
+	ASSERT_EQ(0, raw_cq(fd, dev, 8, &c));
+	ASSERT_EQ(0, raw_qp(fd, pd, c.out_cq, KQP_QPT_RC, &qp));
+
+	m.qp = qp;
+	m.attr_mask = QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS;
+	m.attr.qp_state = QPS_INIT;
+	m.attr.port_num = 2;
+	EXPECT_EQ(EINVAL, kqp_test_ioctl(fd, KQP_IOCTL_MODIFY_QP, &m));
+	m.attr.port_num = 0;
+	EXPECT_EQ(EINVAL, kqp_test_ioctl(fd, KQP_IOCTL_MODIFY_QP, &m));
+	m.attr.port_num = 255;
+	EXPECT_EQ(EINVAL, kqp_test_ioctl(fd, KQP_IOCTL_MODIFY_QP, &m));
+
+	/* An alternate path on a port that does not exist. */
+	m.attr_mask = QP_ALT_PATH;
+	m.attr.port_num = 1;
+	m.attr.alt_port_num = 2;
+	m.attr.alt_ah_attr.port_num = 1;
+	m.attr.alt_ah_attr.is_global = 1;
+	EXPECT_EQ(EINVAL, kqp_test_ioctl(fd, KQP_IOCTL_MODIFY_QP, &m));
+
+	/* The refusals were about the port: port 1 works. */
+	m.attr_mask = QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS;
+	m.attr.port_num = 1;
+	m.attr.alt_port_num = 0;
+	EXPECT_EQ(0, kqp_test_ioctl(fd, KQP_IOCTL_MODIFY_QP, &m));
+	close(fd);
+}
+
+static int query_pkey(int fd, uint32_t dev, uint32_t index, uint32_t *pkey)
+{
+	struct kqp_query_pkey q = {
+		.size = sizeof(q), .device_index = dev, .port_num = 1,
+		.index = index,
+	};
+	int ret = kqp_test_ioctl(fd, KQP_IOCTL_QUERY_PKEY, &q);
+
+	*pkey = q.out_pkey;
+	return ret;
+}
+
+static int pkey_tbl_len(int fd, uint32_t dev)
+{
+	struct kqp_query_port q = {
+		.size = sizeof(q), .device_index = dev, .port_num = 1,
+	};
+
+	if (kqp_test_ioctl(fd, KQP_IOCTL_QUERY_PORT, &q))
+		return -1;
+	return q.out_pkey_tbl_len;
+}
+
+/*
+ * Finding 2: QUERY_PKEY bounded the index by U16_MAX only.  A driver may
+ * trust ib_core to have checked it: mlx5 reads 0xffff as "the whole
+ * table" and writes it through a pointer to one u16.  rxe bounds the
+ * index itself and siw has no P_Key table, so on the bench this checks
+ * only that the bound is the port's table.
+ */
+TEST(query_pkey_index_bounded)
+{
+	int fd = xopen(), len;
+	uint32_t dev, pkey;
+
+	ASSERT_LE(0, fd);
+	dev = kqp_test_rxe_index(fd);
+	ASSERT_NE(KQP_NO_DEVICE, dev);
+	len = pkey_tbl_len(fd, dev);
+	ASSERT_LT(0, len);
+	EXPECT_EQ(0, query_pkey(fd, dev, 0, &pkey));
+	EXPECT_EQ(0xffff, pkey);
+	EXPECT_EQ(EINVAL, query_pkey(fd, dev, len, &pkey));
+	EXPECT_EQ(EINVAL, query_pkey(fd, dev, 0xffff, &pkey));
+	EXPECT_EQ(EINVAL, query_pkey(fd, dev, 0x10000, &pkey));
+	close(fd);
+}
+
+static int raw_join(int fd, uint32_t id, const char *group, uint16_t port,
+		    uint32_t *mc)
+{
+	struct kqp_join_mcast j = { .size = sizeof(j), .id = id, .uid = 77 };
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons(port) };
+	int ret;
+
+	inet_pton(AF_INET, group, &sin.sin_addr);
+	memcpy(&j.addr, &sin, sizeof(sin));
+	ret = kqp_test_ioctl(fd, KQP_IOCTL_JOIN_MCAST, &j);
+	*mc = j.out_mc_id;
+	return ret;
+}
+
+static int raw_leave(int fd, uint32_t id, uint32_t mc)
+{
+	struct kqp_leave_mcast l = { .size = sizeof(l), .id = id, .mc_id = mc };
+
+	return kqp_test_ioctl(fd, KQP_IOCTL_LEAVE_MCAST, &l);
+}
+
+/*
+ * Finding 3: two joins of one group on one id, then a leave of the first.
+ * rdma_cm leaves its newest membership, while kqp freed the one the leave
+ * named; events still coming for it read freed memory.  A second join of
+ * a group the id is in is now EADDRINUSE, and no event ever names a
+ * membership that was left.
+ */
+TEST(mcast_join_twice)
+{
+	int fd = xopen(), ret;
+	uint32_t id, mc1, mc2 = 0, mc3;
+	struct kqp_get_event ev;
+	uint16_t port = cm_port();
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, raw_id(fd, KQP_PS_UDP, KQP_QPT_UD, &id));
+	ASSERT_EQ(0, raw_bind(fd, id, port));
+	ASSERT_EQ(0, raw_join(fd, id, "239.1.2.3", port, &mc1));
+	EXPECT_EQ(EADDRINUSE, raw_join(fd, id, "239.1.2.3", port, &mc2));
+	EXPECT_EQ(0, raw_leave(fd, id, mc1));
+	EXPECT_EQ(ENOENT, raw_leave(fd, id, mc1));
+
+	/* Whatever arrives from here on is not about the group left. */
+	while (!(ret = raw_event(fd, &ev, 2000))) {
+		TH_LOG("event %u mc %u status %d", ev.out_event,
+		       ev.out_mc_id, ev.out_status);
+		EXPECT_NE(mc1, ev.out_mc_id);
+		if (mc2)
+			EXPECT_EQ(mc2, ev.out_mc_id);
+	}
+	EXPECT_EQ(ETIMEDOUT, ret);
+
+	/* Another group still joins, and its event names it. */
+	ASSERT_EQ(0, raw_join(fd, id, "239.1.2.4", port, &mc3));
+	ASSERT_EQ(0, raw_expect(fd, RDMA_CM_EVENT_MULTICAST_JOIN, &ev));
+	EXPECT_EQ(mc3, ev.out_mc_id);
+	EXPECT_EQ(77, ev.out_uid);
+	EXPECT_EQ(0, raw_destroy_id(fd, id));
+	close(fd);
+}
+
+/*
+ * Finding 4: the id of a connection request that was not reported yet
+ * could be named (handles are predictable) and migrated to another
+ * table, leaving the queued CONNECT_REQUEST pointing at it; destroying it
+ * there freed it under the event.  Until its CONNECT_REQUEST is reported,
+ * no command can name the new id.
+ */
+TEST_F_TIMEOUT(slow, unreported_child_unnamed, 120)
+{
+	int srv = xopen(), cli = xopen(), other = xopen();
+	struct kqp_migrate_id mig = { .size = sizeof(mig) };
+	struct kqp_query_id q = { .size = sizeof(q) };
+	struct pollfd pfd;
+	struct kqp_get_event ev;
+	uint16_t port = cm_port();
+	uint32_t lid, cid, h;
+	struct kqp_ctx_info info;
+
+	ASSERT_LE(0, srv);
+	ASSERT_LE(0, cli);
+	ASSERT_LE(0, other);
+	/* A table for @other, so the migration would cross tables. */
+	ASSERT_EQ(0, ctx_info(other, &info));
+	ASSERT_EQ(0, raw_id(srv, KQP_PS_TCP, KQP_QPT_RC, &lid));
+	ASSERT_EQ(0, raw_bind(srv, lid, port));
+	ASSERT_EQ(0, raw_listen(srv, lid, 4));
+	ASSERT_EQ(0, raw_connect(cli, port, &cid));
+
+	pfd = (struct pollfd){ .fd = srv, .events = POLLIN };
+	ASSERT_EQ(1, poll(&pfd, 1, CM_TIMEOUT_MS));
+	ASSERT_EQ(0, ctx_info(srv, &info));
+	ASSERT_EQ(2, info.out_cm_ids);
+
+	/* Every handle the new id could have. */
+	for (h = lid + 1; h < lid + 8; h++) {
+		q.id = h;
+		EXPECT_EQ(ENOENT, kqp_test_ioctl(srv, KQP_IOCTL_QUERY_ID, &q));
+		mig.id = h;
+		mig.fd = other;
+		EXPECT_EQ(ENOENT, kqp_test_ioctl(srv, KQP_IOCTL_MIGRATE_ID,
+						 &mig));
+		EXPECT_EQ(ENOENT, raw_destroy_id(srv, h));
+	}
+
+	/* Reported, it is an id like any other. */
+	ASSERT_EQ(0, raw_expect(srv, RDMA_CM_EVENT_CONNECT_REQUEST, &ev));
+	EXPECT_EQ(lid, ev.out_listen_id);
+	EXPECT_LT(lid, ev.out_id);
+	EXPECT_GT(lid + 8, ev.out_id);
+	q.id = ev.out_id;
+	EXPECT_EQ(0, kqp_test_ioctl(srv, KQP_IOCTL_QUERY_ID, &q));
+	mig.id = ev.out_id;
+	mig.fd = other;
+	EXPECT_EQ(0, kqp_test_ioctl(srv, KQP_IOCTL_MIGRATE_ID, &mig));
+	EXPECT_EQ(0, raw_destroy_id(other, mig.out_id));
+	close(cli);
+	close(srv);
+	close(other);
+}
+
+struct dealloc_race {
+	int fd;
+	uint32_t pd;
+	pthread_barrier_t go, done;
+	int ret[2];
+	int rounds;
+};
+
+static void *dealloc_thread(void *arg)
+{
+	struct dealloc_race *r = arg;
+	int i;
+
+	for (i = 0; i < r->rounds; i++) {
+		pthread_barrier_wait(&r->go);
+		r->ret[1] = raw_dealloc_pd(r->fd, r->pd);
+		pthread_barrier_wait(&r->done);
+	}
+	return NULL;
+}
+
+/*
+ * Finding 5: DEALLOC_PD of the default PD checked its reference count
+ * under a lock it dropped before the decrement: two threads could both
+ * pass, and the count wrapped (or the PD was freed under the second).
+ * An MR keeps the PD alive here, so the race shows as two successes.
+ */
+TEST_F_TIMEOUT(slow, dealloc_default_pd_race, 300)
+{
+	struct dealloc_race r = { .rounds = 3000 };
+	char *buf = aligned_alloc(4096, 4096);
+	struct kqp_dereg_mr d = { .size = sizeof(d) };
+	struct kqp_reg_mr mr;
+	int i, both = 0, none = 0;
+	uint32_t dev, pd;
+	pthread_t t;
+
+	r.fd = xopen();
+	ASSERT_LE(0, r.fd);
+	ASSERT_NE(NULL, buf);
+	dev = kqp_test_rxe_index(r.fd);
+	ASSERT_EQ(0, raw_pd(r.fd, dev, KQP_ALLOC_PD_DEFAULT, &r.pd));
+	ASSERT_EQ(0, raw_mr(r.fd, r.pd, buf, 4096, &mr));
+	ASSERT_EQ(0, raw_dealloc_pd(r.fd, r.pd));
+	pthread_barrier_init(&r.go, NULL, 2);
+	pthread_barrier_init(&r.done, NULL, 2);
+	ASSERT_EQ(0, pthread_create(&t, NULL, dealloc_thread, &r));
+	for (i = 0; i < r.rounds; i++) {
+		ASSERT_EQ(0, raw_pd(r.fd, dev, KQP_ALLOC_PD_DEFAULT, &pd));
+		ASSERT_EQ(r.pd, pd);
+		pthread_barrier_wait(&r.go);
+		r.ret[0] = raw_dealloc_pd(r.fd, r.pd);
+		pthread_barrier_wait(&r.done);
+		if (!r.ret[0] && !r.ret[1])
+			both++;
+		else if (r.ret[0] && r.ret[1])
+			none++;
+		/* No reference left to drop. */
+		if (raw_dealloc_pd(r.fd, r.pd) != EINVAL)
+			both++;
+	}
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, both);
+	EXPECT_EQ(0, none);
+	d.mr = mr.out_mr;
+	EXPECT_EQ(0, kqp_test_ioctl(r.fd, KQP_IOCTL_DEREG_MR, &d));
+	close(r.fd);
+	free(buf);
+}
+
+/*
+ * Finding 7: a send list shorter than one request's header made the
+ * kernel read the opcode past the end of its copy (KASAN:
+ * slab-out-of-bounds in kqp_post).
+ */
+TEST(post_short_list)
+{
+	int fd = xopen();
+	uint64_t wrs[8] = { 0 };
+	struct kqp_post p = { .size = sizeof(p), .count = 1,
+			      .wrs = (uintptr_t)wrs };
+	struct kqp_create_cq c;
+	uint32_t dev, pd, qp, len;
+
+	ASSERT_LE(0, fd);
+	dev = kqp_test_rxe_index(fd);
+	ASSERT_EQ(0, raw_pd(fd, dev, 0, &pd));
+	ASSERT_EQ(0, raw_cq(fd, dev, 8, &c));
+	ASSERT_EQ(0, raw_qp(fd, pd, c.out_cq, KQP_QPT_RC, &qp));
+	p.qp = qp;
+	for (len = 1; len < sizeof(struct kqp_send_wr); len++) {
+		p.wrs_len = len;
+		EXPECT_EQ(EINVAL, kqp_test_ioctl(fd, KQP_IOCTL_POST_SEND, &p));
+		EXPECT_EQ(0, p.out_posted);
+	}
+	for (len = 1; len < sizeof(struct kqp_recv_wr); len++) {
+		p.wrs_len = len;
+		EXPECT_EQ(EINVAL, kqp_test_ioctl(fd, KQP_IOCTL_POST_RECV, &p));
+	}
+	close(fd);
+}
+
+/*
+ * Finding 8: a CQ counted the notifications waiting on its channel in a
+ * u32 that a process re-arming through the ring, without ever reading
+ * the channel, could drive round to zero, adding the CQ to the channel's
+ * list a second time.  The count now stops at KQP_CQ_MAX_PENDING_EVENTS:
+ * past it, the consumer has been woken already.
+ */
+TEST_F_TIMEOUT(slow, comp_events_bounded, 600)
+{
+	const int n = KQP_CQ_MAX_PENDING_EVENTS + 100;
+	struct qp_pair p;
+	char *buf = aligned_alloc(4096, 8192);
+	struct ibv_mr *cmr, *smr;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = {
+		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *ev_cq;
+	struct ibv_wc wc;
+	void *ev_ctx;
+	int i, got = 0;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, qp_pair_connect(&p, cm_port()));
+	cmr = ibv_reg_mr(p.cid->qp->pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	smr = ibv_reg_mr(p.sid->qp->pd, buf + 4096, 4096,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	ASSERT_NE(NULL, cmr);
+	ASSERT_NE(NULL, smr);
+	sge = (struct ibv_sge){ (uintptr_t)buf, 8, cmr->lkey };
+	wr.wr.rdma.remote_addr = (uintptr_t)buf + 4096;
+	wr.wr.rdma.rkey = smr->rkey;
+	ch = p.cid->send_cq_channel;
+	ASSERT_NE(NULL, ch);
+
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(0, ibv_req_notify_cq(p.cid->send_cq, 0));
+		ASSERT_EQ(0, ibv_post_send(p.cid->qp, &wr, &bad));
+		ASSERT_EQ(1, qp_poll(p.cid->send_cq, &wc, 1, 10000));
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	}
+	ASSERT_EQ(0, fcntl(ch->fd, F_SETFL, O_NONBLOCK));
+	while (!ibv_get_cq_event(ch, &ev_cq, &ev_ctx)) {
+		ASSERT_EQ(p.cid->send_cq, ev_cq);
+		got++;
+	}
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_EQ(KQP_CQ_MAX_PENDING_EVENTS, got);
+	ibv_ack_cq_events(p.cid->send_cq, got);
+	ibv_dereg_mr(cmr);
+	ibv_dereg_mr(smr);
+	qp_pair_close(&p);
+	free(buf);
+}
+
+struct scan_race {
+	int fd;
+	uint32_t dev;
+	volatile int stop;
+};
+
+static void *pd_churn(void *arg)
+{
+	struct scan_race *r = arg;
+	uint32_t pd;
+
+	while (!r->stop)
+		if (!raw_pd(r->fd, r->dev, 0, &pd))
+			raw_dealloc_pd(r->fd, pd);
+	return NULL;
+}
+
+/*
+ * Finding 9: closing a file walked its table reading every object's type
+ * without a reference, while another file on the table freed objects
+ * (KASAN: use-after-free in kqp_file_destroy_objects).
+ */
+TEST_F_TIMEOUT(slow, release_scan_vs_other_file, 300)
+{
+	struct scan_race r;
+	struct kqp_attach a = { .size = sizeof(a) };
+	pthread_t t;
+	uint32_t id;
+	int i, j, ch;
+
+	r.fd = xopen();
+	ASSERT_LE(0, r.fd);
+	r.dev = kqp_test_rxe_index(r.fd);
+	r.stop = 0;
+	a.fd = r.fd;
+	ASSERT_EQ(0, pthread_create(&t, NULL, pd_churn, &r));
+	for (i = 0; i < 300; i++) {
+		ch = xopen();
+		ASSERT_LE(0, ch);
+		ASSERT_EQ(0, kqp_test_ioctl(ch, KQP_IOCTL_ATTACH, &a));
+		for (j = 0; j < 4; j++)
+			ASSERT_EQ(0, raw_id(ch, KQP_PS_TCP, KQP_QPT_RC, &id));
+		close(ch);
+	}
+	r.stop = 1;
+	pthread_join(t, NULL);
+	close(r.fd);
+}
+
+FIXTURE(params) {
+	char objects[32], mcast[32];
+	bool have_mcast;
+};
+
+FIXTURE_SETUP(params)
+{
+	ASSERT_EQ(0, geteuid());
+	ASSERT_EQ(0, param_read("max_objects", self->objects,
+				sizeof(self->objects)));
+	self->have_mcast = !param_read("max_mcast", self->mcast,
+				       sizeof(self->mcast));
+}
+
+FIXTURE_TEARDOWN(params)
+{
+	param_write("max_objects", self->objects);
+	if (self->have_mcast)
+		param_write("max_mcast", self->mcast);
+}
+
+/*
+ * Finding 10: max_objects was counted per table, so a user opening more
+ * files got max_objects more each time.  It is the user's now.
+ */
+TEST_F(params, max_objects_per_user)
+{
+	int fds[3], i, made = 0, ret = 0;
+	uint32_t dev, pd;
+
+	for (i = 0; i < 3; i++) {
+		fds[i] = xopen();
+		ASSERT_LE(0, fds[i]);
+	}
+	dev = kqp_test_rxe_index(fds[0]);
+	ASSERT_EQ(0, param_write("max_objects", "10"));
+	for (;;) {
+		for (i = 0; i < 3; i++) {
+			ret = raw_pd(fds[i], dev, 0, &pd);
+			if (ret)
+				break;
+			made++;
+		}
+		if (ret || made > 40)
+			break;
+	}
+	EXPECT_EQ(EMFILE, ret);
+	EXPECT_EQ(10, made);
+	for (i = 0; i < 3; i++)
+		close(fds[i]);
+	/* The count goes with the tables. */
+	fds[0] = xopen();
+	EXPECT_EQ(0, raw_pd(fds[0], dev, 0, &pd));
+	close(fds[0]);
+}
+
+/* Finding 10: an id's multicast memberships are bounded (max_mcast). */
+TEST_F(params, max_mcast_per_id)
+{
+	int fd = xopen(), i;
+	uint32_t id, mc, last;
+	char group[32];
+	uint16_t port = cm_port();
+
+	ASSERT_TRUE(self->have_mcast);
+	ASSERT_EQ(0, param_write("max_mcast", "4"));
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, raw_id(fd, KQP_PS_UDP, KQP_QPT_UD, &id));
+	ASSERT_EQ(0, raw_bind(fd, id, port));
+	for (i = 0; i < 4; i++) {
+		snprintf(group, sizeof(group), "239.1.3.%d", i + 1);
+		ASSERT_EQ(0, raw_join(fd, id, group, port, &mc));
+	}
+	last = mc;
+	EXPECT_EQ(ENOSPC, raw_join(fd, id, "239.1.3.9", port, &mc));
+	EXPECT_EQ(0, raw_leave(fd, id, last));
+	EXPECT_EQ(0, raw_join(fd, id, "239.1.3.9", port, &mc));
+	close(fd);
+}
+
+/*
+ * Finding 10: LISTEN on a listener set its backlog to full again before
+ * rdma_listen() refused (an id listens once, as with ucma), even with
+ * requests outstanding, so a listener could queue without bound.  A
+ * refused LISTEN changes nothing.
+ */
+TEST_F_TIMEOUT(slow, relisten_keeps_backlog, 120)
+{
+	int srv = xopen(), cli = xopen();
+	uint16_t port = cm_port();
+	struct kqp_get_event ev;
+	struct pollfd pfd;
+	uint32_t lid, c1, c2;
+
+	ASSERT_LE(0, srv);
+	ASSERT_LE(0, cli);
+	ASSERT_EQ(0, raw_id(srv, KQP_PS_TCP, KQP_QPT_RC, &lid));
+	ASSERT_EQ(0, raw_bind(srv, lid, port));
+	ASSERT_EQ(0, raw_listen(srv, lid, 1));
+	ASSERT_EQ(0, raw_connect(cli, port, &c1));
+	pfd = (struct pollfd){ .fd = srv, .events = POLLIN };
+	ASSERT_EQ(1, poll(&pfd, 1, CM_TIMEOUT_MS));
+
+	/* Listening again is refused, and the one queued still counts. */
+	ASSERT_EQ(EINVAL, raw_listen(srv, lid, 1));
+	ASSERT_EQ(0, raw_connect(cli, port, &c2));
+	ASSERT_EQ(0, raw_event(cli, &ev, 20000));
+	EXPECT_EQ(RDMA_CM_EVENT_REJECTED, ev.out_event);
+	EXPECT_EQ(c2, ev.out_id);
+	/* kqp's full backlog: consumer-defined (IB_CM_REJ_CONSUMER_DEFINED). */
+	EXPECT_EQ(28, ev.out_status);
+	close(cli);
+	close(srv);
+}
+
+/* The memory cgroup v2 counter of this process's cgroup. */
+static long long memcg_current(const char *cg)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/memory.current", cg);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+static int cgroup2_mount(void)
+{
+	struct stat st;
+
+	if (!stat("/sys/fs/cgroup/cgroup.controllers", &st))
+		return 0;
+	return kqp_test_sh("mount -t cgroup2 none /sys/fs/cgroup");
+}
+
+/*
+ * Finding 10: a CQ's ring (up to megabytes) and kqp's kernel objects
+ * were not charged to the caller's memory cgroup.
+ */
+TEST(ring_charged_to_memcg)
+{
+	char cg[128];
+	struct kqp_create_cq c;
+	long long before, after;
+	uint32_t dev;
+	int fd;
+
+	ASSERT_EQ(0, geteuid());
+	ASSERT_EQ(0, cgroup2_mount());
+	kqp_test_sh("echo +memory > /sys/fs/cgroup/cgroup.subtree_control");
+	snprintf(cg, sizeof(cg), "/sys/fs/cgroup/kqp-memcg-%d", getpid());
+	ASSERT_EQ(0, mkdir(cg, 0755));
+	ASSERT_EQ(0, kqp_test_sh("echo %d > %s/cgroup.procs", getpid(), cg));
+
+	fd = xopen();
+	ASSERT_LE(0, fd);
+	dev = kqp_test_rxe_index(fd);
+	before = memcg_current(cg);
+	ASSERT_LE(0, before);
+	ASSERT_EQ(0, raw_cq(fd, dev, 16384, &c));
+	after = memcg_current(cg);
+	TH_LOG("ring of %u bytes: memory.current %lld -> %lld",
+	       c.out_ring.mmap_size, before, after);
+	/* memory.current moves in charge batches: half the ring is plenty. */
+	EXPECT_LE(before + c.out_ring.mmap_size / 2, after);
+	close(fd);
+
+	kqp_test_sh("echo %d > /sys/fs/cgroup/cgroup.procs", getpid());
+	rmdir(cg);
+}
+
+/*
+ * Finding 12: after fork() the child shares the parent's files, and
+ * could post work requests naming the parent's pinned pages.  A table
+ * belongs to the process that made it: another process gets EPERM for
+ * every command that uses it, and does not inherit its rings.
+ */
+TEST_F_TIMEOUT(slow, fork_child_cannot_use_parent, 120)
+{
+	int fd = xopen(), status;
+	char *buf = aligned_alloc(4096, 4096);
+	struct kqp_create_cq c;
+	struct kqp_reg_mr mr;
+	struct {
+		struct kqp_recv_wr wr;
+		struct kqp_sge sge;
+	} rw = { .wr = { .num_sge = 1 } };
+	struct kqp_post p = { .size = sizeof(p), .count = 1,
+			      .wrs = (uintptr_t)&rw, .wrs_len = sizeof(rw) };
+	struct kqp_modify_qp m = { .size = sizeof(m) };
+	uint32_t dev, pd, qp, id;
+	void *ring;
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	ASSERT_NE(NULL, buf);
+	dev = kqp_test_rxe_index(fd);
+	ASSERT_EQ(0, raw_pd(fd, dev, 0, &pd));
+	ASSERT_EQ(0, raw_cq(fd, dev, 8, &c));
+	ASSERT_EQ(0, raw_qp(fd, pd, c.out_cq, KQP_QPT_RC, &qp));
+	ASSERT_EQ(0, raw_mr(fd, pd, buf, 4096, &mr));
+	ring = mmap(NULL, c.out_ring.mmap_size, PROT_READ | PROT_WRITE,
+		    MAP_SHARED, fd, c.out_ring.mmap_offset);
+	ASSERT_NE(MAP_FAILED, ring);
+	/* RESET to INIT, so that receives can be posted. */
+	m.qp = qp;
+	m.attr_mask = QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS;
+	m.attr.qp_state = QPS_INIT;
+	m.attr.port_num = 1;
+	ASSERT_EQ(0, kqp_test_ioctl(fd, KQP_IOCTL_MODIFY_QP, &m));
+	p.qp = qp;
+	rw.sge = (struct kqp_sge){ (uintptr_t)buf, 64, mr.out_lkey };
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct kqp_reg_mr mr2;
+		struct kqp_ctx_info info;
+		int bad = 0;
+
+		/* Its own memory, registered in the parent's table. */
+		if (raw_mr(fd, pd, buf, 4096, &mr2) != EPERM)
+			bad |= 1;
+		/* Receives into the parent's MR. */
+		if (kqp_test_ioctl(fd, KQP_IOCTL_POST_RECV, &p) != EPERM)
+			bad |= 2;
+		if (raw_id(fd, KQP_PS_TCP, KQP_QPT_RC, &id) != EPERM)
+			bad |= 4;
+		if (ctx_info(fd, &info) != EPERM)
+			bad |= 8;
+		if (mmap(NULL, c.out_ring.mmap_size, PROT_READ, MAP_SHARED,
+			 fd, c.out_ring.mmap_offset) != MAP_FAILED ||
+		    errno != EPERM)
+			bad |= 16;
+		/* Devices can still be listed: that needs no table. */
+		if (kqp_test_rxe_index(fd) != dev)
+			bad |= 32;
+		if (bad)
+			_exit(bad);
+		/* The parent's ring is not in the child. */
+		*(volatile uint32_t *)ring;
+		_exit(64);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	if (WIFEXITED(status))
+		TH_LOG("child exited %d", WEXITSTATUS(status));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	if (WIFSIGNALED(status))
+		EXPECT_EQ(SIGSEGV, WTERMSIG(status));
+	/* The parent goes on as before. */
+	EXPECT_EQ(0, kqp_test_ioctl(fd, KQP_IOCTL_POST_RECV, &p));
+	EXPECT_EQ(1, p.out_posted);
+	munmap(ring, c.out_ring.mmap_size);
+	close(fd);
+	free(buf);
+}
+
+/*
+ * Finding 12, in the library: a child's verbs go to a session of its
+ * own, so its objects are not the parent's and go with it.
+ */
+TEST_F_TIMEOUT(slow, fork_child_has_own_session, 120)
+{
+	struct ibv_context **ctxs;
+	struct kqp_ctx_info info;
+	struct ibv_pd *pd;
+	int n, status;
+	pid_t pid;
+
+	ctxs = rdma_get_devices(&n);
+	ASSERT_NE(NULL, ctxs);
+	ASSERT_LT(0, n);
+	pd = ibv_alloc_pd(ctxs[0]);
+	ASSERT_NE(NULL, pd);
+	ASSERT_EQ(0, kqp_query_context(&info));
+	ASSERT_EQ(1, info.out_pds);
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct ibv_context **c;
+		struct ibv_pd *cpd;
+		int m;
+
+		c = rdma_get_devices(&m);
+		if (!c || m < 1)
+			_exit(1);
+		cpd = ibv_alloc_pd(c[0]);
+		if (!cpd)
+			_exit(2);
+		if (kqp_query_context(&info))
+			_exit(3);
+		/* Its own PD, not the parent's as well. */
+		_exit(info.out_pds == 1 && info.out_files == 1 ? 0 : 4);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(0, kqp_query_context(&info));
+	EXPECT_EQ(1, info.out_pds);
+	EXPECT_EQ(0, ibv_dealloc_pd(pd));
+	rdma_free_devices(ctxs);
+}
+
+struct stall {
+	int fd;
+	struct kqp_get_event *ev;
+	int ret;
+};
+
+static void *stalled_get_event(void *arg)
+{
+	struct stall *s = arg;
+
+	s->ret = kqp_test_ioctl(s->fd, KQP_IOCTL_GET_EVENT, s->ev);
+	return NULL;
+}
+
+/*
+ * GET_EVENT copied the event out while holding the lock the rdma_cm
+ * event handler takes: a buffer whose page faults for as long as its
+ * owner likes (userfaultfd, FUSE) stalled rdma_cm's workers.  With the
+ * copy stalled here, a connection request to a listener on the same file
+ * must still reach it (the new id is published in the table).
+ */
+TEST_F_TIMEOUT(slow, get_event_copy_stall, 120)
+{
+	int srv = xopen(), cli = xopen(), uffd;
+	struct uffdio_api api = { .api = UFFD_API,
+				  .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_WP };
+	struct uffdio_writeprotect wp = { .mode = UFFDIO_WRITEPROTECT_MODE_WP };
+	struct kqp_ctx_info info;
+	uint32_t id, lid, cid;
+	uint16_t port = cm_port();
+	struct stall s;
+	pthread_t t;
+	long pg = sysconf(_SC_PAGESIZE);
+	char *page;
+	int i;
+
+	ASSERT_LE(0, srv);
+	ASSERT_LE(0, cli);
+	uffd = syscall(__NR_userfaultfd, O_CLOEXEC);
+	ASSERT_LE(0, uffd);
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
+	page = mmap(NULL, pg, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, page);
+	memset(page, 0, pg);
+	/* Written before the page is protected: we would wait on it too. */
+	s.fd = srv;
+	s.ev = (struct kqp_get_event *)page;
+	s.ev->size = sizeof(*s.ev);
+	reg.range.start = wp.range.start = (uintptr_t)page;
+	reg.range.len = wp.range.len = pg;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_WRITEPROTECT, &wp));
+
+	/* An event waiting, and a listener, on the server's file. */
+	ASSERT_EQ(0, raw_id(srv, KQP_PS_TCP, KQP_QPT_RC, &lid));
+	ASSERT_EQ(0, raw_bind(srv, lid, port));
+	ASSERT_EQ(0, raw_listen(srv, lid, 4));
+	ASSERT_EQ(0, raw_id(srv, KQP_PS_UDP, KQP_QPT_UD, &id));
+	{
+		struct kqp_resolve_addr ra = { .size = sizeof(ra), .id = id,
+					       .timeout_ms = 2000 };
+		struct sockaddr_in sin = cm_addr(port + 1);
+		struct pollfd pfd = { .fd = srv, .events = POLLIN };
+
+		memcpy(&ra.dst_addr, &sin, sizeof(sin));
+		ASSERT_EQ(0, kqp_test_ioctl(srv, KQP_IOCTL_RESOLVE_ADDR, &ra));
+		ASSERT_EQ(1, poll(&pfd, 1, CM_TIMEOUT_MS));
+	}
+
+	/* Reads of the argument work; the answer's write waits for us. */
+	ASSERT_EQ(0, pthread_create(&t, NULL, stalled_get_event, &s));
+	usleep(300000);
+
+	ASSERT_EQ(0, raw_connect(cli, port, &cid));
+	for (i = 0; i < 100; i++) {
+		ASSERT_EQ(0, ctx_info(srv, &info));
+		if (info.out_cm_ids == 3)
+			break;
+		usleep(100000);
+	}
+	EXPECT_EQ(3, info.out_cm_ids);
+
+	wp.mode = 0;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_WRITEPROTECT, &wp));
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, s.ret);
+	EXPECT_EQ(RDMA_CM_EVENT_ADDR_RESOLVED, s.ev->out_event);
+	close(cli);
+	close(srv);
+	close(uffd);
+}
+
+TEST_HARNESS_MAIN
