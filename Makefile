@@ -9,6 +9,8 @@
 #   make demo                 kqp working in a guest
 #   make bench                rcbench against libkqp and rdma-core in a 6.12 guest,
 #                             kqp/rdma-core per test (BENCH_ROUNDS, BENCH_ARGS)
+#   make fuzz                 the ioctl fuzzer on the debug kernel for as long as
+#                             asked (FUZZ_SECONDS, FUZZ_CALLS, FUZZ_SEED, ...)
 #   make deps                 install what the build and the bench need (apt)
 #   make install | install-lib | install-man | uninstall
 
@@ -28,7 +30,7 @@ KDIR ?=
 MODDIR ?=
 export KERNELS VERSION
 
-.PHONY: all module lib selftests bench check demo deps install \
+.PHONY: all module lib selftests bench check demo deps fuzz install \
 	install-lib install-man uninstall clean clean-module
 
 all: module lib
@@ -64,6 +66,10 @@ bench:
 
 demo:
 	@tools/testing/demo.sh
+
+# tools/testing/fuzz.sh says what the FUZZ_* variables do.
+fuzz:
+	@tools/testing/fuzz.sh
 
 deps:
 	tools/deps.sh

@@ -1,0 +1,23 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# The guest half of make fuzz (tools/testing/fuzz.sh), run by guest.sh in
+# script mode after the Soft-RoCE setup: load kqp.ko, run the fuzzer with
+# the arguments fuzz.sh left in build/fuzz/args, take a kmemleak report
+# where the kernel has one, and unload kqp.ko.
+set -u
+
+# shellcheck source=/dev/null
+. "$KQP_REPO/build/fuzz/args"
+insmod "$KQP_KMOD" || exit 1
+# shellcheck disable=SC2086
+"$KQP_REPO/build/selftests/fuzz" $FUZZ_ARGS | tee "$KQP_OUT/tap/50-fuzz.tap"
+rc=${PIPESTATUS[0]}
+k=/sys/kernel/debug/kmemleak
+if [ -w "$k" ]; then
+	echo scan > "$k"
+	echo scan > "$k"
+	cat "$k" > "$KQP_OUT/kmemleak"
+fi
+rmmod kqp || rc=1
+exit $rc

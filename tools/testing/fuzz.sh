@@ -1,0 +1,54 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# make fuzz: kqp's ioctl fuzzer (tools/testing/selftests/kqp/fuzz.c) in a
+# guest, for as long as asked, then the bench's verdicts: the fuzzer's
+# own oracles, no kernel splat, no kmemleak report naming kqp, and
+# kqp.ko unloads.  Prints the seed, the calls made and calls/s.
+#
+# Environment:
+#   FUZZ_KERNEL   the kernel (default debug: KASAN, lockdep, KCOV ...)
+#   FUZZ_SECONDS  how long (default 600); FUZZ_CALLS=N stops after N calls
+#   FUZZ_SEED     the seed (default: a new one, printed)
+#   FUZZ_THREADS  threads on the shared files (default 4)
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+name=${FUZZ_KERNEL:-debug}
+seconds=${FUZZ_SECONDS:-600}
+calls=${FUZZ_CALLS:-0}
+seed=${FUZZ_SEED:-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')}
+threads=${FUZZ_THREADS:-4}
+
+for v in "$seconds" "$calls" "$threads"; do
+	case "$v" in
+	''|*[!0-9]*)
+		echo "fuzz: FUZZ_SECONDS, FUZZ_CALLS and FUZZ_THREADS are numbers" >&2
+		exit 1 ;;
+	esac
+done
+case "$seed" in
+0x*) ;;
+*[!0-9]*) seed=0x$seed ;;
+esac
+
+make -s -C "$repo" lib selftests || exit 1
+mkdir -p "$repo/build/fuzz"
+args="--tap --seed $seed --threads $threads"
+if [ "$calls" -gt 0 ]; then
+	args+=" --calls $calls"
+	[ -n "${FUZZ_SECONDS:-}" ] && args+=" --seconds $seconds"
+else
+	args+=" --calls 0 --seconds $seconds"
+fi
+# The guest reads this: the kernel command line carries no environment.
+printf 'FUZZ_ARGS=%q\n' "$args" > "$repo/build/fuzz/args"
+echo "fuzz: $name, fuzz $args"
+
+start=$(date +%s)
+KQP_GUEST_TIMEOUT=${KQP_GUEST_TIMEOUT:-$((seconds + 1800))} \
+	"$repo/tools/testing/vm/run.sh" --script "$here/fuzz-guest.sh" "$name"
+rc=$?
+echo "fuzz: seed $seed, $(( $(date +%s) - start )) s on the host"
+exit $rc
