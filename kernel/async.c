@@ -7,6 +7,7 @@
  */
 #include <linux/anon_inodes.h>
 #include <linux/file.h>
+#include <linux/pagemap.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -106,6 +107,7 @@ static ssize_t kqp_async_read(struct file *filp, char __user *buf,
 
 	if (count < sizeof(e->ev))
 		return -EINVAL;
+retry:
 	for (;;) {
 		if (mutex_lock_interruptible(&async->read_mutex))
 			return -ERESTARTSYS;
@@ -123,9 +125,15 @@ static ssize_t kqp_async_read(struct file *filp, char __user *buf,
 	e = list_first_entry(&async->events, struct kqp_async_entry, list);
 	spin_unlock_irq(&async->lock);
 
-	if (copy_to_user(buf, &e->ev, sizeof(e->ev))) {
-		ret = -EFAULT;
-		goto out;
+	/*
+	 * Objects going away wait for read_mutex (kqp_async_forget()): the
+	 * copy must not wait on a page fault.  Fault in with nothing held.
+	 */
+	if (copy_to_user_nofault(buf, &e->ev, sizeof(e->ev))) {
+		mutex_unlock(&async->read_mutex);
+		if (fault_in_writeable(buf, sizeof(e->ev)))
+			return -EFAULT;
+		goto retry;
 	}
 	spin_lock_irq(&async->lock);
 	list_del(&e->list);
@@ -134,8 +142,7 @@ static ssize_t kqp_async_read(struct file *filp, char __user *buf,
 		(*e->reported)++;
 	spin_unlock_irq(&async->lock);
 	kfree(e);
-	ret = sizeof(e->ev);
-out:
+	ret = sizeof(struct kqp_async_event);
 	mutex_unlock(&async->read_mutex);
 	return ret;
 }

@@ -11,6 +11,7 @@
  */
 #include <linux/anon_inodes.h>
 #include <linux/file.h>
+#include <linux/pagemap.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -77,6 +78,7 @@ static ssize_t kqp_channel_read(struct file *filp, char __user *buf,
 	if (count < sizeof(ev))
 		return -EINVAL;
 
+retry:
 	for (;;) {
 		if (mutex_lock_interruptible(&chan->read_mutex))
 			return -ERESTARTSYS;
@@ -96,10 +98,16 @@ static ssize_t kqp_channel_read(struct file *filp, char __user *buf,
 	ev.cq = cq->vobj.obj.id;
 	spin_unlock_irq(&chan->lock);
 
-	/* A notification leaves only once it reached the caller. */
-	if (copy_to_user(buf, &ev, sizeof(ev))) {
-		ret = -EFAULT;
-		goto out;
+	/*
+	 * A notification leaves only once it reached the caller.  The CQ's
+	 * destruction waits for read_mutex, so the copy must not wait on a
+	 * page fault: fault the memory in with nothing held, and retry.
+	 */
+	if (copy_to_user_nofault(buf, &ev, sizeof(ev))) {
+		mutex_unlock(&chan->read_mutex);
+		if (fault_in_writeable(buf, sizeof(ev)))
+			return -EFAULT;
+		goto retry;
 	}
 	spin_lock_irq(&chan->lock);
 	if (!--cq->chan_pending)
@@ -107,7 +115,6 @@ static ssize_t kqp_channel_read(struct file *filp, char __user *buf,
 	cq->comp_events_reported++;
 	spin_unlock_irq(&chan->lock);
 	ret = sizeof(ev);
-out:
 	mutex_unlock(&chan->read_mutex);
 	return ret;
 }

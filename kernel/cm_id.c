@@ -15,8 +15,10 @@
  * announces it, which must never be left pointing at an id destroyed or
  * moved under it (ctx->named).
  *
- * Lock order: ctx->mutex, then kfile->read_mutex, then the rdma_cm handler
- * lock, then kfile->lock.  The handler takes only the last two.
+ * Lock order: ctx->mutex, then the rdma_cm handler lock, then kfile->lock.
+ * The handler takes only the last two.  No copy to userspace waits on a
+ * page fault while any of them is held, or while an id is referenced
+ * that device removal would wait for (see kqp_ucmd_respond_locked()).
  */
 #include <linux/file.h>
 #include <linux/sched/mm.h>
@@ -401,6 +403,10 @@ int kqp_create_id(struct kqp_ucmd *ucmd)
 	ctx->uid = cmd->uid;
 	ctx->ready = true;
 	ctx->named = true;
+	/* Answered before publication, while rdma_cm holds the id. */
+	ret = kqp_ucmd_prefault(ucmd, sizeof(*cmd));
+	if (ret)
+		goto err_free;
 	ret = kqp_object_reserve(uctx, &ctx->obj, KQP_OBJ_CM_ID);
 	if (ret)
 		goto err_free;
@@ -415,7 +421,7 @@ int kqp_create_id(struct kqp_ucmd *ucmd)
 	ctx->cm_id = cm_id;
 
 	cmd->out_id = ctx->obj.id;
-	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
+	ret = kqp_ucmd_respond_locked(ucmd, sizeof(*cmd));
 	if (ret)
 		goto err_destroy;
 	kqp_object_publish(uctx, &ctx->obj);
@@ -862,10 +868,9 @@ int kqp_init_qp_attr(struct kqp_ucmd *ucmd)
 	cmd->out_attr_mask = mask;
 	memset(&cmd->out_attr, 0, sizeof(cmd->out_attr));
 	kqp_qp_attr_to_user(ctx->cm_id->device, &cmd->out_attr, &attr);
-	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
 out:
 	kqp_cm_id_unlock(ctx);
-	return ret;
+	return ret ? ret : kqp_ucmd_respond(ucmd, sizeof(*cmd));
 }
 
 int kqp_notify(struct kqp_ucmd *ucmd)
@@ -884,24 +889,20 @@ int kqp_notify(struct kqp_ucmd *ucmd)
 	return ret;
 }
 
-/* Two files' locks of one kind (@off: read_mutex or lock), by address. */
-static void kqp_lock_two(struct kqp_file *a, struct kqp_file *b, size_t off)
+/* Two files' event locks, by address. */
+static void kqp_lock_two(struct kqp_file *a, struct kqp_file *b)
 {
 	if (a > b)
 		swap(a, b);
-	mutex_lock((struct mutex *)((char *)a + off));
-	mutex_lock_nested((struct mutex *)((char *)b + off),
-			  SINGLE_DEPTH_NESTING);
+	mutex_lock(&a->lock);
+	mutex_lock_nested(&b->lock, SINGLE_DEPTH_NESTING);
 }
 
-static void kqp_unlock_two(struct kqp_file *a, struct kqp_file *b, size_t off)
+static void kqp_unlock_two(struct kqp_file *a, struct kqp_file *b)
 {
-	mutex_unlock((struct mutex *)((char *)a + off));
-	mutex_unlock((struct mutex *)((char *)b + off));
+	mutex_unlock(&a->lock);
+	mutex_unlock(&b->lock);
 }
-
-#define KQP_READERS	offsetof(struct kqp_file, read_mutex)
-#define KQP_QUEUES	offsetof(struct kqp_file, lock)
 
 /*
  * Move an id, with its unreported events and its memberships, to another
@@ -962,13 +963,9 @@ int kqp_migrate_id(struct kqp_ucmd *ucmd)
 			goto out_unlock;
 	}
 
-	/*
-	 * No event is delivered while the id changes files, and none of its
-	 * events is being copied out by either file's GET_EVENT.
-	 */
-	kqp_lock_two(cur, dst, KQP_READERS);
+	/* No event is delivered while the id changes files. */
 	rdma_lock_handler(ctx->cm_id);
-	kqp_lock_two(cur, dst, KQP_QUEUES);
+	kqp_lock_two(cur, dst);
 	list_for_each_entry(ev, &cur->events, list) {
 		if (!same && ev->ctx == ctx && ev->child) {
 			ret = -EBUSY;
@@ -997,9 +994,8 @@ int kqp_migrate_id(struct kqp_ucmd *ucmd)
 	if (!same)
 		kqp_object_publish(ductx, &ctx->obj);
 	cmd->out_events_reported = ctx->events_reported;
-	kqp_unlock_two(cur, dst, KQP_QUEUES);
+	kqp_unlock_two(cur, dst);
 	rdma_unlock_handler(ctx->cm_id);
-	kqp_unlock_two(cur, dst, KQP_READERS);
 	wake_up_interruptible(&dst->poll_wait);
 	kqp_cm_id_unlock(ctx);
 	fput(filp);
@@ -1007,9 +1003,8 @@ int kqp_migrate_id(struct kqp_ucmd *ucmd)
 	return kqp_ucmd_respond(ucmd, sizeof(*cmd));
 
 out_unreserve:
-	kqp_unlock_two(cur, dst, KQP_QUEUES);
+	kqp_unlock_two(cur, dst);
 	rdma_unlock_handler(ctx->cm_id);
-	kqp_unlock_two(cur, dst, KQP_READERS);
 	if (!same)
 		kqp_handle_free(ductx, cmd->out_id);
 out_unlock:

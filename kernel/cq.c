@@ -285,9 +285,16 @@ static void kqp_cq_event_handler(struct ib_event *event, void *cq_context)
 			      cq->vobj.obj.id, cq->uid, &cq->async_reported);
 }
 
+/* What a CQ left to its device calls instead of kqp's handler. */
+static void kqp_cq_comp_abandoned(struct ib_cq *ibcq, void *cq_context)
+{
+}
+
 static void kqp_cq_destroy_hw(struct kqp_vobj *vobj)
 {
 	struct kqp_cq *cq = container_of(vobj, struct kqp_cq, vobj);
+	struct ib_cq *ibcq = cq->cq;
+	int ret;
 
 	/* Waits for a scheduled poller; none is scheduled after this... */
 	irq_poll_disable(&cq->iop);
@@ -295,7 +302,23 @@ static void kqp_cq_destroy_hw(struct kqp_vobj *vobj)
 	spin_lock_bh(&cq->lock);
 	cq->dying = true;
 	spin_unlock_bh(&cq->lock);
-	ib_destroy_cq(cq->cq);
+	/*
+	 * ib_destroy_cq() WARNs when the device refuses (a QP the device
+	 * would not destroy still uses the CQ): ask without the WARN, and
+	 * leave a refused CQ to the device, pointing at nothing of ours.
+	 * A handler call already under way (drivers call it with interrupts
+	 * or bottom halves off) ends before the grace period does.
+	 */
+	ret = ib_destroy_cq_user(ibcq, NULL);
+	if (ret) {
+		pr_err_ratelimited("kqp: the device refused to destroy a CQ (%d); left to it\n",
+				   ret);
+		ibcq->comp_handler = kqp_cq_comp_abandoned;
+		ibcq->event_handler = NULL;
+		ibcq->cq_context = NULL;
+		__module_get(THIS_MODULE);
+		synchronize_rcu();
+	}
 	cq->cq = NULL;
 	/* No handler calls are left to queue one; a queued one finds it off. */
 	irq_work_sync(&cq->kick);
@@ -620,7 +643,8 @@ int kqp_cq_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma)
 		ret = -EPERM;
 		goto out;
 	}
-	kqp_vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY,
+	/* VM_IO: MADV_DOFORK cannot undo VM_DONTCOPY, GUP cannot pin it. */
+	kqp_vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY | VM_IO,
 			 VM_MAYEXEC);
 	for (off = 0, ret = 0; off < cq->ring_bytes && !ret; off += PAGE_SIZE)
 		ret = vm_insert_page(vma, vma->vm_start + off,

@@ -3,11 +3,13 @@
  * The per-file event queue: filled by the rdma_cm event handler, drained
  * by KQP_IOCTL_GET_EVENT, purged when an id or membership goes away.
  *
- * The handler takes only kfile->lock, and nobody holds that lock across
- * anything that can wait on userspace: GET_EVENT copies the event out
- * holding kfile->read_mutex instead, which every other remover of events
- * takes too, so the event being copied stays where it is.
+ * The handler takes kfile->lock, so nobody holds that lock across anything
+ * that can wait on userspace: GET_EVENT copies the event out with page
+ * faults off, and when that fails it lets go, faults the caller's memory
+ * in, and starts again.  A copy that a userfaultfd or FUSE page makes
+ * last for ever stalls only the caller.
  */
+#include <linux/pagemap.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -59,51 +61,44 @@ int kqp_get_event(struct kqp_ucmd *ucmd)
 		return -EOPNOTSUPP;
 
 	for (;;) {
-		if (mutex_lock_interruptible(&kfile->read_mutex))
+		if (mutex_lock_interruptible(&kfile->lock))
 			return -ERESTARTSYS;
-		mutex_lock(&kfile->lock);
-		if (!list_empty(&kfile->events))
+		if (list_empty(&kfile->events)) {
+			mutex_unlock(&kfile->lock);
+			if (kfile->filp->f_flags & O_NONBLOCK)
+				return -EAGAIN;
+			if (wait_event_interruptible(kfile->poll_wait,
+					!list_empty_careful(&kfile->events)))
+				return -ERESTARTSYS;
+			continue;
+		}
+		ev = list_first_entry(&kfile->events, struct kqp_event, list);
+		kqp_event_fill_ids(ev);
+		ev->resp.size = cmd->size;
+		ev->resp.flags = 0;
+		memcpy(cmd, &ev->resp, sizeof(*cmd));
+		/* Only an event that reached the caller leaves the queue. */
+		ret = kqp_ucmd_respond_locked(ucmd, sizeof(*cmd));
+		if (!ret)
 			break;
 		mutex_unlock(&kfile->lock);
-		mutex_unlock(&kfile->read_mutex);
-		if (kfile->filp->f_flags & O_NONBLOCK)
-			return -EAGAIN;
-		if (wait_event_interruptible(kfile->poll_wait,
-					     !list_empty_careful(&kfile->events)))
-			return -ERESTARTSYS;
+		/* The event may be another by then: start again. */
+		ret = kqp_ucmd_prefault(ucmd, sizeof(*cmd));
+		if (ret)
+			return ret;
 	}
-
-	ev = list_first_entry(&kfile->events, struct kqp_event, list);
-	kqp_event_fill_ids(ev);
-	ev->resp.size = cmd->size;
-	ev->resp.flags = 0;
-	memcpy(cmd, &ev->resp, sizeof(*cmd));
+	list_del(&ev->list);
+	ev->ctx->events_reported++;
+	if (ev->mc)
+		ev->mc->events_reported++;
+	if (ev->child) {
+		atomic_inc(&ev->ctx->backlog);
+		/* The caller knows the new id now. */
+		WRITE_ONCE(ev->child->named, true);
+	}
 	mutex_unlock(&kfile->lock);
-
-	/*
-	 * The copy may fault for as long as the caller likes: only
-	 * read_mutex is held, which keeps the event queued and its id,
-	 * listener and membership alive (their destruction purges it).
-	 * Only an event that reached the caller leaves the queue.
-	 */
-	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
-	if (!ret) {
-		mutex_lock(&kfile->lock);
-		list_del(&ev->list);
-		ev->ctx->events_reported++;
-		if (ev->mc)
-			ev->mc->events_reported++;
-		if (ev->child) {
-			atomic_inc(&ev->ctx->backlog);
-			/* The caller knows the new id now. */
-			WRITE_ONCE(ev->child->named, true);
-		}
-		mutex_unlock(&kfile->lock);
-	}
-	mutex_unlock(&kfile->read_mutex);
-	if (!ret)
-		kfree(ev);
-	return ret;
+	kfree(ev);
+	return 0;
 }
 
 /**
@@ -123,7 +118,6 @@ int kqp_events_purge(struct kqp_cm_id *ctx, struct list_head *children)
 	LIST_HEAD(dead);
 	int reported;
 
-	mutex_lock(&kfile->read_mutex);
 	mutex_lock(&kfile->lock);
 	list_for_each_entry_safe(ev, tmp, &kfile->events, list) {
 		if (ev->child == ctx) {
@@ -144,7 +138,6 @@ int kqp_events_purge(struct kqp_cm_id *ctx, struct list_head *children)
 	}
 	reported = ctx->events_reported;
 	mutex_unlock(&kfile->lock);
-	mutex_unlock(&kfile->read_mutex);
 
 	list_for_each_entry_safe(ev, tmp, &dead, list)
 		kfree(ev);
@@ -153,8 +146,8 @@ int kqp_events_purge(struct kqp_cm_id *ctx, struct list_head *children)
 
 /*
  * Drop the unreported events of a membership that is being left.  The
- * caller holds the file's read_mutex (and the id's handler lock, so that
- * a join completion in the handler queued its event first).
+ * caller holds the id's handler lock, so that a join completion in the
+ * handler queued its event first.
  */
 void kqp_events_purge_mcast(struct kqp_mcast *mc)
 {
@@ -162,7 +155,6 @@ void kqp_events_purge_mcast(struct kqp_mcast *mc)
 	struct kqp_event *ev, *tmp;
 	LIST_HEAD(dead);
 
-	lockdep_assert_held(&kfile->read_mutex);
 	mutex_lock(&kfile->lock);
 	list_for_each_entry_safe(ev, tmp, &kfile->events, list)
 		if (ev->mc == mc)

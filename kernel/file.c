@@ -9,6 +9,7 @@
  * any process but the one that made it.
  */
 #include <linux/fs.h>
+#include <linux/pagemap.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -206,6 +207,31 @@ int kqp_ucmd_respond(struct kqp_ucmd *ucmd, size_t cmd_len)
 	return 0;
 }
 
+/*
+ * Copies to userspace made while holding what others wait for (an id's
+ * mutex, a file's event lock, a device's hw_rwsem, an id rdma_cm would
+ * wait for) must not wait on a page fault: userfaultfd or FUSE can make
+ * one last as long as the caller likes.  Such commands fault the answer's
+ * memory in before they take anything (kqp_ucmd_prefault()), and copy
+ * with page faults off (kqp_ucmd_respond_locked()); if the memory went
+ * away in between, the answer is EFAULT.  Readers that can let go and try
+ * again (GET_EVENT, the channels) fault it in themselves and retry.
+ */
+int kqp_ucmd_prefault(struct kqp_ucmd *ucmd, size_t cmd_len)
+{
+	size_t len = min_t(size_t, ucmd->user_size, cmd_len);
+
+	return fault_in_writeable(ucmd->ubuffer, len) ? -EFAULT : 0;
+}
+
+int kqp_ucmd_respond_locked(struct kqp_ucmd *ucmd, size_t cmd_len)
+{
+	if (copy_to_user_nofault(ucmd->ubuffer, ucmd->cmd,
+				 min_t(size_t, ucmd->user_size, cmd_len)))
+		return -EFAULT;
+	return 0;
+}
+
 static long kqp_fops_ioctl(struct file *filp, unsigned int cmd,
 			   unsigned long arg)
 {
@@ -390,7 +416,6 @@ static int kqp_fops_open(struct inode *inode, struct file *filp)
 	if (!kfile)
 		return -ENOMEM;
 	kfile->filp = filp;
-	mutex_init(&kfile->read_mutex);
 	mutex_init(&kfile->lock);
 	INIT_LIST_HEAD(&kfile->events);
 	init_waitqueue_head(&kfile->poll_wait);
@@ -412,7 +437,6 @@ static int kqp_fops_release(struct inode *inode, struct file *filp)
 	}
 	kqp_events_free_all(kfile);
 	mutex_destroy(&kfile->lock);
-	mutex_destroy(&kfile->read_mutex);
 	kfree(kfile);
 	return 0;
 }

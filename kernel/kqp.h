@@ -110,23 +110,16 @@ struct kqp_async;
  * @filp: the open file
  * @uctx: the object table the file uses: set by the first command that
  *	needs one (or by KQP_IOCTL_ATTACH) and never changed after
- * @read_mutex: held by GET_EVENT from choosing an event until it is off
- *	the queue, including the copy to userspace; by anyone else who
- *	removes events (purges, migration), so that the event being copied
- *	stays.  Never taken by rdma_cm's handler, which only needs @lock: a
- *	copy that faults for as long as its owner likes stalls no worker.
  * @lock: protects @events and orders an object's publication with the
- *	event that announces it
+ *	event that announces it.  rdma_cm's handler takes it, so nothing
+ *	holds it across a wait on userspace: GET_EVENT copies out with page
+ *	faults off, and faults the caller's memory in with the lock dropped.
  * @events: struct kqp_event, oldest first
  * @poll_wait: woken when an event is queued
- *
- * Lock order: @read_mutex, then the rdma_cm handler lock of an id, then
- * @lock.
  */
 struct kqp_file {
 	struct file *filp;
 	struct kqp_ucontext *uctx;
-	struct mutex read_mutex;
 	struct mutex lock;
 	struct list_head events;
 	wait_queue_head_t poll_wait;
@@ -518,6 +511,8 @@ struct kqp_ucmd {
 };
 
 int kqp_ucmd_respond(struct kqp_ucmd *ucmd, size_t cmd_len);
+int kqp_ucmd_prefault(struct kqp_ucmd *ucmd, size_t cmd_len);
+int kqp_ucmd_respond_locked(struct kqp_ucmd *ucmd, size_t cmd_len);
 
 /* device.c */
 int kqp_device_init(void);

@@ -55,12 +55,24 @@ int kqp_join_mcast(struct kqp_ucmd *ucmd)
 		return -EINVAL;
 	if (!rdma_addr_size_kss(&cmd->addr))
 		return -EINVAL;
+	/* The answer is copied under the id's lock: fault it in first. */
+	ret = kqp_ucmd_prefault(ucmd, sizeof(*cmd));
+	if (ret)
+		return ret;
 
 	ctx = kqp_cm_id_get(ucmd->kfile, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	mutex_lock(&ctx->mutex);
 
+	/*
+	 * rdma_cm WARNs on an id that holds a QP (an RC id's is rdma_cm's)
+	 * before it sees the id is not UD: refuse both first.
+	 */
+	if (ctx->cm_id->qp_type != IB_QPT_UD || ctx->cm_id->qp) {
+		ret = -EINVAL;
+		goto out_unlock;
+	}
 	if (kqp_mcast_joined(ctx, &cmd->addr, &count)) {
 		ret = -EADDRINUSE;
 		goto out_unlock;
@@ -88,15 +100,13 @@ int kqp_join_mcast(struct kqp_ucmd *ucmd)
 		goto err_erase;
 
 	cmd->out_mc_id = mc->id;
-	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
+	ret = kqp_ucmd_respond_locked(ucmd, sizeof(*cmd));
 	if (ret) {
 		/* Nobody can name it; leave again. */
 		rdma_leave_multicast(ctx->cm_id, (struct sockaddr *)&mc->addr);
-		mutex_lock(&ctx->kfile->read_mutex);
 		rdma_lock_handler(ctx->cm_id);
 		kqp_events_purge_mcast(mc);
 		rdma_unlock_handler(ctx->cm_id);
-		mutex_unlock(&ctx->kfile->read_mutex);
 		goto err_erase;
 	}
 	mutex_unlock(&ctx->mutex);
@@ -133,18 +143,16 @@ int kqp_leave_mcast(struct kqp_ucmd *ucmd)
 	}
 	rdma_leave_multicast(ctx->cm_id, (struct sockaddr *)&mc->addr);
 	/* A join completion already in the handler queues its event first. */
-	mutex_lock(&ctx->kfile->read_mutex);
 	rdma_lock_handler(ctx->cm_id);
 	kqp_events_purge_mcast(mc);
 	rdma_unlock_handler(ctx->cm_id);
-	mutex_unlock(&ctx->kfile->read_mutex);
 	cmd->out_events_reported = mc->events_reported;
 	kfree(mc);
-	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
 out:
 	mutex_unlock(&ctx->mutex);
 	kqp_cm_id_put(ctx);
-	return ret;
+	/* With nothing held: the copy may wait. */
+	return ret ? ret : kqp_ucmd_respond(ucmd, sizeof(*cmd));
 }
 
 /* The id's rdma_cm id is destroyed, and with it every membership. */

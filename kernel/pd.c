@@ -15,7 +15,16 @@ static void kqp_pd_destroy_hw(struct kqp_vobj *vobj)
 {
 	struct kqp_pd *pd = container_of(vobj, struct kqp_pd, vobj);
 
-	ib_dealloc_pd(pd->pd);
+	/*
+	 * A PD is freed by ib_dealloc_pd() even while used (with a WARN):
+	 * one still used by a QP the device refused to destroy is left.
+	 */
+	if (atomic_read(&pd->pd->usecnt)) {
+		pr_err_ratelimited("kqp: a PD is still in use by the device; left to it\n");
+		__module_get(THIS_MODULE);
+	} else {
+		ib_dealloc_pd(pd->pd);
+	}
 	pd->pd = NULL;
 }
 

@@ -154,6 +154,21 @@ static void kqp_qp_event_handler(struct ib_event *event, void *context)
 			      qp->vobj.obj.id, qp->uid, &qp->async_reported);
 }
 
+/*
+ * The device refused to destroy a QP (ib_core does while groups are
+ * attached).  Freeing what it points at would let its next event land in
+ * freed memory: leave the QP to the device, pointing at nothing of ours,
+ * and keep the module (whose code it may still call) loaded.
+ */
+static void kqp_qp_hw_abandon(struct ib_qp *ibqp, int err)
+{
+	pr_err_ratelimited("kqp: the device refused to destroy QP %u (%d); left to it\n",
+			   ibqp->qp_num, err);
+	ibqp->event_handler = NULL;
+	ibqp->qp_context = NULL;
+	__module_get(THIS_MODULE);
+}
+
 /**
  * struct kqp_qp_mcast - a multicast group a QP is attached to
  * @list: in qp->mcasts
@@ -171,8 +186,14 @@ static void kqp_qp_destroy_hw(struct kqp_vobj *vobj)
 	struct kqp_qp *qp = container_of(vobj, struct kqp_qp, vobj);
 	struct rdma_cm_id *cm_id = qp->cm ? qp->cm->cm_id : NULL;
 	struct kqp_qp_mcast *m, *tmp;
+	int ret;
 
-	/* hw_rwsem, held for writing, keeps attach and detach out. */
+	/*
+	 * hw_rwsem, held for writing, keeps attach and detach out.  Each
+	 * group was attached once and checked to stay valid (see
+	 * kqp_qp_mcast()), so detaching cannot be refused; if the device
+	 * refuses anyway, the destroy below says so.
+	 */
 	list_for_each_entry_safe(m, tmp, &qp->mcasts, list) {
 		ib_detach_mcast(qp->qp, &m->gid, m->lid);
 		list_del(&m->list);
@@ -185,10 +206,13 @@ static void kqp_qp_destroy_hw(struct kqp_vobj *vobj)
 	 * itself.  The id's close destroys this before the id, under the
 	 * same lock, so a live cm_id here is one rdma_cm still uses.
 	 */
-	if (cm_id && cm_id->qp == qp->qp)
+	if (cm_id && cm_id->qp == qp->qp) {
 		rdma_destroy_qp(cm_id);
-	else
-		ib_destroy_qp(qp->qp);
+	} else {
+		ret = ib_destroy_qp(qp->qp);
+		if (ret)
+			kqp_qp_hw_abandon(qp->qp, ret);
+	}
 	qp->qp = NULL;
 }
 
@@ -406,6 +430,10 @@ int kqp_ioctl_create_qp(struct kqp_ucmd *ucmd)
 		return -EOPNOTSUPP;
 	if (cmd->qp_type != KQP_QPT_RC && cmd->qp_type != KQP_QPT_UD)
 		return -EINVAL;
+	/* Answered while the id is locked: fault the answer in first. */
+	ret = kqp_ucmd_prefault(ucmd, sizeof(*cmd));
+	if (ret)
+		return ret;
 	us.uctx = uctx;
 
 	qp = kzalloc(sizeof(*qp), GFP_KERNEL_ACCOUNT);
@@ -576,7 +604,7 @@ int kqp_ioctl_create_qp(struct kqp_ucmd *ucmd)
 		cmd->out_recv_cqe = us.cq[1]->cqe;
 		kqp_cq_fill_ring_info(us.cq[1], &cmd->out_recv_ring);
 	}
-	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
+	ret = kqp_ucmd_respond_locked(ucmd, sizeof(*cmd));
 	if (ret)
 		goto err_destroy;
 
@@ -708,12 +736,14 @@ int kqp_modify_qp(struct kqp_ucmd *ucmd)
 	 * Ports are checked before ib_modify_qp(): ib_core indexes its
 	 * per-port array with them before the driver could refuse.  As
 	 * ib_uverbs: an alternate path's port is its AV's, and so is the
-	 * primary's on the way to RTR.
+	 * primary's (the one given, or the QP's).
 	 */
 	if (((mask & IB_QP_PORT) &&
 	     !rdma_is_port_valid(qp->qp->device, u->port_num)) ||
 	    ((mask & IB_QP_AV) && (mask & IB_QP_PORT) &&
 	     u->port_num != u->ah_attr.port_num) ||
+	    ((mask & IB_QP_AV) && !(mask & IB_QP_PORT) && qp->qp->port &&
+	     u->ah_attr.port_num != qp->qp->port) ||
 	    ((mask & IB_QP_ALT_PATH) &&
 	     (!rdma_is_port_valid(qp->qp->device, u->alt_port_num) ||
 	      u->alt_port_num != u->alt_ah_attr.port_num))) {
@@ -845,10 +875,10 @@ int kqp_query_qp(struct kqp_ucmd *ucmd)
 	cmd->out_cap.max_inline_data = qp->cap.max_inline_data;
 	cmd->out_qp_type = qp->qp_type == IB_QPT_RC ? KQP_QPT_RC : KQP_QPT_UD;
 	cmd->out_sq_sig_all = qp->sq_sig_all;
-	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
 out:
 	kqp_qp_put_hw(qp);
-	return ret;
+	/* Not under hw_rwsem: device removal would wait on the copy. */
+	return ret ? ret : kqp_ucmd_respond(ucmd, sizeof(*cmd));
 }
 
 /* The caller's list of work requests, copied once. */
@@ -1180,9 +1210,32 @@ int kqp_post_recv(struct kqp_ucmd *ucmd)
 }
 
 /*
+ * Would ib_core take @lid for a group on @dev whatever port and state the
+ * QP is in?  It checks the LID against the QP's port once the QP has one
+ * (any LID on Ethernet, a multicast LID on InfiniBand), and against every
+ * port before that.  Detaching must pass the same check as attaching did,
+ * so a LID is taken only if it passes every way.
+ */
+static bool kqp_mcast_lid_ok(struct ib_device *dev, u16 lid)
+{
+	u32 port;
+
+	rdma_for_each_port(dev, port)
+		if (rdma_port_get_link_layer(dev, port) ==
+		    IB_LINK_LAYER_INFINIBAND)
+			return lid >= be16_to_cpu(IB_MULTICAST_LID_BASE) &&
+			       lid != be16_to_cpu(IB_LID_PERMISSIVE);
+	return true;
+}
+
+/*
  * Attach a UD QP to a multicast group, or detach it, as ib_uverbs does:
  * attaching twice attaches once, detaching what is not attached is
- * EINVAL.  A QP is in at most max_mcast groups (ENOSPC).
+ * EINVAL.  Unlike ib_uverbs, a group is the GID alone: the same GID with
+ * another LID is EINVAL, since a device may ignore the LID (rxe does) and
+ * count two attachments where it made one, which detaching would then
+ * fail to undo and destroying the QP be refused for.  A QP is in at most
+ * max_mcast groups (ENOSPC).
  */
 static int kqp_qp_mcast(struct kqp_ucmd *ucmd, bool attach)
 {
@@ -1204,10 +1257,14 @@ static int kqp_qp_mcast(struct kqp_ucmd *ucmd, bool attach)
 	}
 	mutex_lock(&qp->mcast_mutex);
 	list_for_each_entry(m, &qp->mcasts, list) {
-		if (m->lid == cmd->lid && !memcmp(&m->gid, &gid, sizeof(gid))) {
+		if (!memcmp(&m->gid, &gid, sizeof(gid))) {
 			found = m;
 			break;
 		}
+	}
+	if (found && found->lid != cmd->lid) {
+		ret = -EINVAL;
+		goto unlock;
 	}
 	if (!attach) {
 		if (!found) {
@@ -1224,6 +1281,10 @@ static int kqp_qp_mcast(struct kqp_ucmd *ucmd, bool attach)
 	}
 	if (found)
 		goto unlock;
+	if (!kqp_mcast_lid_ok(qp->qp->device, cmd->lid)) {
+		ret = -EINVAL;
+		goto unlock;
+	}
 	if (qp->nr_mcasts >= READ_ONCE(kqp_max_mcast)) {
 		ret = -ENOSPC;
 		goto unlock;
