@@ -1061,4 +1061,329 @@ TEST_F_TIMEOUT(slow, get_event_copy_stall, 120)
 	close(uffd);
 }
 
+/* ---- found by a second review, and by the fuzzer ----------------- */
+
+/* A page whose writes wait until released: a copy to it stalls. */
+struct wp_page {
+	int uffd;
+	char *page;
+	long len;
+};
+
+static int wp_make(struct wp_page *w)
+{
+	struct uffdio_api api = { .api = UFFD_API,
+				  .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_WP };
+
+	w->len = sysconf(_SC_PAGESIZE);
+	w->uffd = syscall(__NR_userfaultfd, O_CLOEXEC);
+	if (w->uffd < 0 || ioctl(w->uffd, UFFDIO_API, &api))
+		return -1;
+	w->page = mmap(NULL, w->len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (w->page == MAP_FAILED)
+		return -1;
+	memset(w->page, 0, w->len);
+	reg.range.start = (uintptr_t)w->page;
+	reg.range.len = w->len;
+	return ioctl(w->uffd, UFFDIO_REGISTER, &reg);
+}
+
+static int wp_set(struct wp_page *w, bool protect)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { (uintptr_t)w->page, w->len },
+		.mode = protect ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
+	};
+
+	return ioctl(w->uffd, UFFDIO_WRITEPROTECT, &wp);
+}
+
+static void wp_free(struct wp_page *w)
+{
+	munmap(w->page, w->len);
+	close(w->uffd);
+}
+
+struct stalled {
+	int fd;
+	unsigned long req;	/* an ioctl, or 0 for read() */
+	void *arg;
+	size_t len;
+	volatile int done;
+	int ret;
+};
+
+static void *stalled_call(void *arg)
+{
+	struct stalled *c = arg;
+
+	if (c->req)
+		c->ret = ioctl(c->fd, c->req, c->arg) ? errno : 0;
+	else
+		c->ret = read(c->fd, c->arg, c->len) < 0 ? errno : 0;
+	c->done = 1;
+	return NULL;
+}
+
+/*
+ * Attaching one GID under two LIDs: rxe ignores the LID and counted two
+ * attachments for one group, the second detach failed, ib_core refused
+ * to destroy the QP, and kqp freed what the live QP's callbacks point at
+ * (a datagram to it then ran kqp's handler on freed memory).  A group is
+ * its GID now: another LID is EINVAL, and the QP is really destroyed.
+ */
+/* How many UD QPs kqp made on the devices, as `rdma res` lists them. */
+static int kqp_ud_qps(void)
+{
+	FILE *f = popen("rdma res show qp | grep -c ' type UD .*comm \\[kqp\\]'",
+			"r");
+	int n = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &n) != 1)
+		n = -1;
+	pclose(f);
+	return n;
+}
+
+TEST(attach_gid_twice_other_lid)
+{
+	int fd = xopen(), before;
+	struct kqp_modify_qp m = { .size = sizeof(m) };
+	struct kqp_mcast_attach a = { .size = sizeof(a) };
+	struct kqp_destroy_qp d = { .size = sizeof(d) };
+	struct kqp_create_cq c;
+	uint32_t dev, pd, qp;
+
+	ASSERT_LE(0, fd);
+	dev = kqp_test_rxe_index(fd);
+	ASSERT_EQ(0, raw_pd(fd, dev, 0, &pd));
+	ASSERT_EQ(0, raw_cq(fd, dev, 8, &c));
+	before = kqp_ud_qps();
+	ASSERT_LE(0, before);
+	ASSERT_EQ(0, raw_qp(fd, pd, c.out_cq, KQP_QPT_UD, &qp));
+	EXPECT_EQ(before + 1, kqp_ud_qps());
+	m.qp = a.qp = d.qp = qp;
+	m.attr_mask = QP_STATE | QP_PKEY_INDEX | QP_PORT | (1 << 6);
+	m.attr.qp_state = QPS_INIT;
+	m.attr.port_num = 1;
+	m.attr.qkey = 0x1234;
+	ASSERT_EQ(0, kqp_test_ioctl(fd, KQP_IOCTL_MODIFY_QP, &m));
+
+	a.gid[0] = 0xff;
+	a.gid[1] = 0x0e;
+	a.gid[15] = 1;
+	a.lid = 1;
+	EXPECT_EQ(0, kqp_test_ioctl(fd, KQP_IOCTL_ATTACH_MCAST, &a));
+	a.lid = 2;
+	EXPECT_EQ(EINVAL, kqp_test_ioctl(fd, KQP_IOCTL_ATTACH_MCAST, &a));
+	a.lid = 1;
+	EXPECT_EQ(0, kqp_test_ioctl(fd, KQP_IOCTL_ATTACH_MCAST, &a));
+	/* Not a multicast GID. */
+	a.gid[0] = 0xfe;
+	EXPECT_EQ(EINVAL, kqp_test_ioctl(fd, KQP_IOCTL_ATTACH_MCAST, &a));
+
+	/* Destroyed with its group attached: gone from the device too. */
+	EXPECT_EQ(0, kqp_test_ioctl(fd, KQP_IOCTL_DESTROY_QP, &d));
+	EXPECT_EQ(before, kqp_ud_qps());
+	close(fd);
+}
+
+/*
+ * JOIN_MCAST on an RC id with its QP: rdma_cm WARNs on an id holding a
+ * QP before it sees the id is not UD (a WARN panics a machine with
+ * panic_on_warn).  Found by the fuzzer, seed 0x9bd6031060b22fdb.  EINVAL
+ * first, and the bench sees no WARN.
+ */
+TEST(join_on_rc_id_with_qp)
+{
+	int fd = xopen();
+	struct kqp_create_qp c = { .size = sizeof(c), .qp_type = KQP_QPT_RC,
+				   .cap = { 4, 4, 1, 1, 0, 0 } };
+	uint16_t port = cm_port();
+	uint32_t id, mc;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, raw_id(fd, KQP_PS_TCP, KQP_QPT_RC, &id));
+	ASSERT_EQ(0, raw_bind(fd, id, port));
+	c.id = id;
+	ASSERT_EQ(0, kqp_test_ioctl(fd, KQP_IOCTL_CREATE_QP, &c));
+	EXPECT_EQ(EINVAL, raw_join(fd, id, "239.1.4.4", port, &mc));
+	close(c.out_send_channel_fd);
+	close(c.out_recv_channel_fd);
+	close(fd);
+}
+
+/*
+ * A copy to userspace that a userfaultfd page stalls must hold nothing
+ * another command waits for.  JOIN_MCAST answered under the id's lock:
+ * any other command on the id waited as long as the page did.
+ */
+TEST_F_TIMEOUT(slow, stalled_join_holds_no_lock, 120)
+{
+	int fd = xopen();
+	struct kqp_query_id q = { .size = sizeof(q) };
+	struct kqp_join_mcast *j;
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct stalled c = { 0 };
+	struct wp_page w;
+	uint16_t port = cm_port();
+	uint32_t id;
+	pthread_t t;
+	int i;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, wp_make(&w));
+	ASSERT_EQ(0, raw_id(fd, KQP_PS_UDP, KQP_QPT_UD, &id));
+	ASSERT_EQ(0, raw_bind(fd, id, port));
+	j = (struct kqp_join_mcast *)w.page;
+	j->size = sizeof(*j);
+	j->id = q.id = id;
+	inet_pton(AF_INET, "239.1.4.5", &sin.sin_addr);
+	memcpy(&j->addr, &sin, sizeof(sin));
+	ASSERT_EQ(0, wp_set(&w, true));
+	c = (struct stalled){ .fd = fd, .req = KQP_IOCTL_JOIN_MCAST, .arg = j };
+	ASSERT_EQ(0, pthread_create(&t, NULL, stalled_call, &c));
+	usleep(300000);
+	/* The join waits on its page; the id does not. */
+	for (i = 0; i < 50 && c.done; i++)
+		usleep(100000);
+	EXPECT_EQ(0, c.done);
+	EXPECT_EQ(0, kqp_test_ioctl(fd, KQP_IOCTL_QUERY_ID, &q));
+	ASSERT_EQ(0, wp_set(&w, false));
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, c.ret);
+	wp_free(&w);
+	close(fd);
+}
+
+/*
+ * QUERY_QP answered while holding the device: a stalled copy held up
+ * `rdma link delete` of the QP's device, and, with removal waiting, every
+ * other user of the device.
+ */
+TEST_F_TIMEOUT(slow, stalled_query_qp_holds_no_device, 120)
+{
+	const char *netdev = getenv("KQP_TEST_NORDMA_NETDEV") ?: "kqp1";
+	int fd = xopen();
+	struct kqp_query_qp *q;
+	struct kqp_create_cq c;
+	struct stalled s = { 0 };
+	struct wp_page w;
+	uint32_t pd, qp, dev = KQP_NO_DEVICE;
+	pthread_t t;
+	int ret;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, wp_make(&w));
+	ASSERT_EQ(0, kqp_test_sh("rdma link add kqpstall0 type rxe netdev %s",
+				 netdev));
+	{
+		struct kqp_device_info devs[8];
+		struct kqp_query qq = {
+			.size = sizeof(qq), .num_devices = 8,
+			.device_info_size = sizeof(devs[0]),
+			.devices = (uintptr_t)devs,
+		};
+		uint32_t i;
+
+		ASSERT_EQ(0, kqp_test_ioctl(fd, KQP_IOCTL_QUERY, &qq));
+		for (i = 0; i < qq.num_devices && i < 8; i++)
+			if (!strcmp(devs[i].name, "kqpstall0"))
+				dev = devs[i].index;
+	}
+	ASSERT_NE(KQP_NO_DEVICE, dev);
+	ASSERT_EQ(0, raw_pd(fd, dev, 0, &pd));
+	ASSERT_EQ(0, raw_cq(fd, dev, 8, &c));
+	ASSERT_EQ(0, raw_qp(fd, pd, c.out_cq, KQP_QPT_RC, &qp));
+	q = (struct kqp_query_qp *)w.page;
+	q->size = sizeof(*q);
+	q->qp = qp;
+	q->attr_mask = QP_STATE;
+	ASSERT_EQ(0, wp_set(&w, true));
+	s = (struct stalled){ .fd = fd, .req = KQP_IOCTL_QUERY_QP, .arg = q };
+	ASSERT_EQ(0, pthread_create(&t, NULL, stalled_call, &s));
+	usleep(300000);
+	ret = kqp_test_sh("timeout 20 rdma link delete kqpstall0");
+	EXPECT_EQ(0, ret);
+	ASSERT_EQ(0, wp_set(&w, false));
+	pthread_join(t, NULL);
+	if (ret)
+		kqp_test_sh("rdma link delete kqpstall0 2>/dev/null");
+	wp_free(&w);
+	close(fd);
+}
+
+/*
+ * read() of a completion channel copied out under the channel's mutex,
+ * which destroying a CQ on it takes: a stalled reader (anyone the fd was
+ * passed to) held the owner's destroy for as long as it liked.
+ */
+TEST_F_TIMEOUT(slow, stalled_channel_read_holds_no_lock, 120)
+{
+	struct qp_pair p;
+	char *buf = aligned_alloc(4096, 8192);
+	struct ibv_mr *cmr, *smr;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = {
+		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	struct kqp_destroy_qp d = { .size = sizeof(d) };
+	struct pollfd pfd;
+	struct stalled rd = { 0 }, ds = { 0 };
+	struct ibv_wc wc;
+	struct wp_page w;
+	pthread_t t1, t2;
+	int i;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, wp_make(&w));
+	ASSERT_EQ(0, qp_pair_connect(&p, cm_port()));
+	cmr = ibv_reg_mr(p.cid->qp->pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	smr = ibv_reg_mr(p.sid->qp->pd, buf + 4096, 4096,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	ASSERT_NE(NULL, cmr);
+	ASSERT_NE(NULL, smr);
+	/* One notification waiting on the client's send CQ's channel. */
+	ASSERT_EQ(0, ibv_req_notify_cq(p.cid->send_cq, 0));
+	sge = (struct ibv_sge){ (uintptr_t)buf, 8, cmr->lkey };
+	wr.wr.rdma.remote_addr = (uintptr_t)buf + 4096;
+	wr.wr.rdma.rkey = smr->rkey;
+	ASSERT_EQ(0, ibv_post_send(p.cid->qp, &wr, &bad));
+	ASSERT_EQ(1, qp_poll(p.cid->send_cq, &wc, 1, 10000));
+	pfd = (struct pollfd){ .fd = p.cid->send_cq_channel->fd,
+			       .events = POLLIN };
+	ASSERT_EQ(1, poll(&pfd, 1, 10000));
+	/* Once the CQ is gone, the reader's retry finds nothing. */
+	ASSERT_EQ(0, fcntl(pfd.fd, F_SETFL, O_NONBLOCK));
+
+	ASSERT_EQ(0, wp_set(&w, true));
+	rd = (struct stalled){ .fd = pfd.fd, .arg = w.page,
+			       .len = sizeof(struct kqp_comp_event) };
+	ASSERT_EQ(0, pthread_create(&t1, NULL, stalled_call, &rd));
+	usleep(300000);
+	/* The QP goes, and its CQ with it, while the reader waits. */
+	d.qp = p.cid->qp->handle;
+	ds = (struct stalled){ .fd = p.cid->verbs->cmd_fd,
+			       .req = KQP_IOCTL_DESTROY_QP, .arg = &d };
+	ASSERT_EQ(0, pthread_create(&t2, NULL, stalled_call, &ds));
+	for (i = 0; i < 100 && !ds.done; i++)
+		usleep(100000);
+	EXPECT_EQ(1, ds.done);
+	EXPECT_EQ(0, rd.done);
+	ASSERT_EQ(0, wp_set(&w, false));
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	EXPECT_EQ(0, ds.ret);
+	ibv_dereg_mr(cmr);
+	ibv_dereg_mr(smr);
+	qp_pair_close(&p);
+	wp_free(&w);
+	free(buf);
+}
+
 TEST_HARNESS_MAIN
