@@ -19,6 +19,11 @@
  * The handler takes only the last two.  No copy to userspace waits on a
  * page fault while any of them is held, or while an id is referenced
  * that device removal would wait for (see kqp_ucmd_respond_locked()).
+ *
+ * SET_OPTION: the ACK timeout is the IBTA's 5-bit field.  rdma_cm takes
+ * any u8, makes a RoCE route's packet lifetime of it, and ib_cm then
+ * shifts by it (1 << 70: UBSAN in cm_convert_to_ms(), found by the
+ * fuzzer); ucma passes it on unchecked too.
  */
 #include <linux/file.h>
 #include <linux/sched/mm.h>
@@ -317,6 +322,9 @@ static int __kqp_cm_event_handler(struct rdma_cm_id *cm_id,
 
 	if (event->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return kqp_cm_conn_request(ctx, cm_id, event);
+	/* Pairs with the acquire in kqp_resolve_route(). */
+	if (event->event == RDMA_CM_EVENT_ADDR_RESOLVED)
+		smp_store_release(&ctx->addr_resolved, true);
 
 	/*
 	 * An id from a connection request is not ready until it is accepted;
@@ -403,10 +411,6 @@ int kqp_create_id(struct kqp_ucmd *ucmd)
 	ctx->uid = cmd->uid;
 	ctx->ready = true;
 	ctx->named = true;
-	/* Answered before publication, while rdma_cm holds the id. */
-	ret = kqp_ucmd_prefault(ucmd, sizeof(*cmd));
-	if (ret)
-		goto err_free;
 	ret = kqp_object_reserve(uctx, &ctx->obj, KQP_OBJ_CM_ID);
 	if (ret)
 		goto err_free;
@@ -420,8 +424,12 @@ int kqp_create_id(struct kqp_ucmd *ucmd)
 	}
 	ctx->cm_id = cm_id;
 
+	/*
+	 * A new id is bound to no device, so nothing waits for it while the
+	 * copy does; it is published once the caller has its handle.
+	 */
 	cmd->out_id = ctx->obj.id;
-	ret = kqp_ucmd_respond_locked(ucmd, sizeof(*cmd));
+	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
 	if (ret)
 		goto err_destroy;
 	kqp_object_publish(uctx, &ctx->obj);
@@ -508,6 +516,15 @@ int kqp_resolve_addr(struct kqp_ucmd *ucmd)
 	return ret;
 }
 
+/*
+ * rdma_cm's address handler marks the id ADDR_RESOLVED before it looks
+ * for the id's device, and rdma_resolve_route() takes the id in that
+ * state without the handler's lock, then uses the device: NULL, for an id
+ * that was not bound to one (ucma's RESOLVE_ROUTE has the same hole).  An
+ * id is taken only once the handler has reported ADDR_RESOLVED, which it
+ * does after it found the device; before that, EINVAL, as rdma_cm says of
+ * an id whose address is not resolved yet.
+ */
 int kqp_resolve_route(struct kqp_ucmd *ucmd)
 {
 	struct kqp_resolve_route *cmd = ucmd->cmd;
@@ -517,7 +534,9 @@ int kqp_resolve_route(struct kqp_ucmd *ucmd)
 	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
-	ret = rdma_resolve_route(ctx->cm_id, cmd->timeout_ms);
+	ret = -EINVAL;
+	if (smp_load_acquire(&ctx->addr_resolved))
+		ret = rdma_resolve_route(ctx->cm_id, cmd->timeout_ms);
 	kqp_cm_id_unlock(ctx);
 	return ret;
 }
@@ -801,7 +820,7 @@ int kqp_set_option(struct kqp_ucmd *ucmd)
 		ret = 0;
 		break;
 	case KQP_OPTION_ID_ACK_TIMEOUT:
-		ret = rdma_set_ack_timeout(ctx->cm_id, bval);
+		ret = bval > 31 ? -EINVAL : rdma_set_ack_timeout(ctx->cm_id, bval);
 		break;
 	case KQP_OPTION_ID_REUSEADDR:
 		ret = rdma_set_reuseaddr(ctx->cm_id, ival ? 1 : 0);

@@ -270,24 +270,29 @@ static void kqp_cq_comp_handler(struct ib_cq *ibcq, void *cq_context)
 {
 	struct kqp_cq *cq = cq_context;
 
+	/* Pairs with synchronize_rcu() in kqp_cq_destroy_hw(). */
+	rcu_read_lock();
+	if (READ_ONCE(cq->abandoned))
+		goto out;
 	WRITE_ONCE(cq->cb_ns, ktime_get_ns());
 	if (in_task())
 		irq_work_queue(&cq->kick);
 	else
 		irq_poll_sched(&cq->iop);
+out:
+	rcu_read_unlock();
 }
 
 static void kqp_cq_event_handler(struct ib_event *event, void *cq_context)
 {
 	struct kqp_cq *cq = cq_context;
 
-	kqp_async_queue_event(cq->uctx, event->event, KQP_ASYNC_CQ,
-			      cq->vobj.obj.id, cq->uid, &cq->async_reported);
-}
-
-/* What a CQ left to its device calls instead of kqp's handler. */
-static void kqp_cq_comp_abandoned(struct ib_cq *ibcq, void *cq_context)
-{
+	rcu_read_lock();
+	if (!READ_ONCE(cq->abandoned))
+		kqp_async_queue_event(cq->uctx, event->event, KQP_ASYNC_CQ,
+				      cq->vobj.obj.id, cq->uid,
+				      &cq->async_reported);
+	rcu_read_unlock();
 }
 
 static void kqp_cq_destroy_hw(struct kqp_vobj *vobj)
@@ -305,17 +310,16 @@ static void kqp_cq_destroy_hw(struct kqp_vobj *vobj)
 	/*
 	 * ib_destroy_cq() WARNs when the device refuses (a QP the device
 	 * would not destroy still uses the CQ): ask without the WARN, and
-	 * leave a refused CQ to the device, pointing at nothing of ours.
-	 * A handler call already under way (drivers call it with interrupts
-	 * or bottom halves off) ends before the grace period does.
+	 * leave a refused CQ to the device.  It may still call the handlers
+	 * with this struct, reading handler and context apart, so neither
+	 * changes: the handlers do nothing once @abandoned is set and a call
+	 * that began before has ended, and the struct is never freed.
 	 */
 	ret = ib_destroy_cq_user(ibcq, NULL);
 	if (ret) {
 		pr_err_ratelimited("kqp: the device refused to destroy a CQ (%d); left to it\n",
 				   ret);
-		ibcq->comp_handler = kqp_cq_comp_abandoned;
-		ibcq->event_handler = NULL;
-		ibcq->cq_context = NULL;
+		WRITE_ONCE(cq->abandoned, true);
 		__module_get(THIS_MODULE);
 		synchronize_rcu();
 	}
@@ -444,6 +448,9 @@ static void kqp_cq_free(struct kqp_ucontext *uctx, struct kqp_cq *cq,
 	kqp_object_release_id(uctx, &cq->vobj.obj);
 	kqp_device_put(kdev);
 	vfree(cq->ring);
+	/* The device may still hand it to the handlers. */
+	if (cq->abandoned)
+		return;
 	/* A poller that just finished may still hold cq->lock. */
 	kfree_rcu(cq, rcu);
 }

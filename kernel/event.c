@@ -83,7 +83,7 @@ int kqp_get_event(struct kqp_ucmd *ucmd)
 			break;
 		mutex_unlock(&kfile->lock);
 		/* The event may be another by then: start again. */
-		ret = kqp_ucmd_prefault(ucmd, sizeof(*cmd));
+		ret = kqp_ucmd_fault_in(ucmd, sizeof(*cmd));
 		if (ret)
 			return ret;
 	}

@@ -21,6 +21,12 @@ struct kqp_ucmd_header {
 	u32 flags;
 };
 
+/* What a .refault command read, to run it again on (see kqp_ucmd_respond_locked()). */
+union kqp_refault_buffer {
+	struct kqp_join_mcast join_mcast;
+	struct kqp_create_qp create_qp;
+};
+
 union kqp_ucmd_buffer {
 	struct kqp_ucmd_header hdr;
 	struct kqp_query query;
@@ -73,10 +79,12 @@ struct kqp_ioctl_op {
 	unsigned int ioctl_num;
 	u32 valid_flags;
 	bool no_table;
+	bool refault;
 	int (*execute)(struct kqp_ucmd *ucmd);
 };
 
-#define __KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, _no_table)	\
+#define __KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, _no_table,	\
+		       _refault)					\
 	[_IOC_NR(_ioctl) - KQP_CMD_BASE] = {				\
 		.size = sizeof(_struct) +				\
 			BUILD_BUG_ON_ZERO(sizeof(union kqp_ucmd_buffer) < \
@@ -85,15 +93,21 @@ struct kqp_ioctl_op {
 		.ioctl_num = _ioctl,					\
 		.valid_flags = _flags,					\
 		.no_table = _no_table,					\
+		.refault = _refault,					\
 		.execute = _fn,						\
 	}
 
 /* A command on the file's table: ucmd->uctx is set, and the caller's. */
 #define KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags)		\
-	__KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, false)
+	__KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, false, false)
+/* One that answers under a lock, and is run again after EFAULT. */
+#define KQP_IOCTL_OP_RF(_ioctl, _fn, _struct, _last, _flags)		\
+	__KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, false,	\
+		       true + BUILD_BUG_ON_ZERO(sizeof(union kqp_refault_buffer) < \
+						sizeof(_struct)))
 /* A command that uses no table (device queries, a new channel). */
 #define KQP_IOCTL_OP_NT(_ioctl, _fn, _struct, _last, _flags)		\
-	__KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, true)
+	__KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, true, false)
 
 static const struct kqp_ioctl_op kqp_ioctl_ops[] = {
 	KQP_IOCTL_OP_NT(KQP_IOCTL_QUERY, kqp_query, struct kqp_query,
@@ -128,7 +142,7 @@ static const struct kqp_ioctl_op kqp_ioctl_ops[] = {
 		     event, 0),
 	KQP_IOCTL_OP(KQP_IOCTL_ESTABLISH, kqp_establish, struct kqp_id_cmd,
 		     __reserved, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_JOIN_MCAST, kqp_join_mcast,
+	KQP_IOCTL_OP_RF(KQP_IOCTL_JOIN_MCAST, kqp_join_mcast,
 		     struct kqp_join_mcast, addr, 0),
 	KQP_IOCTL_OP(KQP_IOCTL_LEAVE_MCAST, kqp_leave_mcast,
 		     struct kqp_leave_mcast, __reserved, 0),
@@ -160,7 +174,7 @@ static const struct kqp_ioctl_op kqp_ioctl_ops[] = {
 		     struct kqp_destroy_cq, __reserved, 0),
 	KQP_IOCTL_OP(KQP_IOCTL_FLUSH_CQ, kqp_flush_cq, struct kqp_flush_cq,
 		     __reserved, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_CREATE_QP, kqp_ioctl_create_qp,
+	KQP_IOCTL_OP_RF(KQP_IOCTL_CREATE_QP, kqp_ioctl_create_qp,
 		     struct kqp_create_qp, out_recv_ring,
 		     KQP_CREATE_QP_SQ_SIG_ALL),
 	KQP_IOCTL_OP(KQP_IOCTL_DESTROY_QP, kqp_ioctl_destroy_qp,
@@ -209,21 +223,17 @@ int kqp_ucmd_respond(struct kqp_ucmd *ucmd, size_t cmd_len)
 
 /*
  * Copies to userspace made while holding what others wait for (an id's
- * mutex, a file's event lock, a device's hw_rwsem, an id rdma_cm would
- * wait for) must not wait on a page fault: userfaultfd or FUSE can make
- * one last as long as the caller likes.  Such commands fault the answer's
- * memory in before they take anything (kqp_ucmd_prefault()), and copy
- * with page faults off (kqp_ucmd_respond_locked()); if the memory went
- * away in between, the answer is EFAULT.  Readers that can let go and try
- * again (GET_EVENT, the channels) fault it in themselves and retry.
+ * mutex, a file's event lock, an id device removal waits for) must not
+ * wait on a page fault: userfaultfd or FUSE can make one last as long as
+ * the caller likes.  Such copies run with page faults off.  When one
+ * fails, the command undoes what it did and returns EFAULT; for commands
+ * marked .refault, the dispatcher then faults the argument in, with
+ * nothing held, and runs the command again on the argument as it first
+ * read it (a page that was present may need a fault to be written:
+ * copy-on-write, NUMA hinting, migration).
+ * Readers that can let go and try again themselves (GET_EVENT, the
+ * channels) fault in and retry in place.
  */
-int kqp_ucmd_prefault(struct kqp_ucmd *ucmd, size_t cmd_len)
-{
-	size_t len = min_t(size_t, ucmd->user_size, cmd_len);
-
-	return fault_in_writeable(ucmd->ubuffer, len) ? -EFAULT : 0;
-}
-
 int kqp_ucmd_respond_locked(struct kqp_ucmd *ucmd, size_t cmd_len)
 {
 	if (copy_to_user_nofault(ucmd->ubuffer, ucmd->cmd,
@@ -231,6 +241,16 @@ int kqp_ucmd_respond_locked(struct kqp_ucmd *ucmd, size_t cmd_len)
 		return -EFAULT;
 	return 0;
 }
+
+/* Fault the answer's memory in for writing, without writing to it. */
+int kqp_ucmd_fault_in(struct kqp_ucmd *ucmd, size_t cmd_len)
+{
+	size_t len = min_t(size_t, ucmd->user_size, cmd_len);
+
+	return fault_in_safe_writeable(ucmd->ubuffer, len) ? -EFAULT : 0;
+}
+
+#define KQP_REFAULT_TRIES 3
 
 static long kqp_fops_ioctl(struct file *filp, unsigned int cmd,
 			   unsigned long arg)
@@ -240,8 +260,9 @@ static long kqp_fops_ioctl(struct file *filp, unsigned int cmd,
 		.ubuffer = (void __user *)arg,
 	};
 	const struct kqp_ioctl_op *op;
+	union kqp_refault_buffer saved;
 	union kqp_ucmd_buffer buf;
-	unsigned int nr = _IOC_NR(cmd);
+	unsigned int nr = _IOC_NR(cmd), tries = 0;
 	int ret;
 
 	if (_IOC_TYPE(cmd) != KQP_IOCTL_TYPE || nr < KQP_CMD_BASE ||
@@ -269,7 +290,21 @@ static long kqp_fops_ioctl(struct file *filp, unsigned int cmd,
 			return PTR_ERR(ucmd.uctx);
 	}
 	ucmd.cmd = &buf;
-	return op->execute(&ucmd);
+	/*
+	 * A failed answer may have written part of the argument: run again
+	 * on what was read the first time, not on that.
+	 */
+	if (op->refault)
+		memcpy(&saved, &buf, op->size);
+	for (;;) {
+		ret = op->execute(&ucmd);
+		/* The answer could not be written with a lock held. */
+		if (ret != -EFAULT || !op->refault ||
+		    ++tries >= KQP_REFAULT_TRIES ||
+		    kqp_ucmd_fault_in(&ucmd, op->size))
+			return ret;
+		memcpy(&buf, &saved, op->size);
+	}
 }
 
 /*

@@ -308,6 +308,8 @@ struct kqp_channel {
  * @async_reported: async events read for the CQ
  * @stats: completion path measurements (debugfs)
  * @dying: the kernel CQ is being destroyed: the poller must not arm it
+ * @abandoned: the device refused to destroy the kernel CQ: it keeps this
+ *	struct as its context, for good, and the handlers do nothing
  * @rcu: frees the CQ after a poller that may still be finishing
  */
 struct kqp_cq {
@@ -340,6 +342,7 @@ struct kqp_cq {
 		u64 lat_ns_max;
 	} stats;
 	bool dying;
+	bool abandoned;
 	struct rcu_head rcu;
 };
 
@@ -393,6 +396,8 @@ struct kqp_wq {
  * @mcasts: struct kqp_qp_mcast, the groups the QP is attached to; they are
  *	detached before the QP is destroyed (ib_core refuses otherwise)
  * @nr_mcasts: entries in @mcasts
+ * @abandoned: the device refused to destroy the QP: it keeps this struct
+ *	as its context, for good, and the handler must not touch the rest
  * @rcu: the completion handler looks QPs up under RCU
  */
 struct kqp_qp {
@@ -417,6 +422,7 @@ struct kqp_qp {
 	struct mutex mcast_mutex;
 	struct list_head mcasts;
 	unsigned int nr_mcasts;
+	bool abandoned;
 	struct rcu_head rcu;
 };
 
@@ -434,6 +440,8 @@ struct kqp_qp {
  *	request until GET_EVENT reported that request (under kfile->lock),
  *	as the id still belongs to the event that announces it
  * @listening: LISTEN succeeded; under @mutex
+ * @addr_resolved: rdma_cm reported ADDR_RESOLVED, so the id has its device
+ *	(see kqp_resolve_route())
  * @events_reported: events for this id taken by GET_EVENT
  * @backlog: connection requests a listener may still queue (never below 0)
  * @close_work: destroys @cm_id after DEVICE_REMOVAL
@@ -453,6 +461,7 @@ struct kqp_cm_id {
 	bool ready;
 	bool named;
 	bool listening;
+	bool addr_resolved;
 	int events_reported;
 	atomic_t backlog;
 	struct work_struct close_work;
@@ -511,8 +520,8 @@ struct kqp_ucmd {
 };
 
 int kqp_ucmd_respond(struct kqp_ucmd *ucmd, size_t cmd_len);
-int kqp_ucmd_prefault(struct kqp_ucmd *ucmd, size_t cmd_len);
 int kqp_ucmd_respond_locked(struct kqp_ucmd *ucmd, size_t cmd_len);
+int kqp_ucmd_fault_in(struct kqp_ucmd *ucmd, size_t cmd_len);
 
 /* device.c */
 int kqp_device_init(void);

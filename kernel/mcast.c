@@ -55,10 +55,6 @@ int kqp_join_mcast(struct kqp_ucmd *ucmd)
 		return -EINVAL;
 	if (!rdma_addr_size_kss(&cmd->addr))
 		return -EINVAL;
-	/* The answer is copied under the id's lock: fault it in first. */
-	ret = kqp_ucmd_prefault(ucmd, sizeof(*cmd));
-	if (ret)
-		return ret;
 
 	ctx = kqp_cm_id_get(ucmd->kfile, cmd->id);
 	if (IS_ERR(ctx))

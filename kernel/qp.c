@@ -150,24 +150,44 @@ static void kqp_qp_event_handler(struct ib_event *event, void *context)
 {
 	struct kqp_qp *qp = context;
 
-	kqp_async_queue_event(qp->uctx, event->event, KQP_ASYNC_QP,
-			      qp->vobj.obj.id, qp->uid, &qp->async_reported);
+	/* Pairs with synchronize_rcu() in kqp_qp_hw_abandon(). */
+	rcu_read_lock();
+	if (!READ_ONCE(qp->abandoned))
+		kqp_async_queue_event(qp->uctx, event->event, KQP_ASYNC_QP,
+				      qp->vobj.obj.id, qp->uid,
+				      &qp->async_reported);
+	rcu_read_unlock();
 }
 
 /*
  * The device refused to destroy a QP (ib_core does while groups are
- * attached).  Freeing what it points at would let its next event land in
- * freed memory: leave the QP to the device, pointing at nothing of ours,
- * and keep the module (whose code it may still call) loaded.
+ * attached).  The device may still call the handler, with the context
+ * it was given: a driver reads the handler and the context apart, so
+ * neither may change.  The handler does nothing once @abandoned is set
+ * and a call that began before has ended; the QP struct is never freed
+ * (kqp_qp_free()), and the module, whose code the device may still call,
+ * stays loaded.
  */
-static void kqp_qp_hw_abandon(struct ib_qp *ibqp, int err)
+static void kqp_qp_hw_abandon(struct kqp_qp *qp, int err)
 {
 	pr_err_ratelimited("kqp: the device refused to destroy QP %u (%d); left to it\n",
-			   ibqp->qp_num, err);
-	ibqp->event_handler = NULL;
-	ibqp->qp_context = NULL;
+			   qp->qp->qp_num, err);
+	WRITE_ONCE(qp->abandoned, true);
 	__module_get(THIS_MODULE);
+	synchronize_rcu();
 }
+
+/*
+ * Devices keep a group's members per device, and rxe's attach and detach
+ * race each other across QPs: an attach can land in a group a detach on
+ * another QP is tearing down, and then neither detach nor destroy can
+ * undo it.  kqp's attaches and detaches take turns.  Those of ib_uverbs
+ * and of kernel ULPs on the same device do not, and a uverbs user racing
+ * a kqp QP's attach to the same group can still leave it undestroyable
+ * (an rxe bug, reachable through uverbs alone): kqp_qp_hw_abandon().
+ * A leaf lock: taken under hw_rwsem and a QP's mcast_mutex.
+ */
+static DEFINE_MUTEX(kqp_mcast_hw_mutex);
 
 /**
  * struct kqp_qp_mcast - a multicast group a QP is attached to
@@ -189,16 +209,19 @@ static void kqp_qp_destroy_hw(struct kqp_vobj *vobj)
 	int ret;
 
 	/*
-	 * hw_rwsem, held for writing, keeps attach and detach out.  Each
-	 * group was attached once and checked to stay valid (see
-	 * kqp_qp_mcast()), so detaching cannot be refused; if the device
-	 * refuses anyway, the destroy below says so.
+	 * hw_rwsem, held for writing, keeps this QP's attach and detach
+	 * out; kqp_mcast_hw_mutex keeps other kqp QPs'.  Each group was
+	 * attached once and checked to stay valid (see kqp_qp_mcast()), so
+	 * detaching cannot be refused; if the device refuses anyway, the
+	 * destroy below says so.
 	 */
+	mutex_lock(&kqp_mcast_hw_mutex);
 	list_for_each_entry_safe(m, tmp, &qp->mcasts, list) {
 		ib_detach_mcast(qp->qp, &m->gid, m->lid);
 		list_del(&m->list);
 		kfree(m);
 	}
+	mutex_unlock(&kqp_mcast_hw_mutex);
 	qp->nr_mcasts = 0;
 
 	/*
@@ -211,7 +234,7 @@ static void kqp_qp_destroy_hw(struct kqp_vobj *vobj)
 	} else {
 		ret = ib_destroy_qp(qp->qp);
 		if (ret)
-			kqp_qp_hw_abandon(qp->qp, ret);
+			kqp_qp_hw_abandon(qp, ret);
 	}
 	qp->qp = NULL;
 }
@@ -222,7 +245,9 @@ static void kqp_qp_free_rcu(struct rcu_head *rcu)
 
 	kfree(qp->sq.slots);
 	kfree(qp->rq.slots);
-	kfree(qp);
+	/* The device may still hand it to kqp_qp_event_handler(). */
+	if (!qp->abandoned)
+		kfree(qp);
 }
 
 /*
@@ -430,10 +455,6 @@ int kqp_ioctl_create_qp(struct kqp_ucmd *ucmd)
 		return -EOPNOTSUPP;
 	if (cmd->qp_type != KQP_QPT_RC && cmd->qp_type != KQP_QPT_UD)
 		return -EINVAL;
-	/* Answered while the id is locked: fault the answer in first. */
-	ret = kqp_ucmd_prefault(ucmd, sizeof(*cmd));
-	if (ret)
-		return ret;
 	us.uctx = uctx;
 
 	qp = kzalloc(sizeof(*qp), GFP_KERNEL_ACCOUNT);
@@ -735,21 +756,32 @@ int kqp_modify_qp(struct kqp_ucmd *ucmd)
 	/*
 	 * Ports are checked before ib_modify_qp(): ib_core indexes its
 	 * per-port array with them before the driver could refuse.  As
-	 * ib_uverbs: an alternate path's port is its AV's, and so is the
-	 * primary's (the one given, or the QP's).
+	 * ib_uverbs: a primary AV's port is the QP's in INIT to RTR, when
+	 * the port cannot be given; elsewhere (SQD to SQD) it is the port
+	 * given, or becomes the QP's.  An alternate path's port is its AV's.
 	 */
-	if (((mask & IB_QP_PORT) &&
-	     !rdma_is_port_valid(qp->qp->device, u->port_num)) ||
-	    ((mask & IB_QP_AV) && (mask & IB_QP_PORT) &&
-	     u->port_num != u->ah_attr.port_num) ||
-	    ((mask & IB_QP_AV) && !(mask & IB_QP_PORT) && qp->qp->port &&
-	     u->ah_attr.port_num != qp->qp->port) ||
-	    ((mask & IB_QP_ALT_PATH) &&
-	     (!rdma_is_port_valid(qp->qp->device, u->alt_port_num) ||
-	      u->alt_port_num != u->alt_ah_attr.port_num))) {
-		ret = -EINVAL;
+	ret = -EINVAL;
+	if ((mask & IB_QP_PORT) &&
+	    !rdma_is_port_valid(qp->qp->device, u->port_num))
 		goto out;
+	if (mask & IB_QP_AV) {
+		if (!rdma_is_port_valid(qp->qp->device, u->ah_attr.port_num))
+			goto out;
+		if ((mask & IB_QP_STATE) && u->qp_state == IB_QPS_RTR) {
+			if (u->ah_attr.port_num != qp->qp->port)
+				goto out;
+		} else if (mask & IB_QP_PORT) {
+			if (u->port_num != u->ah_attr.port_num)
+				goto out;
+		} else {
+			mask |= IB_QP_PORT;
+			u->port_num = u->ah_attr.port_num;
+		}
 	}
+	if ((mask & IB_QP_ALT_PATH) &&
+	    (!rdma_is_port_valid(qp->qp->device, u->alt_port_num) ||
+	     u->alt_port_num != u->alt_ah_attr.port_num))
+		goto out;
 
 	/*
 	 * rdma_cm moves a QP on an id from state to state; the caller may
@@ -1271,7 +1303,9 @@ static int kqp_qp_mcast(struct kqp_ucmd *ucmd, bool attach)
 			ret = -EINVAL;
 			goto unlock;
 		}
+		mutex_lock(&kqp_mcast_hw_mutex);
 		ret = ib_detach_mcast(qp->qp, &gid, cmd->lid);
+		mutex_unlock(&kqp_mcast_hw_mutex);
 		if (!ret) {
 			list_del(&found->list);
 			qp->nr_mcasts--;
@@ -1296,7 +1330,9 @@ static int kqp_qp_mcast(struct kqp_ucmd *ucmd, bool attach)
 	}
 	m->gid = gid;
 	m->lid = cmd->lid;
+	mutex_lock(&kqp_mcast_hw_mutex);
 	ret = ib_attach_mcast(qp->qp, &gid, cmd->lid);
+	mutex_unlock(&kqp_mcast_hw_mutex);
 	if (ret) {
 		kfree(m);
 		goto unlock;

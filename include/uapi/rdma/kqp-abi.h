@@ -522,7 +522,8 @@ struct kqp_id_cmd {
  *
  * ENOSYS for an option this module does not implement, as ucma; EINVAL
  * for a wrong @optlen; REUSEADDR and AFONLY after bind get rdma_cm's
- * EINVAL.
+ * EINVAL.  ACK_TIMEOUT is the IBTA's 5-bit field: EINVAL past 31 (ucma
+ * takes any byte).
  */
 struct kqp_set_option {
 	__u32 size;
@@ -1502,11 +1503,12 @@ struct kqp_destroy_ah {
  * @gid: the group's GID
  *
  * As ibv_attach_mcast() and ibv_detach_mcast(): the QP receives what is
- * sent to the group while attached.  Attaching to a group the QP is in
- * already changes nothing; detaching from one it is not in is EINVAL, and
- * so is a GID that is not a multicast GID or a QP that is not UD.  ENOSPC
- * past max_mcast groups per QP.  The QP is detached from every group when
- * it is destroyed.
+ * sent to the group while attached.  A group is its GID: attaching to a
+ * group the QP is in already, with the same LID, changes nothing, and
+ * with another LID is EINVAL; detaching from one it is not in is EINVAL.
+ * So are a GID that is not a multicast GID, a QP that is not UD, and, on
+ * a device with an InfiniBand port, a LID that is not a multicast LID.
+ * ENOSPC past max_mcast groups per QP.  The QP is detached from every group when it is destroyed.
  */
 struct kqp_mcast_attach {
 	__u32 size;
