@@ -560,6 +560,101 @@ TEST_F_TIMEOUT(cm, sigkill_mid_transfer, 300)
 	free(buf);
 }
 
+/* ---- multicast attach and detach across QPs ------------------------ */
+
+/*
+ * A device keeps a group's members per device.  rxe lets an attach land
+ * in a group that a detach on another QP is tearing down; the QP is then
+ * in a group nothing can find, its detach fails, and the device refuses
+ * to destroy it (the bench fails on the kernel log's "kqp: the device
+ * refused").  Every attach and detach here must succeed, an attach to
+ * another group afterwards too, and every object must go.
+ */
+#define MC_THREADS 4
+
+struct mc_worker {
+	struct rdma_cm_id *id;
+	volatile int *stop;
+	unsigned long ops, bad;
+	int bad_errno;
+};
+
+static void *w_mcast(void *arg)
+{
+	struct mc_worker *w = arg;
+	union ibv_gid gid = { .raw = { 0xff, 0x0e, [10] = 0xff, [11] = 0xff,
+				       [12] = 239, 4, 5, 6 } };
+
+	while (!*w->stop) {
+		int ret = ibv_attach_mcast(w->id->qp, &gid, 0) ? errno : 0;
+
+		if (!ret)
+			ret = ibv_detach_mcast(w->id->qp, &gid, 0) ? errno : 0;
+		w->ops++;
+		if (ret) {
+			w->bad++;
+			w->bad_errno = ret;
+		}
+	}
+	return NULL;
+}
+
+static int mc_open(struct rdma_event_channel *ch, struct rdma_cm_id **id,
+		   uint16_t port)
+{
+	struct sockaddr_in sin = cm_addr(port);
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+
+	if (rdma_create_id(ch, id, NULL, RDMA_PS_UDP))
+		return errno;
+	if (rdma_bind_addr(*id, (struct sockaddr *)&sin) ||
+	    rdma_create_qp(*id, NULL, &attr))
+		return errno;
+	return 0;
+}
+
+TEST_F_TIMEOUT(cm, mcast_attach_detach_across_qps, 300)
+{
+	struct mc_worker w[MC_THREADS] = {};
+	pthread_t t[MC_THREADS];
+	struct rdma_cm_id *late = NULL;
+	union ibv_gid gid = { .raw = { 0xff, 0x0e, [10] = 0xff, [11] = 0xff,
+				       [12] = 239, 4, 5, 7 } };
+	volatile int stop = 0;
+	struct baseline b;
+	int i;
+
+	baseline_take(&b);
+	for (i = 0; i < MC_THREADS; i++) {
+		ASSERT_EQ(0, mc_open(self->sch, &w[i].id, self->port + i));
+		w[i].stop = &stop;
+	}
+	for (i = 0; i < MC_THREADS; i++)
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, w_mcast, &w[i]));
+	sleep(RACE_SECONDS);
+	stop = 1;
+	for (i = 0; i < MC_THREADS; i++) {
+		pthread_join(t[i], NULL);
+		EXPECT_LT(0, w[i].ops);
+		EXPECT_EQ(0, w[i].bad)
+			TH_LOG("thread %d: %lu of %lu failed, last %s", i,
+			       w[i].bad, w[i].ops, strerror(w[i].bad_errno));
+		rdma_destroy_qp(w[i].id);
+		rdma_destroy_id(w[i].id);
+	}
+
+	ASSERT_EQ(0, mc_open(self->sch, &late, self->port + MC_THREADS));
+	EXPECT_EQ(0, ibv_attach_mcast(late->qp, &gid, 0))
+		TH_LOG("%s", strerror(errno));
+	rdma_destroy_qp(late);
+	rdma_destroy_id(late);
+	EXPECT_BASELINE(&b);
+}
+
 /* ---- device removal ----------------------------------------------------- */
 
 /* A second rxe device, on the netdev no RDMA device uses. */

@@ -1386,4 +1386,115 @@ TEST_F_TIMEOUT(slow, stalled_channel_read_holds_no_lock, 120)
 	free(buf);
 }
 
+/*
+ * The ACK timeout is a 5-bit field.  rdma_cm takes any u8 and makes a
+ * RoCE route's packet lifetime of it; ib_cm then shifts by it when it
+ * sends the REQ: 79 made 1 << 70, UBSAN's report in cm_convert_to_ms().
+ * Found by the fuzzer, seed 0x0ef2f315e3a6eb90.  ucma passes it on
+ * unchecked too; kqp says EINVAL past 31, and 31 connects.
+ */
+TEST_F_TIMEOUT(slow, ack_timeout_is_five_bits, 120)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct rdma_conn_param param = { .retry_count = 7 };
+	uint16_t port = cm_port();
+	struct ibv_qp_init_attr attr;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *lid, *cid, *sid;
+	struct sockaddr_in sin = cm_addr(port);
+	uint8_t bad[] = { 32, 79, 255 }, t;
+	unsigned int i;
+
+	ASSERT_NE(NULL, sch);
+	ASSERT_NE(NULL, cch);
+	lid = listener(sch, port, RDMA_PS_TCP, 4);
+	ASSERT_NE(NULL, lid);
+	ASSERT_EQ(0, rdma_create_id(cch, &cid, NULL, RDMA_PS_TCP));
+	for (i = 0; i < sizeof(bad); i++) {
+		errno = 0;
+		EXPECT_EQ(-1, rdma_set_option(cid, RDMA_OPTION_ID,
+					      RDMA_OPTION_ID_ACK_TIMEOUT,
+					      &bad[i], sizeof(bad[i])))
+			TH_LOG("ack timeout %u taken", bad[i]);
+		EXPECT_EQ(EINVAL, errno);
+	}
+	t = 31;
+	ASSERT_EQ(0, rdma_set_option(cid, RDMA_OPTION_ID,
+				     RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof(t)));
+	ASSERT_EQ(0, rdma_resolve_addr(cid, NULL, (struct sockaddr *)&sin,
+				       2000));
+	ASSERT_EQ(0, cm_expect_ack(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	ASSERT_EQ(0, rdma_resolve_route(cid, 2000));
+	ASSERT_EQ(0, cm_expect_ack(cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	qp_pair_attr(&attr);
+	ASSERT_EQ(0, rdma_create_qp(cid, NULL, &attr));
+	ASSERT_EQ(0, rdma_connect(cid, &param));
+	ev = cm_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ASSERT_NE(NULL, ev);
+	sid = ev->id;
+	rdma_ack_cm_event(ev);
+	EXPECT_EQ(0, rdma_reject(sid, NULL, 0));
+	rdma_destroy_id(sid);
+	/* The REQ went out with that timeout: the peer's reject came back. */
+	ev = cm_expect(cch, RDMA_CM_EVENT_REJECTED);
+	ASSERT_NE(NULL, ev);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_qp(cid);
+	rdma_destroy_id(cid);
+	rdma_destroy_id(lid);
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(sch);
+}
+
+/*
+ * rdma_cm's address handler marks an id ADDR_RESOLVED before it finds the
+ * id's device, and rdma_resolve_route() takes an id in that state without
+ * the handler's lock: a RESOLVE_ROUTE in between dereferenced the NULL
+ * device (a general protection fault; ucma's RESOLVE_ROUTE does the same).
+ * Found by the fuzzer, seed 0x1111 with the verbs commands skipped.  kqp
+ * takes RESOLVE_ROUTE only once the id's ADDR_RESOLVED was delivered:
+ * before that, EINVAL, as for an id not yet resolved.
+ */
+TEST_F_TIMEOUT(slow, resolve_route_before_addr_resolved, 120)
+{
+	struct sockaddr_in sin = cm_addr(cm_port());
+	long long end = qp_now_ms() + 20000;
+	int fd = xopen(), rounds = 0, early = 0;
+
+	ASSERT_LE(0, fd);
+	while (qp_now_ms() < end && rounds < 300) {
+		struct kqp_resolve_addr ra = { .size = sizeof(ra),
+					       .timeout_ms = 2000 };
+		struct kqp_resolve_route rr = { .size = sizeof(rr),
+						.timeout_ms = 2000 };
+		struct kqp_get_event ev;
+		uint32_t id;
+		int ret, spins = 0;
+
+		ASSERT_EQ(0, raw_id(fd, KQP_PS_TCP, KQP_QPT_RC, &id));
+		ra.id = rr.id = id;
+		memcpy(&ra.dst_addr, &sin, sizeof(sin));
+		/* Unbound: the address handler has to find the device. */
+		ASSERT_EQ(0, kqp_test_ioctl(fd, KQP_IOCTL_RESOLVE_ADDR, &ra));
+		do
+			ret = kqp_test_ioctl(fd, KQP_IOCTL_RESOLVE_ROUTE, &rr);
+		while (ret == EINVAL && ++spins < 100000);
+		EXPECT_EQ(0, ret);
+		if (ret)
+			break;
+		/* Accepted only after the address was resolved. */
+		ASSERT_EQ(0, raw_event(fd, &ev, 5000));
+		EXPECT_EQ(RDMA_CM_EVENT_ADDR_RESOLVED, ev.out_event);
+		early += spins > 0;
+		ASSERT_EQ(0, raw_expect(fd, RDMA_CM_EVENT_ROUTE_RESOLVED, &ev));
+		ASSERT_EQ(0, raw_destroy_id(fd, id));
+		rounds++;
+	}
+	TH_LOG("%d rounds, %d with RESOLVE_ROUTE refused first", rounds,
+	       early);
+	EXPECT_LT(0, rounds);
+	close(fd);
+}
+
 TEST_HARNESS_MAIN
