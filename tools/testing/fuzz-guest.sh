@@ -9,6 +9,8 @@ set -u
 
 # shellcheck source=/dev/null
 . "$KQP_REPO/build/fuzz/args"
+# Files the fuzzer writes go to the results: the tree is read-only here.
+FUZZ_ARGS=${FUZZ_ARGS//@OUT@/$KQP_OUT}
 insmod "$KQP_KMOD" || exit 1
 # shellcheck disable=SC2086
 "$KQP_REPO/build/selftests/fuzz" $FUZZ_ARGS | tee "$KQP_OUT/tap/50-fuzz.tap"

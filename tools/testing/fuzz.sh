@@ -11,6 +11,8 @@
 #   FUZZ_SECONDS  how long (default 600); FUZZ_CALLS=N stops after N calls
 #   FUZZ_SEED     the seed (default: a new one, printed)
 #   FUZZ_THREADS  threads on the shared files (default 4)
+#   FUZZ_SKIP     commands never to make, e.g. ESTABLISH,NOTIFY (see --skip)
+#   FUZZ_TRACE=1  every call into build/vm/KERNEL/out/fuzz-trace (for --threads 1)
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,6 +38,8 @@ esac
 make -s -C "$repo" lib selftests || exit 1
 mkdir -p "$repo/build/fuzz"
 args="--tap --seed $seed --threads $threads"
+[ -n "${FUZZ_SKIP:-}" ] && args+=" --skip $FUZZ_SKIP"
+[ -n "${FUZZ_TRACE:-}" ] && args+=" --trace @OUT@/fuzz-trace"
 if [ "$calls" -gt 0 ]; then
 	args+=" --calls $calls"
 	[ -n "${FUZZ_SECONDS:-}" ] && args+=" --seconds $seconds"

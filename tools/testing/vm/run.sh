@@ -161,7 +161,7 @@ host_check $rc "guest ran to the end"
 # (warn_alloc(): "page allocation failure", "vmalloc error", with a stack
 # dump) is not one: fail_nth provokes them on purpose, in rxe's code too,
 # and what a failure breaks shows up as a splat or a leak of its own.
-splats='WARNING:|BUG:|KASAN:|UBSAN:|KFENCE:|Oops|general protection|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|refcount_t|blocked for more than|Kernel panic|Call Trace:'
+splats='WARNING:|BUG:|KASAN:|UBSAN:|KFENCE:|Oops|general protection|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|refcount_t|blocked for more than|Kernel panic|Call Trace:|cm_destroy_id_wait_timeout|kqp: the device refused'
 log=$out/dmesg
 [ -s "$log" ] || log=$out/console.log
 awk '/(page allocation failure|vmalloc error): / { skip = 1; n++ }

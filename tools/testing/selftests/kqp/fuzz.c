@@ -71,6 +71,10 @@ static unsigned int opt_threads = 4;
 static bool opt_tap;
 static bool opt_verbose;
 static const char *opt_addr = "192.0.2.1";
+/* --trace: every call, as it returns */
+static FILE *opt_trace;
+/* --skip: commands never generated (by index from KQP_CMD_BASE) */
+static bool opt_skip[KQP_CMD_MAX - KQP_CMD_BASE];
 
 static volatile int stop;
 static unsigned long long calls_done;	/* atomic */
@@ -234,11 +238,11 @@ static void pool_add(enum res t, struct resv v)
 		evicted = true;
 		p->v[i] = v;
 	}
-	pthread_mutex_unlock(&pool_lock);
-	/* What no pool names any more is unmapped or closed. */
+	/* What no pool names any more is unmapped (see do_poke()) or closed. */
 	if (evicted && t == R_MAP)
 		munmap((void *)(uintptr_t)old.a, old.b);
-	else if (evicted && (t == R_CHAN || t == R_FD))
+	pthread_mutex_unlock(&pool_lock);
+	if (evicted && (t == R_CHAN || t == R_FD))
 		close(old.fd);
 }
 
@@ -332,6 +336,9 @@ struct thread {
 	char *arena;
 	struct call_log log[LOG_LEN];
 	unsigned int log_pos;
+	/* when the call under way started (0: none), for the watchdog */
+	volatile time_t busy_since;
+	volatile const char *busy_op;
 	/* KCOV */
 	int kcov_fd;
 	unsigned long *cover;
@@ -339,6 +346,24 @@ struct thread {
 };
 
 static struct thread *threads;
+
+static void trace(struct thread *t, const char *op, int fd, int ret,
+		  const void *arg)
+{
+	uint32_t w[8] = { 0 };
+	unsigned int i;
+
+	if (!opt_trace)
+		return;
+	if (arg)
+		memcpy(w, arg, sizeof(w));
+	flockfile(opt_trace);
+	fprintf(opt_trace, "%d %s fd %d -> %d", t ? t->idx : -1, op, fd, ret);
+	for (i = 0; i < 8; i++)
+		fprintf(opt_trace, " %08x", w[i]);
+	fputc('\n', opt_trace);
+	funlockfile(opt_trace);
+}
 
 static void log_call(struct thread *t, const char *op, int ret,
 		     const void *arg)
@@ -1311,21 +1336,27 @@ static int do_cmd(struct thread *t)
 			}
 		}
 	} else {
-		op = below(r, KQP_CMD_MAX - KQP_CMD_BASE);
+		do
+			op = below(r, KQP_CMD_MAX - KQP_CMD_BASE);
+		while (opt_skip[op]);
 		len = cmds[op].size;
 		((uint32_t *)arg)[0] = len;
 		gen_cmd(r, t, op, arg, &fd);
 		if (chance(r, 8))
 			want = break_arg(r, op, arg, &len);
 	}
-	if (fd < 0)
+	if (fd < 0 || opt_skip[op])
 		return 0;
 
 	cover_reset(t);
+	t->busy_op = cmds[op].name;
+	t->busy_since = time(NULL);
 	ret = xioctl(fd, cmds[op].num, arg);
+	t->busy_since = 0;
 	if (cover_collect(t) && !replay && want < 0)
 		corpus_add(r, op, arg, len > ARG_MAX ? ARG_MAX : len);
 	log_call(t, cmds[op].name, ret, arg);
+	trace(t, cmds[op].name, fd, ret, arg);
 	t->calls++;
 
 	if (want > 0 && ret != want && ret != EFAULT && ret != EPERM &&
@@ -1354,6 +1385,7 @@ static void do_open(struct rng *r)
 	/* A blocking file would let GET_EVENT wait for ever. */
 	flags |= O_NONBLOCK;
 	v.fd = open("/dev/kqp", flags);
+	trace(NULL, "open", v.fd, 0, NULL);
 	if (v.fd >= 0)
 		pool_add(R_FD, v);
 }
@@ -1362,8 +1394,10 @@ static void do_close(struct rng *r)
 {
 	struct resv v;
 
-	if (pool_take(r, chance(r, 70) ? R_FD : R_CHAN, &v))
+	if (pool_take(r, chance(r, 70) ? R_FD : R_CHAN, &v)) {
+		trace(NULL, "close", v.fd, 0, NULL);
 		close(v.fd);
+	}
 }
 
 static void do_dup(struct rng *r)
@@ -1374,6 +1408,7 @@ static void do_dup(struct rng *r)
 	if (!pool_pick(r, R_FD, &v))
 		return;
 	fd = fcntl(v.fd, F_DUPFD_CLOEXEC, 3);
+	trace(NULL, "dup", v.fd, fd, NULL);
 	if (fd >= 0) {
 		v.fd = fd;
 		pool_add(R_FD, v);
@@ -1404,28 +1439,45 @@ static void do_mmap(struct rng *r)
 	pool_add(R_MAP, m);
 }
 
-/* Scribble on a mapped ring's head and arm words, as a consumer could. */
+/*
+ * Scribble on a mapped ring's head and arm words, as a consumer could.
+ * Under the pools' lock, which every munmap() of a pooled mapping waits
+ * for: another thread must not unmap it under us.
+ */
 static void do_poke(struct rng *r)
 {
-	struct resv m;
+	struct pool *p = &pools[R_MAP];
 	volatile uint32_t *w;
+	struct resv m;
 
-	if (!pool_pick(r, R_MAP, &m) || m.b < 256)
-		return;
+	pthread_mutex_lock(&pool_lock);
+	if (!p->n)
+		goto out;
+	m = p->v[below(r, p->n)];
+	if (m.b < 256)
+		goto out;
 	w = (volatile uint32_t *)(uintptr_t)m.a;
 	/* head at 0, arm at 4: struct kqp_cq_ring_hdr */
 	if (chance(r, 50))
 		w[0] = chance(r, 50) ? w[32] - below(r, 4) : (uint32_t)rnd(r);
 	else
 		w[1] = chance(r, 70) ? w[1] + 2 : (uint32_t)rnd(r);
+out:
+	pthread_mutex_unlock(&pool_lock);
 }
 
 static void do_munmap(struct rng *r)
 {
-	struct resv m;
+	struct pool *p = &pools[R_MAP];
+	int i;
 
-	if (pool_take(r, R_MAP, &m))
-		munmap((void *)(uintptr_t)m.a, m.b);
+	pthread_mutex_lock(&pool_lock);
+	if (p->n) {
+		i = below(r, p->n);
+		munmap((void *)(uintptr_t)p->v[i].a, p->v[i].b);
+		p->v[i] = p->v[--p->n];
+	}
+	pthread_mutex_unlock(&pool_lock);
 }
 
 static void do_read_chan(struct rng *r, struct thread *t)
@@ -1511,6 +1563,7 @@ static void do_fork(struct rng *r, struct thread *t)
 	}
 	__atomic_add_fetch(&fork_checks, 1, __ATOMIC_RELAXED);
 	log_call(t, "fork", 0, NULL);
+	trace(t, "fork", own, 0, NULL);
 out:
 	if (ring != MAP_FAILED)
 		munmap(ring, cq.out_ring.mmap_size);
@@ -1533,6 +1586,7 @@ static void do_raw(struct rng *r, struct thread *t)
 	ret = xioctl(fd, num, chance(r, 80) ? (void *)t->arena :
 					     (void *)(uintptr_t)bad_ptr(r, 64));
 	log_call(t, "raw", ret, t->arena);
+	trace(t, "raw", -1, ret, t->arena);
 	/* Numbers that are no command of kqp's: ENOTTY, and nothing else. */
 	if (_IOC_TYPE(num) == KQP_IOCTL_TYPE && ret != EBADF && is_kqp(fd) &&
 	    (nr < KQP_CMD_BASE || nr >= KQP_CMD_MAX) && num == _IO(KQP_IOCTL_TYPE, nr)) {
@@ -1606,9 +1660,21 @@ static const char *const splats[] = {
 	"possible recursive locking", "inconsistent lock state",
 	"suspicious RCU usage", "refcount_t", "list_add corruption",
 	"list_del corruption", "blocked for more than", "Kernel panic",
+	"cm_destroy_id_wait_timeout", "kqp: the device refused",
 };
 
 static int kmsg_fd = -1;
+
+/* The kernel's view of the blocked tasks, into its log. */
+static void show_blocked(void)
+{
+	int fd = open("/proc/sysrq-trigger", O_WRONLY);
+
+	if (fd >= 0) {
+		(void)!write(fd, "w", 1);
+		close(fd);
+	}
+}
 
 static void *monitor(void *arg)
 {
@@ -1626,9 +1692,14 @@ static void *monitor(void *arg)
 			n = read(kmsg_fd, buf, sizeof(buf) - 1);
 			if (n > 0) {
 				buf[n] = 0;
-				for (i = 0; i < ARRAY_SIZE(splats); i++)
-					if (strstr(buf, splats[i]))
-						fail("the kernel said: %s", buf);
+				for (i = 0; i < ARRAY_SIZE(splats); i++) {
+					if (!strstr(buf, splats[i]))
+						continue;
+					if (strstr(buf, "wait_timeout") ||
+					    strstr(buf, "blocked for"))
+						show_blocked();
+					fail("the kernel said: %s", buf);
+				}
 			}
 		} else if (kmsg_fd < 0) {
 			sleep(1);
@@ -1639,6 +1710,17 @@ static void *monitor(void *arg)
 			idle_since = time(NULL);
 		} else if (time(NULL) - idle_since > 120) {
 			fail("no call finished for 120 s: a thread hangs");
+		}
+		/* One thread stuck while the others go on is a hang too. */
+		for (i = 0; i < opt_threads && threads; i++) {
+			time_t since = threads[i].busy_since;
+
+			if (since && time(NULL) - since > 90) {
+				show_blocked();
+				fail("thread %u has been in %s for 90 s", i,
+				     threads[i].busy_op);
+				break;
+			}
 		}
 		if (opt_seconds && time(NULL) - start >= opt_seconds)
 			stop = 1;
@@ -1690,6 +1772,28 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* "A,B,...": mark each named command in opt_skip. */
+static int parse_skip(char *list)
+{
+	char *name, *save = NULL;
+	unsigned int i;
+
+	for (name = strtok_r(list, ",", &save); name;
+	     name = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < ARRAY_SIZE(cmds); i++)
+			if (cmds[i].name && !strcmp(cmds[i].name, name))
+				break;
+		if (i == ARRAY_SIZE(cmds))
+			return -1;
+		opt_skip[i] = true;
+	}
+	/* Something must be left to make. */
+	for (i = 0; i < ARRAY_SIZE(cmds); i++)
+		if (!opt_skip[i])
+			return 0;
+	return -1;
+}
+
 static void usage(const char *argv0)
 {
 	printf("usage: %s [options]\n"
@@ -1700,6 +1804,9 @@ static void usage(const char *argv0)
 	       "  --addr A      the address of the RDMA device (default 192.0.2.1)\n"
 	       "  --tap         print TAP, as the bench's tests do\n"
 	       "  --verbose     print every thread's last calls at the end\n"
+	       "  --trace FILE  write every call to FILE as it returns\n"
+	       "  --skip A,B    never make these commands (names as in the call\n"
+	       "                logs), to find which ones a failure needs\n"
 	       "Exits 0 when nothing went wrong, 1 otherwise.  Needs kqp.ko loaded;\n"
 	       "as root it also reads /dev/kmsg and, on a kernel with KCOV,\n"
 	       "/sys/kernel/debug/kcov.\n", argv0);
@@ -1715,6 +1822,8 @@ int main(int argc, char **argv)
 		{ "addr", required_argument, NULL, 'a' },
 		{ "tap", no_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "skip", required_argument, NULL, 'x' },
+		{ "trace", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1725,7 +1834,7 @@ int main(int argc, char **argv)
 	int c, fd;
 
 	opt_seed = (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid();
-	while ((c = getopt_long(argc, argv, "c:s:S:t:a:Tvh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:s:S:t:a:Tvx:r:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			opt_calls = strtoull(optarg, NULL, 0);
@@ -1749,6 +1858,20 @@ int main(int argc, char **argv)
 			break;
 		case 'v':
 			opt_verbose = true;
+			break;
+		case 'r':
+			opt_trace = fopen(optarg, "w");
+			if (!opt_trace) {
+				perror(optarg);
+				return 1;
+			}
+			setvbuf(opt_trace, NULL, _IOLBF, 0);
+			break;
+		case 'x':
+			if (parse_skip(optarg)) {
+				fprintf(stderr, "--skip: no command %s\n", optarg);
+				return 1;
+			}
 			break;
 		case 'h':
 			usage(argv[0]);
