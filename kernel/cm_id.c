@@ -295,6 +295,7 @@ static int kqp_cm_conn_request(struct kqp_cm_id *listen,
 		goto err_release;
 	ev->child = ctx;
 	ctx->cm_id = cm_id;
+	ctx->may_reject = true;
 	cm_id->context = ctx;
 
 	mutex_lock(&kfile->lock);
@@ -325,6 +326,9 @@ static int __kqp_cm_event_handler(struct rdma_cm_id *cm_id,
 	/* Pairs with the acquire in kqp_resolve_route(). */
 	if (event->event == RDMA_CM_EVENT_ADDR_RESOLVED)
 		smp_store_release(&ctx->addr_resolved, true);
+	/* The active side answers a REP with ESTABLISH or REJECT. */
+	if (event->event == RDMA_CM_EVENT_CONNECT_RESPONSE)
+		ctx->may_reject = true;
 
 	/*
 	 * An id from a connection request is not ready until it is accepted;
@@ -715,6 +719,7 @@ int kqp_accept(struct kqp_ucmd *ucmd)
 	if (!ret) {
 		ctx->uid = cmd->uid;
 		ctx->ready = true;
+		ctx->may_reject = false;
 	}
 	rdma_unlock_handler(ctx->cm_id);
 	kqp_cm_id_unlock(ctx);
@@ -737,8 +742,26 @@ int kqp_reject(struct kqp_ucmd *ucmd)
 	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
-	ret = rdma_reject(ctx->cm_id, cmd->private_data_len ? pdata : NULL,
-			  cmd->private_data_len, IB_CM_REJ_CONSUMER_DEFINED);
+	/*
+	 * Only an answer to a request or a response.  ib_cm also takes a
+	 * REJ from an id whose own REQ (active side, before any answer) or
+	 * REP (passive side, after ACCEPT) still waits for a reply, and
+	 * leaves that MAD retrying: it holds the ib_cm id for up to 16
+	 * response timeouts (about 75 s), and destroying the id, or closing
+	 * the file, sleeps that long.  ucma takes such a REJECT too.
+	 */
+	rdma_lock_handler(ctx->cm_id);
+	if (ctx->may_reject) {
+		ret = rdma_reject(ctx->cm_id,
+				  cmd->private_data_len ? pdata : NULL,
+				  cmd->private_data_len,
+				  IB_CM_REJ_CONSUMER_DEFINED);
+		if (!ret)
+			ctx->may_reject = false;
+	} else {
+		ret = -EINVAL;
+	}
+	rdma_unlock_handler(ctx->cm_id);
 	kqp_cm_id_unlock(ctx);
 	return ret;
 }
@@ -777,6 +800,8 @@ int kqp_establish(struct kqp_ucmd *ucmd)
 		return PTR_ERR(ctx);
 	rdma_lock_handler(ctx->cm_id);
 	ret = rdma_accept(ctx->cm_id, NULL);
+	if (!ret)
+		ctx->may_reject = false;
 	rdma_unlock_handler(ctx->cm_id);
 	kqp_cm_id_unlock(ctx);
 	return ret;

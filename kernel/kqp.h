@@ -442,6 +442,10 @@ struct kqp_qp {
  * @listening: LISTEN succeeded; under @mutex
  * @addr_resolved: rdma_cm reported ADDR_RESOLVED, so the id has its device
  *	(see kqp_resolve_route())
+ * @may_reject: a connection request (passive side) or response (active
+ *	side) waits for the caller's answer, so REJECT may send a REJ; set by
+ *	the event handler, cleared by ACCEPT and REJECT, both under the
+ *	rdma_cm handler lock (see kqp_reject())
  * @events_reported: events for this id taken by GET_EVENT
  * @backlog: connection requests a listener may still queue (never below 0)
  * @close_work: destroys @cm_id after DEVICE_REMOVAL
@@ -462,6 +466,7 @@ struct kqp_cm_id {
 	bool named;
 	bool listening;
 	bool addr_resolved;
+	bool may_reject;
 	int events_reported;
 	atomic_t backlog;
 	struct work_struct close_work;

@@ -1497,4 +1497,89 @@ TEST_F_TIMEOUT(slow, resolve_route_before_addr_resolved, 120)
 	close(fd);
 }
 
+/*
+ * ib_cm takes a REJ from an id whose own REQ (active side, no answer yet)
+ * or REP (passive side, after the accept) still waits for a reply, and
+ * leaves that MAD retrying: the ib_cm id stays referenced for 16 response
+ * timeouts, and destroying the kqp id, or closing its file, slept ~75 s
+ * (cm_destroy_id_wait_timeout every 10 s).  Found by the fuzzer, seed
+ * 0x2222 with the verbs commands skipped.  kqp takes REJECT only as the
+ * answer to a request or a response (rdma-core's ucma takes all three).
+ */
+TEST_F_TIMEOUT(slow, reject_answers_only, 120)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct rdma_conn_param param = { .retry_count = 7, .qp_num = 0x4a1 };
+	uint16_t port = cm_port();
+	struct rdma_cm_id *lid, *cid, *sid;
+	struct ibv_qp_init_attr attr;
+	struct rdma_cm_event *ev;
+
+	ASSERT_NE(NULL, sch);
+	ASSERT_NE(NULL, cch);
+	lid = listener(sch, port, RDMA_PS_TCP, 4);
+	ASSERT_NE(NULL, lid);
+
+	/* The active side, its REQ unanswered. */
+	cid = resolved(cch, port, RDMA_PS_TCP);
+	ASSERT_NE(NULL, cid);
+	qp_pair_attr(&attr);
+	ASSERT_EQ(0, rdma_create_qp(cid, NULL, &attr));
+	ASSERT_EQ(0, rdma_connect(cid, &param));
+	ev = cm_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ASSERT_NE(NULL, ev);
+	sid = ev->id;
+	rdma_ack_cm_event(ev);
+	errno = 0;
+	EXPECT_EQ(-1, rdma_reject(cid, NULL, 0));
+	EXPECT_EQ(EINVAL, errno);
+
+	/* The passive side, after its accept. */
+	qp_pair_attr(&attr);
+	ASSERT_EQ(0, rdma_create_qp(sid, NULL, &attr));
+	ASSERT_EQ(0, rdma_accept(sid, &param));
+	errno = 0;
+	EXPECT_EQ(-1, rdma_reject(sid, NULL, 0));
+	EXPECT_EQ(EINVAL, errno);
+	/* Neither went out: the connection comes up. */
+	EXPECT_EQ(0, cm_expect_ack(cch, RDMA_CM_EVENT_ESTABLISHED));
+	EXPECT_EQ(0, cm_expect_ack(sch, RDMA_CM_EVENT_ESTABLISHED));
+	EXPECT_EQ(0, rdma_disconnect(cid));
+	EXPECT_EQ(0, cm_expect_ack(sch, RDMA_CM_EVENT_DISCONNECTED));
+	EXPECT_EQ(0, rdma_disconnect(sid));
+	EXPECT_EQ(0, cm_expect_ack(cch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_destroy_qp(sid);
+	EXPECT_EQ(0, rdma_destroy_id(sid));
+	rdma_destroy_qp(cid);
+	EXPECT_EQ(0, rdma_destroy_id(cid));
+
+	/* An answer to a response is a REJECT: the peer is told. */
+	cid = resolved(cch, port, RDMA_PS_TCP);
+	ASSERT_NE(NULL, cid);
+	param.qp_num = 0x4a2;
+	ASSERT_EQ(0, rdma_connect(cid, &param));
+	ev = cm_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ASSERT_NE(NULL, ev);
+	sid = ev->id;
+	rdma_ack_cm_event(ev);
+	param.qp_num = 0x4a3;
+	ASSERT_EQ(0, rdma_accept(sid, &param));
+	ASSERT_EQ(0, cm_expect_ack(cch, RDMA_CM_EVENT_CONNECT_RESPONSE));
+	EXPECT_EQ(0, rdma_reject(cid, NULL, 0)) TH_LOG("%s", strerror(errno));
+	ev = cm_expect(sch, RDMA_CM_EVENT_REJECTED);
+	ASSERT_NE(NULL, ev);
+	EXPECT_EQ(sid, ev->id);
+	rdma_ack_cm_event(ev);
+	/* Once: a second REJECT has nothing to answer. */
+	errno = 0;
+	EXPECT_EQ(-1, rdma_reject(cid, NULL, 0));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, rdma_destroy_id(sid));
+	EXPECT_EQ(0, rdma_destroy_id(cid));
+	EXPECT_EQ(0, rdma_destroy_id(lid));
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(sch);
+}
+
 TEST_HARNESS_MAIN
