@@ -314,6 +314,14 @@ err_backlog:
 	return -ENOMEM;
 }
 
+/*
+ * NOTIFY waits here for the event that follows it (see kqp_notify()).  The
+ * bound is for a device that never answers; ib_cm's worker normally runs
+ * within milliseconds.
+ */
+static DECLARE_WAIT_QUEUE_HEAD(kqp_notify_wait);
+#define KQP_NOTIFY_WAIT_MS 5000
+
 static int __kqp_cm_event_handler(struct rdma_cm_id *cm_id,
 				  struct rdma_cm_event *event)
 {
@@ -349,6 +357,11 @@ static int __kqp_cm_event_handler(struct rdma_cm_id *cm_id,
 			queue_work(system_unbound_wq, &ctx->close_work);
 		xa_unlock(objects);
 	}
+
+	/* wq_has_sleeper()'s barrier pairs with the waiter's, in wait_event. */
+	WRITE_ONCE(ctx->cm_events, ctx->cm_events + 1);
+	if (wq_has_sleeper(&kqp_notify_wait))
+		wake_up_all(&kqp_notify_wait);
 	return 0;
 }
 
@@ -927,8 +940,27 @@ int kqp_notify(struct kqp_ucmd *ucmd)
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	ret = -EINVAL;
-	if (ctx->cm_id->device)
-		ret = rdma_notify(ctx->cm_id, (enum ib_event_type)cmd->event);
+	if (ctx->cm_id->device) {
+		struct rdma_cm_id *cm_id = ctx->cm_id;
+		unsigned int seen = READ_ONCE(ctx->cm_events);
+
+		ret = rdma_notify(cm_id, (enum ib_event_type)cmd->event);
+		/*
+		 * ib_cm makes the connection ESTABLISHED at once, but cancels
+		 * the retries of the REP that waited for its RTU only later,
+		 * from its workqueue, just before it reports ESTABLISHED.  A
+		 * DISCONNECT or destroy in between leaves the REP retrying,
+		 * and the destroy then sleeps until its retries run out (16
+		 * response timeouts, over a minute).  So wait, holding the id
+		 * against other commands, for that event, or for whatever
+		 * event came instead (a DREQ or REJ from the peer).
+		 */
+		if (!ret && cmd->event == IB_EVENT_COMM_EST &&
+		    rdma_cap_ib_cm(cm_id->device, cm_id->port_num))
+			wait_event_killable_timeout(kqp_notify_wait,
+				READ_ONCE(ctx->cm_events) != seen,
+				msecs_to_jiffies(KQP_NOTIFY_WAIT_MS));
+	}
 	kqp_cm_id_unlock(ctx);
 	return ret;
 }

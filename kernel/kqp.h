@@ -447,6 +447,8 @@ struct kqp_qp {
  *	the event handler, cleared by ACCEPT and REJECT, both under the
  *	rdma_cm handler lock (see kqp_reject())
  * @events_reported: events for this id taken by GET_EVENT
+ * @cm_events: events rdma_cm delivered for the id; written under the
+ *	rdma_cm handler lock, waited on by NOTIFY (see kqp_notify())
  * @backlog: connection requests a listener may still queue (never below 0)
  * @close_work: destroys @cm_id after DEVICE_REMOVAL
  * @mc_ids: handle -> struct kqp_mcast joined through this id; changed
@@ -468,6 +470,7 @@ struct kqp_cm_id {
 	bool addr_resolved;
 	bool may_reject;
 	int events_reported;
+	unsigned int cm_events;
 	atomic_t backlog;
 	struct work_struct close_work;
 	struct xarray mc_ids;

@@ -1582,4 +1582,58 @@ TEST_F_TIMEOUT(slow, reject_answers_only, 120)
 	rdma_destroy_event_channel(sch);
 }
 
+/*
+ * rdma_notify(IBV_EVENT_COMM_EST) on an id whose REP waits for its RTU
+ * makes ib_cm's id ESTABLISHED at once but cancels the REP's retries only
+ * later, from its workqueue; a disconnect or destroy in between replaced
+ * the id's pending MAD with its DREQ, and the REP went on retrying: the
+ * destroy then slept until its 16 response timeouts ran out (75 s here;
+ * cm_destroy_id_wait_timeout every 10 s).  Found by the fuzzer, seed
+ * 0x2222 with the verbs commands skipped.  kqp's NOTIFY returns once the
+ * id's ESTABLISHED event (or any later one) came.  This is a bound on a
+ * hang, not a measure of speed: a good destroy takes milliseconds.
+ */
+TEST_F_TIMEOUT(slow, notify_then_destroy, 300)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct rdma_conn_param cp = { 0 }, sp = { 0 };
+	uint16_t port = cm_port();
+	struct rdma_cm_id *lid, *cid, *sid;
+	struct rdma_cm_event *ev;
+	long long t0, worst = 0;
+	int i;
+
+	ASSERT_NE(NULL, sch);
+	ASSERT_NE(NULL, cch);
+	lid = listener(sch, port, RDMA_PS_TCP, 4);
+	ASSERT_NE(NULL, lid);
+	for (i = 0; i < 20 && worst < 10000; i++) {
+		cid = resolved(cch, port, RDMA_PS_TCP);
+		ASSERT_NE(NULL, cid);
+		/* No QP on either side: nothing sends the RTU. */
+		cp.qp_num = 0x500 + i;
+		ASSERT_EQ(0, rdma_connect(cid, &cp));
+		ev = cm_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+		ASSERT_NE(NULL, ev);
+		sid = ev->id;
+		rdma_ack_cm_event(ev);
+		sp.qp_num = 0x600 + i;
+		ASSERT_EQ(0, rdma_accept(sid, &sp));
+		ASSERT_EQ(0, cm_expect_ack(cch,
+					   RDMA_CM_EVENT_CONNECT_RESPONSE));
+		EXPECT_EQ(0, rdma_notify(sid, IBV_EVENT_COMM_EST));
+		t0 = qp_now_ms();
+		EXPECT_EQ(0, rdma_destroy_id(sid));
+		if (qp_now_ms() - t0 > worst)
+			worst = qp_now_ms() - t0;
+		EXPECT_EQ(0, rdma_destroy_id(cid));
+	}
+	TH_LOG("%d rounds, slowest destroy %lld ms", i, worst);
+	EXPECT_GT(10000, worst);
+	EXPECT_EQ(0, rdma_destroy_id(lid));
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(sch);
+}
+
 TEST_HARNESS_MAIN
