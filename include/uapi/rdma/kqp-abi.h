@@ -627,6 +627,12 @@ struct kqp_init_qp_attr {
  * @flags: must be 0
  * @id: handle
  * @event: enum ibv_event_type; rdma_cm acts on IBV_EVENT_COMM_EST
+ *
+ * With IBV_EVENT_COMM_EST on an InfiniBand or RoCE device, NOTIFY returns
+ * once the id's next event (RDMA_CM_EVENT_ESTABLISHED, or whatever the
+ * peer sent instead) is queued, or after 5 s: until then the connection's
+ * REP may still be retrying, and a DISCONNECT or destroy would leave it
+ * retrying for over a minute.
  */
 struct kqp_notify {
 	__u32 size;
