@@ -295,7 +295,7 @@ static int kqp_cm_conn_request(struct kqp_cm_id *listen,
 		goto err_release;
 	ev->child = ctx;
 	ctx->cm_id = cm_id;
-	ctx->may_reject = true;
+	ctx->answer = KQP_ANSWER_REQUEST;
 	cm_id->context = ctx;
 
 	mutex_lock(&kfile->lock);
@@ -336,7 +336,7 @@ static int __kqp_cm_event_handler(struct rdma_cm_id *cm_id,
 		smp_store_release(&ctx->addr_resolved, true);
 	/* The active side answers a REP with ESTABLISH or REJECT. */
 	if (event->event == RDMA_CM_EVENT_CONNECT_RESPONSE)
-		ctx->may_reject = true;
+		ctx->answer = KQP_ANSWER_RESPONSE;
 
 	/*
 	 * An id from a connection request is not ready until it is accepted;
@@ -725,14 +725,19 @@ int kqp_accept(struct kqp_ucmd *ucmd)
 		param.qp_num = ctx->qp->qp_num;
 	/*
 	 * rdma_accept() wants the handler lock, and taking it also makes the
-	 * id ready atomically with respect to the events that follow.
+	 * id ready atomically with respect to the events that follow.  Only
+	 * a request is accepted (see kqp_reject()): on an active id still
+	 * waiting for its answer, rdma_accept() fails and rejects, and the
+	 * REJ leaves the id's REQ retrying.
 	 */
 	rdma_lock_handler(ctx->cm_id);
-	ret = rdma_accept(ctx->cm_id, &param);
+	ret = -EINVAL;
+	if (ctx->answer == KQP_ANSWER_REQUEST)
+		ret = rdma_accept(ctx->cm_id, &param);
 	if (!ret) {
 		ctx->uid = cmd->uid;
 		ctx->ready = true;
-		ctx->may_reject = false;
+		ctx->answer = KQP_ANSWER_NONE;
 	}
 	rdma_unlock_handler(ctx->cm_id);
 	kqp_cm_id_unlock(ctx);
@@ -756,24 +761,25 @@ int kqp_reject(struct kqp_ucmd *ucmd)
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	/*
-	 * Only an answer to a request or a response.  ib_cm also takes a
-	 * REJ from an id whose own REQ (active side, before any answer) or
-	 * REP (passive side, after ACCEPT) still waits for a reply, and
-	 * leaves that MAD retrying: it holds the ib_cm id for up to 16
-	 * response timeouts (about 75 s), and destroying the id, or closing
-	 * the file, sleeps that long.  ucma takes such a REJECT too.
+	 * Only an answer to a request or a response (ctx->answer; ACCEPT and
+	 * ESTABLISH keep to it too).  ib_cm also sends a REJ from an id
+	 * whose own REQ (active side, before any answer) or REP (passive
+	 * side, after ACCEPT) still waits for a reply, and leaves that MAD
+	 * retrying: the listener sees the REQ again as a new request, and
+	 * the MAD holds the ib_cm id for 16 response timeouts (about 75 s),
+	 * so destroying the id, or closing the file, sleeps that long.
+	 * rdma_accept() sends such a REJ when it fails.  ucma takes all of
+	 * these.
 	 */
 	rdma_lock_handler(ctx->cm_id);
-	if (ctx->may_reject) {
+	ret = -EINVAL;
+	if (ctx->answer != KQP_ANSWER_NONE)
 		ret = rdma_reject(ctx->cm_id,
 				  cmd->private_data_len ? pdata : NULL,
 				  cmd->private_data_len,
 				  IB_CM_REJ_CONSUMER_DEFINED);
-		if (!ret)
-			ctx->may_reject = false;
-	} else {
-		ret = -EINVAL;
-	}
+	if (!ret)
+		ctx->answer = KQP_ANSWER_NONE;
 	rdma_unlock_handler(ctx->cm_id);
 	kqp_cm_id_unlock(ctx);
 	return ret;
@@ -811,10 +817,13 @@ int kqp_establish(struct kqp_ucmd *ucmd)
 	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
+	/* Only a response is answered so (see kqp_reject()). */
 	rdma_lock_handler(ctx->cm_id);
-	ret = rdma_accept(ctx->cm_id, NULL);
+	ret = -EINVAL;
+	if (ctx->answer == KQP_ANSWER_RESPONSE)
+		ret = rdma_accept(ctx->cm_id, NULL);
 	if (!ret)
-		ctx->may_reject = false;
+		ctx->answer = KQP_ANSWER_NONE;
 	rdma_unlock_handler(ctx->cm_id);
 	kqp_cm_id_unlock(ctx);
 	return ret;

@@ -426,6 +426,13 @@ struct kqp_qp {
 	struct rcu_head rcu;
 };
 
+/* What an id waits for its owner to answer (struct kqp_cm_id.answer). */
+enum kqp_cm_answer {
+	KQP_ANSWER_NONE,
+	KQP_ANSWER_REQUEST,
+	KQP_ANSWER_RESPONSE,
+};
+
 /**
  * struct kqp_cm_id - an RDMA CM id owned by a file
  * @obj: handle and lifetime
@@ -442,10 +449,10 @@ struct kqp_qp {
  * @listening: LISTEN succeeded; under @mutex
  * @addr_resolved: rdma_cm reported ADDR_RESOLVED, so the id has its device
  *	(see kqp_resolve_route())
- * @may_reject: a connection request (passive side) or response (active
- *	side) waits for the caller's answer, so REJECT may send a REJ; set by
- *	the event handler, cleared by ACCEPT and REJECT, both under the
- *	rdma_cm handler lock (see kqp_reject())
+ * @answer: what the id waits for the caller to answer, if anything: a
+ *	connection request (ACCEPT or REJECT) or a connection response
+ *	(ESTABLISH or REJECT); set by the event handler and cleared by those
+ *	commands, all under the rdma_cm handler lock (see kqp_reject())
  * @events_reported: events for this id taken by GET_EVENT
  * @cm_events: events rdma_cm delivered for the id; written under the
  *	rdma_cm handler lock, waited on by NOTIFY (see kqp_notify())
@@ -468,7 +475,7 @@ struct kqp_cm_id {
 	bool named;
 	bool listening;
 	bool addr_resolved;
-	bool may_reject;
+	u8 answer;
 	int events_reported;
 	unsigned int cm_events;
 	atomic_t backlog;

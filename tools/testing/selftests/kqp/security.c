@@ -1498,13 +1498,17 @@ TEST_F_TIMEOUT(slow, resolve_route_before_addr_resolved, 120)
 }
 
 /*
- * ib_cm takes a REJ from an id whose own REQ (active side, no answer yet)
+ * ib_cm sends a REJ from an id whose own REQ (active side, no answer yet)
  * or REP (passive side, after the accept) still waits for a reply, and
- * leaves that MAD retrying: the ib_cm id stays referenced for 16 response
- * timeouts, and destroying the kqp id, or closing its file, slept ~75 s
- * (cm_destroy_id_wait_timeout every 10 s).  Found by the fuzzer, seed
- * 0x2222 with the verbs commands skipped.  kqp takes REJECT only as the
- * answer to a request or a response (rdma-core's ucma takes all three).
+ * leaves that MAD retrying: the listener gets the REQ again, and the
+ * ib_cm id stays referenced for 16 response timeouts, so destroying the
+ * kqp id, or closing its file, slept ~75 s (cm_destroy_id_wait_timeout
+ * every 10 s).  REJECT sent such a REJ, and so did a failed ACCEPT or
+ * ESTABLISH (rdma_cm rejects when they fail).  Found by the fuzzer, seed
+ * 0x2222 with the verbs commands skipped (ib_mad tracing showed the REQ
+ * retried after the id's own REJ).  kqp now takes ACCEPT only for a
+ * request, ESTABLISH only for a response, REJECT for either; ucma takes
+ * them all.
  */
 TEST_F_TIMEOUT(slow, reject_answers_only, 120)
 {
@@ -1533,6 +1537,9 @@ TEST_F_TIMEOUT(slow, reject_answers_only, 120)
 	rdma_ack_cm_event(ev);
 	errno = 0;
 	EXPECT_EQ(-1, rdma_reject(cid, NULL, 0));
+	EXPECT_EQ(EINVAL, errno);
+	errno = 0;
+	EXPECT_EQ(-1, rdma_accept(cid, &param));
 	EXPECT_EQ(EINVAL, errno);
 
 	/* The passive side, after its accept. */
@@ -1563,6 +1570,10 @@ TEST_F_TIMEOUT(slow, reject_answers_only, 120)
 	ASSERT_NE(NULL, ev);
 	sid = ev->id;
 	rdma_ack_cm_event(ev);
+	/* Nothing to establish before the response. */
+	errno = 0;
+	EXPECT_EQ(-1, rdma_establish(cid));
+	EXPECT_EQ(EINVAL, errno);
 	param.qp_num = 0x4a3;
 	ASSERT_EQ(0, rdma_accept(sid, &param));
 	ASSERT_EQ(0, cm_expect_ack(cch, RDMA_CM_EVENT_CONNECT_RESPONSE));
