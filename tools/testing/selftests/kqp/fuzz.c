@@ -1859,8 +1859,19 @@ int main(int argc, char **argv)
 		case 'v':
 			opt_verbose = true;
 			break;
-		case 'r':
-			opt_trace = fopen(optarg, "w");
+		case 'r': {
+			/*
+			 * Far above the fds the run makes: the run's fds, and
+			 * so its calls, are the same with and without it.
+			 */
+			int tfd = open(optarg, O_WRONLY | O_CREAT | O_TRUNC |
+				       O_CLOEXEC, 0644);
+			int hfd = tfd < 0 ? -1 :
+				  fcntl(tfd, F_DUPFD_CLOEXEC, 1000);
+
+			if (tfd >= 0)
+				close(tfd);
+			opt_trace = hfd < 0 ? NULL : fdopen(hfd, "w");
 			if (!opt_trace) {
 				perror(optarg);
 				return 1;
@@ -1871,6 +1882,7 @@ int main(int argc, char **argv)
 			 */
 			setvbuf(opt_trace, NULL, _IOFBF, 64 << 20);
 			break;
+		}
 		case 'x':
 			if (parse_skip(optarg)) {
 				fprintf(stderr, "--skip: no command %s\n", optarg);
