@@ -480,12 +480,14 @@ struct kqp_accept {
  *
  * REJECT answers a connection request (an id from
  * RDMA_CM_EVENT_CONNECT_REQUEST, before ACCEPT) or a connection response
- * (an active id after RDMA_CM_EVENT_CONNECT_RESPONSE, before ESTABLISH).
- * Any other id, such as an active id whose request has had no answer yet
- * or an id already accepted, gets EINVAL: rdma_cm would send the REJ but
- * leave the id's own request or reply retrying, and destroying the id
- * would then sleep until those retries ran out (over a minute).  Destroy
- * such an id instead; that cancels the retries and rejects for you.
+ * (an active id after RDMA_CM_EVENT_CONNECT_RESPONSE, before ESTABLISH);
+ * ACCEPT only the first, ESTABLISH only the second.  Any other id, such
+ * as an active id whose request has had no answer yet or an id already
+ * accepted, gets EINVAL: rdma_cm would send a REJ (a failed accept sends
+ * one too) but leave the id's own request or reply retrying, and
+ * destroying the id would then sleep until those retries ran out (over a
+ * minute).  Destroy such an id instead; that cancels the retries and
+ * rejects for you.
  */
 struct kqp_reject {
 	__u32 size;
