@@ -961,12 +961,16 @@ int kqp_notify(struct kqp_ucmd *ucmd)
 		 * DISCONNECT or destroy in between leaves the REP retrying,
 		 * and the destroy then sleeps until its retries run out (16
 		 * response timeouts, over a minute).  So wait, holding the id
-		 * against other commands, for that event, or for whatever
-		 * event came instead (a DREQ or REJ from the peer).
+		 * against other commands (a destroy drains them first), for
+		 * that event or whatever came instead.  Not killable: a
+		 * process killed here would destroy the id at once.  What
+		 * kqp cannot close: a REJ or DREQ from the peer handled in
+		 * the same window also leaves the REP retrying (ib_cm cancels
+		 * only in cm_establish_handler(); ucma's users share this).
 		 */
 		if (!ret && cmd->event == IB_EVENT_COMM_EST &&
 		    rdma_cap_ib_cm(cm_id->device, cm_id->port_num))
-			wait_event_killable_timeout(kqp_notify_wait,
+			wait_event_timeout(kqp_notify_wait,
 				READ_ONCE(ctx->cm_events) != seen,
 				msecs_to_jiffies(KQP_NOTIFY_WAIT_MS));
 	}
