@@ -142,6 +142,9 @@ enum kqp_obj_type {
  * @users: one for the table, one per command using it; the object's
  *	resources may go once it drops to zero
  * @unused: completed when @users drops to zero
+ * @dying: a drain of an object still in the table (an id closed after
+ *	device removal) began: lookups fail with ENXIO from then on, so
+ *	commands cannot keep @users above zero and stall the removal
  * @rcu: the memory goes after a grace period: the completion path looks
  *	handles up under RCU and reads the type of what it finds
  *
@@ -156,6 +159,7 @@ struct kqp_object {
 	enum kqp_obj_type type;
 	refcount_t users;
 	struct completion unused;
+	bool dying;
 	struct rcu_head rcu;
 };
 

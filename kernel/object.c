@@ -159,6 +159,7 @@ int kqp_object_reserve(struct kqp_ucontext *uctx, struct kqp_object *obj,
 
 	obj->type = type;
 	refcount_set(&obj->users, 1);
+	obj->dying = false;
 	init_completion(&obj->unused);
 	ret = kqp_handle_alloc(uctx, &obj->id);
 	if (ret)
@@ -196,7 +197,8 @@ struct kqp_object *kqp_object_get(struct kqp_ucontext *uctx, u32 id,
 	obj = xa_load(&uctx->objects, id);
 	if (!obj || obj->type != type)
 		obj = ERR_PTR(-ENOENT);
-	else if (!refcount_inc_not_zero(&obj->users))
+	else if (READ_ONCE(obj->dying) ||
+		 !refcount_inc_not_zero(&obj->users))
 		obj = ERR_PTR(-ENXIO);
 	xa_unlock(&uctx->objects);
 	return obj;
@@ -208,9 +210,14 @@ void kqp_object_put(struct kqp_object *obj)
 		complete(&obj->unused);
 }
 
-/* Drop the table's reference and wait until no command uses @obj. */
+/*
+ * Drop the table's reference and wait until no command uses @obj.  An
+ * object still in the table takes no new users from here on: otherwise
+ * threads that overlap their commands keep @users above zero for ever.
+ */
 void kqp_object_drain(struct kqp_object *obj)
 {
+	WRITE_ONCE(obj->dying, true);
 	kqp_object_put(obj);
 	wait_for_completion(&obj->unused);
 }

@@ -759,6 +759,78 @@ TEST_F_TIMEOUT(cm, link_delete_under_qp_creation, 300)
 	EXPECT_BASELINE(&b);
 }
 
+struct querier {
+	int fd;
+	uint32_t id;
+	volatile int *stop;
+	unsigned long ok, gone;
+};
+
+/* QUERY_ID on one id, back to back, whatever it answers. */
+static void *querier_thread(void *arg)
+{
+	struct querier *q = arg;
+
+	while (!*q->stop) {
+		struct kqp_query_id c = { .size = sizeof(c), .id = q->id };
+
+		if (ioctl(q->fd, KQP_IOCTL_QUERY_ID, &c))
+			q->gone++;
+		else
+			q->ok++;
+	}
+	return NULL;
+}
+
+/*
+ * Device removal closes an id only once no command uses it, and a lookup
+ * took a new user as long as there was one: threads whose commands on
+ * the id overlap (they queue on its lock, each holding a user) kept
+ * `rdma link delete` waiting for ever.  Found in review.  Lookups of an
+ * id being closed now fail with ENXIO.
+ */
+TEST_F_TIMEOUT(cm, link_delete_under_id_commands, 300)
+{
+	struct kqp_create_id ci = { .size = sizeof(ci),
+				    .port_space = KQP_PS_TCP,
+				    .qp_type = KQP_QPT_RC };
+	struct kqp_bind_addr b = { .size = sizeof(b) };
+	struct sockaddr_in sin = dev2_addr(self->port);
+	struct querier q[8];
+	volatile int stop = 0;
+	pthread_t t[8];
+	long long t0;
+	int fd, i;
+
+	ASSERT_EQ(0, geteuid());
+	ASSERT_EQ(0, dev2_add());
+	fd = open(KQP_DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ioctl(fd, KQP_IOCTL_CREATE_ID, &ci));
+	b.id = ci.out_id;
+	memcpy(&b.addr, &sin, sizeof(sin));
+	ASSERT_EQ(0, ioctl(fd, KQP_IOCTL_BIND_ADDR, &b));
+	for (i = 0; i < 8; i++) {
+		q[i] = (struct querier){ .fd = fd, .id = ci.out_id,
+					 .stop = &stop };
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, querier_thread,
+					    &q[i]));
+	}
+	usleep(500000);
+	t0 = qp_now_ms();
+	/* Without the fix this never returns, and the test times out. */
+	EXPECT_EQ(0, dev2_del());
+	TH_LOG("rdma link delete took %lld ms", qp_now_ms() - t0);
+	stop = 1;
+	for (i = 0; i < 8; i++) {
+		pthread_join(t[i], NULL);
+		EXPECT_LT(0, q[i].ok);
+		/* After the removal the id answers ENXIO. */
+		EXPECT_LT(0, q[i].gone);
+	}
+	close(fd);
+}
+
 /*
  * `rdma link delete` with a connection moving data on the device: the
  * ids get DEVICE_REMOVAL, posts fail with ENXIO, everything can still be
