@@ -84,6 +84,22 @@ static inline struct rdma_cm_event *cm_expect(struct rdma_event_channel *ch,
 	return ev;
 }
 
+/*
+ * Wait for a connection request on @ch, ack it and return the new id;
+ * NULL (reported on stderr) for anything else.
+ */
+static inline struct rdma_cm_id *cm_expect_request(struct rdma_event_channel *ch)
+{
+	struct rdma_cm_event *ev = cm_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rdma_cm_id *id;
+
+	if (!ev)
+		return NULL;
+	id = ev->id;
+	rdma_ack_cm_event(ev);
+	return id;
+}
+
 /* Wait for @type with status 0 and ack it; 0 on success. */
 static inline int cm_expect_ack(struct rdma_event_channel *ch,
 				enum rdma_cm_event_type type)

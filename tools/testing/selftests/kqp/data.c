@@ -490,10 +490,8 @@ TEST_F_TIMEOUT(data, ud_grh_and_reply, 90)
 	ASSERT_EQ(0, ibv_post_recv(p->cid->qp, &rwr, &brw));
 	ASSERT_EQ(0, rdma_connect(p->cid, &cp));
 
-	ev = cm_expect(p->sch, RDMA_CM_EVENT_CONNECT_REQUEST);
-	ASSERT_NE(NULL, ev);
-	p->sid = ev->id;
-	rdma_ack_cm_event(ev);
+	p->sid = cm_expect_request(p->sch);
+	ASSERT_NE(NULL, p->sid);
 	ASSERT_EQ(0, rdma_create_qp(p->sid, NULL, &sattr));
 	srecv = data_buf(self, 2, p->sid->pd, GRH_LEN + mtu,
 			 IBV_ACCESS_LOCAL_WRITE);

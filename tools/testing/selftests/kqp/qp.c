@@ -450,10 +450,8 @@ TEST_F_TIMEOUT(cm, own_qp_init_attr_modify, 90)
 	cp.qp_num = cqp->qp_num;
 	ASSERT_EQ(0, rdma_connect(cid, &cp));
 
-	ev = cm_expect(self->sch, RDMA_CM_EVENT_CONNECT_REQUEST);
-	ASSERT_NE(NULL, ev);
-	sid = ev->id;
-	rdma_ack_cm_event(ev);
+	sid = cm_expect_request(self->sch);
+	ASSERT_NE(NULL, sid);
 	scq = ibv_create_cq(sid->verbs, 8, NULL, NULL, 0);
 	ASSERT_NE(NULL, scq);
 	a.send_cq = a.recv_cq = scq;

@@ -503,10 +503,8 @@ TEST_F_TIMEOUT(cm, sigkill_mid_transfer, 300)
 				ibv_poll_cq(cid->send_cq, 16, wc);
 			}
 		}
-		ev = cm_expect(self->sch, RDMA_CM_EVENT_CONNECT_REQUEST);
-		ASSERT_NE(NULL, ev);
-		sid = ev->id;
-		rdma_ack_cm_event(ev);
+		sid = cm_expect_request(self->sch);
+		ASSERT_NE(NULL, sid);
 		qp_pair_attr(&attr);
 		ASSERT_EQ(0, rdma_create_qp(sid, NULL, &attr));
 		smr = ibv_reg_mr(sid->qp->pd, buf + 4096, 4096,
@@ -878,10 +876,8 @@ TEST_F_TIMEOUT(cm, link_delete_under_traffic, 300)
 	qp_pair_attr(&attr);
 	ASSERT_EQ(0, rdma_create_qp(cid, NULL, &attr));
 	ASSERT_EQ(0, rdma_connect(cid, &cp));
-	ev = cm_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
-	ASSERT_NE(NULL, ev);
-	sid = ev->id;
-	rdma_ack_cm_event(ev);
+	sid = cm_expect_request(sch);
+	ASSERT_NE(NULL, sid);
 	qp_pair_attr(&attr);
 	ASSERT_EQ(0, rdma_create_qp(sid, NULL, &attr));
 	ASSERT_EQ(0, rdma_accept(sid, &cp));

@@ -1430,10 +1430,8 @@ TEST_F_TIMEOUT(slow, ack_timeout_is_five_bits, 120)
 	qp_pair_attr(&attr);
 	ASSERT_EQ(0, rdma_create_qp(cid, NULL, &attr));
 	ASSERT_EQ(0, rdma_connect(cid, &param));
-	ev = cm_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
-	ASSERT_NE(NULL, ev);
-	sid = ev->id;
-	rdma_ack_cm_event(ev);
+	sid = cm_expect_request(sch);
+	ASSERT_NE(NULL, sid);
 	EXPECT_EQ(0, rdma_reject(sid, NULL, 0));
 	rdma_destroy_id(sid);
 	/* The REQ went out with that timeout: the peer's reject came back. */
@@ -1531,10 +1529,8 @@ TEST_F_TIMEOUT(slow, reject_answers_only, 120)
 	qp_pair_attr(&attr);
 	ASSERT_EQ(0, rdma_create_qp(cid, NULL, &attr));
 	ASSERT_EQ(0, rdma_connect(cid, &param));
-	ev = cm_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
-	ASSERT_NE(NULL, ev);
-	sid = ev->id;
-	rdma_ack_cm_event(ev);
+	sid = cm_expect_request(sch);
+	ASSERT_NE(NULL, sid);
 	errno = 0;
 	EXPECT_EQ(-1, rdma_reject(cid, NULL, 0));
 	EXPECT_EQ(EINVAL, errno);
@@ -1566,10 +1562,8 @@ TEST_F_TIMEOUT(slow, reject_answers_only, 120)
 	ASSERT_NE(NULL, cid);
 	param.qp_num = 0x4a2;
 	ASSERT_EQ(0, rdma_connect(cid, &param));
-	ev = cm_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
-	ASSERT_NE(NULL, ev);
-	sid = ev->id;
-	rdma_ack_cm_event(ev);
+	sid = cm_expect_request(sch);
+	ASSERT_NE(NULL, sid);
 	/* Nothing to establish before the response. */
 	errno = 0;
 	EXPECT_EQ(-1, rdma_establish(cid));
@@ -1611,7 +1605,6 @@ TEST_F_TIMEOUT(slow, notify_then_destroy, 300)
 	struct rdma_conn_param cp = { 0 }, sp = { 0 };
 	uint16_t port = cm_port();
 	struct rdma_cm_id *lid, *cid, *sid;
-	struct rdma_cm_event *ev;
 	long long t0, worst = 0;
 	int i;
 
@@ -1625,10 +1618,8 @@ TEST_F_TIMEOUT(slow, notify_then_destroy, 300)
 		/* No QP on either side: nothing sends the RTU. */
 		cp.qp_num = 0x500 + i;
 		ASSERT_EQ(0, rdma_connect(cid, &cp));
-		ev = cm_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
-		ASSERT_NE(NULL, ev);
-		sid = ev->id;
-		rdma_ack_cm_event(ev);
+		sid = cm_expect_request(sch);
+		ASSERT_NE(NULL, sid);
 		sp.qp_num = 0x600 + i;
 		ASSERT_EQ(0, rdma_accept(sid, &sp));
 		ASSERT_EQ(0, cm_expect_ack(cch,
