@@ -1525,7 +1525,8 @@ struct kqp_destroy_ah {
  * with another LID is EINVAL; detaching from one it is not in is EINVAL.
  * So are a GID that is not a multicast GID, a QP that is not UD, and, on
  * a device with an InfiniBand port, a LID that is not a multicast LID.
- * ENOSPC past max_mcast groups per QP.  The QP is detached from every group when it is destroyed.
+ * ENOSPC past max_mcast groups per QP.  The QP is detached from every
+ * group when it is destroyed.
  */
 struct kqp_mcast_attach {
 	__u32 size;
