@@ -59,7 +59,7 @@ void kqp_ah_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj)
 	kfree_rcu(ah, vobj.obj.rcu);
 }
 
-int kqp_create_ah(struct kqp_ucmd *ucmd)
+int kqp_create_ah_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_create_ah *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;
@@ -135,7 +135,7 @@ err_pd:
 	return ret;
 }
 
-int kqp_destroy_ah(struct kqp_ucmd *ucmd)
+int kqp_destroy_ah_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_destroy_ah *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;

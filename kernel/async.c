@@ -172,7 +172,7 @@ static const struct file_operations kqp_async_fops = {
 	.llseek = noop_llseek,
 };
 
-int kqp_create_async_fd(struct kqp_ucmd *ucmd)
+int kqp_create_async_fd_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_create_async_fd *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;

@@ -205,7 +205,7 @@ void kqp_channel_unmake_fd(int fd, struct file *filp)
 	fput(filp);
 }
 
-int kqp_create_comp_channel(struct kqp_ucmd *ucmd)
+int kqp_create_comp_channel_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_create_comp_channel *cmd = ucmd->cmd;
 	struct kqp_channel *chan;

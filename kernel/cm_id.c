@@ -315,7 +315,7 @@ err_backlog:
 }
 
 /*
- * NOTIFY waits here for the event that follows it (see kqp_notify()).  The
+ * NOTIFY waits here for the event that follows it (see kqp_notify_ioctl()).  The
  * bound is for a device that never answers; ib_cm's worker normally runs
  * within milliseconds.
  */
@@ -331,7 +331,7 @@ static int __kqp_cm_event_handler(struct rdma_cm_id *cm_id,
 
 	if (event->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return kqp_cm_conn_request(ctx, cm_id, event);
-	/* Pairs with the acquire in kqp_resolve_route(). */
+	/* Pairs with the acquire in kqp_resolve_route_ioctl(). */
 	if (event->event == RDMA_CM_EVENT_ADDR_RESOLVED)
 		smp_store_release(&ctx->addr_resolved, true);
 	/* The active side answers a REP with ESTABLISH or REJECT. */
@@ -406,7 +406,7 @@ static int kqp_port_space(u32 ps, u32 qp_type, enum ib_qp_type *qpt)
 	return 0;
 }
 
-int kqp_create_id(struct kqp_ucmd *ucmd)
+int kqp_create_id_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_create_id *cmd = ucmd->cmd;
 	struct kqp_file *kfile = ucmd->kfile;
@@ -461,7 +461,7 @@ err_free:
 	return ret;
 }
 
-int kqp_destroy_id(struct kqp_ucmd *ucmd)
+int kqp_destroy_id_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_destroy_id *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;
@@ -491,7 +491,7 @@ static size_t kqp_addr_size(const struct __kernel_sockaddr_storage *addr)
 	return rdma_addr_size_kss((struct __kernel_sockaddr_storage *)addr);
 }
 
-int kqp_bind_addr(struct kqp_ucmd *ucmd)
+int kqp_bind_addr_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_bind_addr *cmd = ucmd->cmd;
 	struct kqp_cm_id *ctx;
@@ -509,7 +509,7 @@ int kqp_bind_addr(struct kqp_ucmd *ucmd)
 	return ret;
 }
 
-int kqp_resolve_addr(struct kqp_ucmd *ucmd)
+int kqp_resolve_addr_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_resolve_addr *cmd = ucmd->cmd;
 	struct sockaddr *src = NULL;
@@ -542,7 +542,7 @@ int kqp_resolve_addr(struct kqp_ucmd *ucmd)
  * does after it found the device; before that, EINVAL, as rdma_cm says of
  * an id whose address is not resolved yet.
  */
-int kqp_resolve_route(struct kqp_ucmd *ucmd)
+int kqp_resolve_route_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_resolve_route *cmd = ucmd->cmd;
 	struct kqp_cm_id *ctx;
@@ -581,7 +581,7 @@ static void kqp_path_to_user(struct kqp_path_rec *dst, struct sa_path_rec *src)
 	dst->preference = src->preference;
 }
 
-int kqp_query_id(struct kqp_ucmd *ucmd)
+int kqp_query_id_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_query_id *cmd = ucmd->cmd;
 	struct rdma_cm_id *cm_id;
@@ -622,7 +622,7 @@ int kqp_query_id(struct kqp_ucmd *ucmd)
 	return kqp_ucmd_respond(ucmd, sizeof(*cmd));
 }
 
-int kqp_listen(struct kqp_ucmd *ucmd)
+int kqp_listen_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_listen *cmd = ucmd->cmd;
 	struct kqp_cm_id *ctx;
@@ -681,7 +681,7 @@ static int kqp_conn_param_from_user(struct rdma_conn_param *dst,
 	return 0;
 }
 
-int kqp_connect(struct kqp_ucmd *ucmd)
+int kqp_connect_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_connect *cmd = ucmd->cmd;
 	struct rdma_conn_param param;
@@ -705,7 +705,7 @@ int kqp_connect(struct kqp_ucmd *ucmd)
 	return ret;
 }
 
-int kqp_accept(struct kqp_ucmd *ucmd)
+int kqp_accept_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_accept *cmd = ucmd->cmd;
 	struct rdma_conn_param param;
@@ -726,7 +726,7 @@ int kqp_accept(struct kqp_ucmd *ucmd)
 	/*
 	 * rdma_accept() wants the handler lock, and taking it also makes the
 	 * id ready atomically with respect to the events that follow.  Only
-	 * a request is accepted (see kqp_reject()): on an active id still
+	 * a request is accepted (see kqp_reject_ioctl()): on an active id still
 	 * waiting for its answer, rdma_accept() fails and rejects, and the
 	 * REJ leaves the id's REQ retrying.
 	 */
@@ -744,7 +744,7 @@ int kqp_accept(struct kqp_ucmd *ucmd)
 	return ret;
 }
 
-int kqp_reject(struct kqp_ucmd *ucmd)
+int kqp_reject_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_reject *cmd = ucmd->cmd;
 	u8 pdata[KQP_MAX_PRIVATE_DATA];
@@ -785,7 +785,7 @@ int kqp_reject(struct kqp_ucmd *ucmd)
 	return ret;
 }
 
-int kqp_disconnect(struct kqp_ucmd *ucmd)
+int kqp_disconnect_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_id_cmd *cmd = ucmd->cmd;
 	struct kqp_cm_id *ctx;
@@ -806,7 +806,7 @@ int kqp_disconnect(struct kqp_ucmd *ucmd)
  * CONNECT_RESPONSE; after moving its QP to RTS it completes the handshake
  * (the RTU), as librdmacm's rdma_establish() does through ucma's accept.
  */
-int kqp_establish(struct kqp_ucmd *ucmd)
+int kqp_establish_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_id_cmd *cmd = ucmd->cmd;
 	struct kqp_cm_id *ctx;
@@ -817,7 +817,7 @@ int kqp_establish(struct kqp_ucmd *ucmd)
 	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
-	/* Only a response is answered so (see kqp_reject()). */
+	/* Only a response is answered so (see kqp_reject_ioctl()). */
 	rdma_lock_handler(ctx->cm_id);
 	ret = -EINVAL;
 	if (ctx->answer == KQP_ANSWER_RESPONSE)
@@ -829,7 +829,7 @@ int kqp_establish(struct kqp_ucmd *ucmd)
 	return ret;
 }
 
-int kqp_set_option(struct kqp_ucmd *ucmd)
+int kqp_set_option_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_set_option *cmd = ucmd->cmd;
 	void __user *uval = u64_to_user_ptr(cmd->optval);
@@ -909,7 +909,7 @@ static void kqp_qp_attr_to_user(struct ib_device *ibdev,
 	kqp_ah_attr_to_user(ibdev, &dst->alt_ah_attr, &src->alt_ah_attr);
 }
 
-int kqp_init_qp_attr(struct kqp_ucmd *ucmd)
+int kqp_init_qp_attr_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_init_qp_attr *cmd = ucmd->cmd;
 	struct ib_qp_attr attr = {};
@@ -939,7 +939,7 @@ out:
 	return ret ? ret : kqp_ucmd_respond(ucmd, sizeof(*cmd));
 }
 
-int kqp_notify(struct kqp_ucmd *ucmd)
+int kqp_notify_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_notify *cmd = ucmd->cmd;
 	struct kqp_cm_id *ctx;
@@ -1000,7 +1000,7 @@ static void kqp_unlock_two(struct kqp_file *a, struct kqp_file *b)
  * table the id gets a new handle; it cannot take a QP or unreported
  * connection requests there (EBUSY), as those belong to the old table.
  */
-int kqp_migrate_id(struct kqp_ucmd *ucmd)
+int kqp_migrate_id_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_migrate_id *cmd = ucmd->cmd;
 	struct kqp_file *cur = ucmd->kfile, *dst;

@@ -461,7 +461,7 @@ void kqp_cq_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj)
 		    NULL);
 }
 
-int kqp_create_cq(struct kqp_ucmd *ucmd)
+int kqp_create_cq_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_create_cq *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;
@@ -507,7 +507,7 @@ err_chan:
 	return ret;
 }
 
-int kqp_destroy_cq(struct kqp_ucmd *ucmd)
+int kqp_destroy_cq_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_destroy_cq *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;
@@ -572,7 +572,7 @@ u32 kqp_cq_destroy_auto(struct kqp_ucontext *uctx, struct kqp_cq *cq)
 	return comp;
 }
 
-int kqp_flush_cq(struct kqp_ucmd *ucmd)
+int kqp_flush_cq_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_flush_cq *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;

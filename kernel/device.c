@@ -180,7 +180,7 @@ static void kqp_device_fill_info(struct kqp_device *kdev,
 	info->max_qp_init_rd_atom = ibdev->attrs.max_qp_init_rd_atom;
 }
 
-int kqp_query(struct kqp_ucmd *ucmd)
+int kqp_query_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_query *cmd = ucmd->cmd;
 	struct kqp_device_info *infos = NULL;
@@ -240,7 +240,7 @@ out:
 	return ret;
 }
 
-int kqp_query_device(struct kqp_ucmd *ucmd)
+int kqp_query_device_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_query_device *cmd = ucmd->cmd;
 	const struct ib_device_attr *a;
@@ -329,7 +329,7 @@ static void kqp_query_port_end(struct kqp_device *kdev)
 	kqp_device_put(kdev);
 }
 
-int kqp_query_port(struct kqp_ucmd *ucmd)
+int kqp_query_port_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_query_port *cmd = ucmd->cmd;
 	struct ib_port_attr a;
@@ -373,7 +373,7 @@ int kqp_query_port(struct kqp_ucmd *ucmd)
 	return ret ? ret : kqp_ucmd_respond(ucmd, sizeof(*cmd));
 }
 
-int kqp_query_gid(struct kqp_ucmd *ucmd)
+int kqp_query_gid_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_query_gid *cmd = ucmd->cmd;
 	const struct ib_gid_attr *attr;
@@ -401,7 +401,7 @@ out:
 	return ret ? ret : kqp_ucmd_respond(ucmd, sizeof(*cmd));
 }
 
-int kqp_query_pkey(struct kqp_ucmd *ucmd)
+int kqp_query_pkey_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_query_pkey *cmd = ucmd->cmd;
 	struct kqp_device *kdev;

@@ -50,7 +50,7 @@ static void kqp_event_fill_ids(struct kqp_event *ev)
 		resp->out_mc_id = ev->mc->id;
 }
 
-int kqp_get_event(struct kqp_ucmd *ucmd)
+int kqp_get_event_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_file *kfile = ucmd->kfile;
 	struct kqp_get_event *cmd = ucmd->cmd;

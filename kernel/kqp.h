@@ -452,14 +452,14 @@ enum kqp_cm_answer {
  *	as the id still belongs to the event that announces it
  * @listening: LISTEN succeeded; under @mutex
  * @addr_resolved: rdma_cm reported ADDR_RESOLVED, so the id has its device
- *	(see kqp_resolve_route())
+ *	(see kqp_resolve_route_ioctl())
  * @answer: what the id waits for the caller to answer, if anything: a
  *	connection request (ACCEPT or REJECT) or a connection response
  *	(ESTABLISH or REJECT); set by the event handler and cleared by those
- *	commands, all under the rdma_cm handler lock (see kqp_reject())
+ *	commands, all under the rdma_cm handler lock (see kqp_reject_ioctl())
  * @events_reported: events for this id taken by GET_EVENT
  * @cm_events: events rdma_cm delivered for the id; written under the
- *	rdma_cm handler lock, waited on by NOTIFY (see kqp_notify())
+ *	rdma_cm handler lock, waited on by NOTIFY (see kqp_notify_ioctl())
  * @backlog: connection requests a listener may still queue (never below 0)
  * @close_work: destroys @cm_id after DEVICE_REMOVAL
  * @mc_ids: handle -> struct kqp_mcast joined through this id; changed
@@ -545,43 +545,43 @@ int kqp_ucmd_fault_in(struct kqp_ucmd *ucmd, size_t cmd_len);
 /* device.c */
 int kqp_device_init(void);
 void kqp_device_exit(void);
-int kqp_query(struct kqp_ucmd *ucmd);
+int kqp_query_ioctl(struct kqp_ucmd *ucmd);
 struct kqp_device *kqp_device_get(u32 index);
 struct kqp_device *kqp_device_get_user(u32 index);
 struct kqp_device *kqp_device_of(struct ib_device *ibdev);
 void kqp_device_put(struct kqp_device *kdev);
-int kqp_query_device(struct kqp_ucmd *ucmd);
-int kqp_query_port(struct kqp_ucmd *ucmd);
-int kqp_query_gid(struct kqp_ucmd *ucmd);
-int kqp_query_pkey(struct kqp_ucmd *ucmd);
+int kqp_query_device_ioctl(struct kqp_ucmd *ucmd);
+int kqp_query_port_ioctl(struct kqp_ucmd *ucmd);
+int kqp_query_gid_ioctl(struct kqp_ucmd *ucmd);
+int kqp_query_pkey_ioctl(struct kqp_ucmd *ucmd);
 
 /* file.c */
 extern const struct file_operations kqp_fops;
-int kqp_attach(struct kqp_ucmd *ucmd);
+int kqp_attach_ioctl(struct kqp_ucmd *ucmd);
 struct kqp_ucontext *kqp_file_uctx(struct kqp_file *kfile);
 bool kqp_uctx_is_callers(struct kqp_ucontext *uctx);
-int kqp_ctx_info(struct kqp_ucmd *ucmd);
+int kqp_ctx_info_ioctl(struct kqp_ucmd *ucmd);
 
 /* object.c */
 void kqp_file_destroy_objects(struct kqp_file *kfile);
 
 /* cm_id.c */
-int kqp_create_id(struct kqp_ucmd *ucmd);
-int kqp_destroy_id(struct kqp_ucmd *ucmd);
-int kqp_bind_addr(struct kqp_ucmd *ucmd);
-int kqp_resolve_addr(struct kqp_ucmd *ucmd);
-int kqp_resolve_route(struct kqp_ucmd *ucmd);
-int kqp_query_id(struct kqp_ucmd *ucmd);
-int kqp_listen(struct kqp_ucmd *ucmd);
-int kqp_connect(struct kqp_ucmd *ucmd);
-int kqp_accept(struct kqp_ucmd *ucmd);
-int kqp_reject(struct kqp_ucmd *ucmd);
-int kqp_disconnect(struct kqp_ucmd *ucmd);
-int kqp_establish(struct kqp_ucmd *ucmd);
-int kqp_set_option(struct kqp_ucmd *ucmd);
-int kqp_init_qp_attr(struct kqp_ucmd *ucmd);
-int kqp_notify(struct kqp_ucmd *ucmd);
-int kqp_migrate_id(struct kqp_ucmd *ucmd);
+int kqp_create_id_ioctl(struct kqp_ucmd *ucmd);
+int kqp_destroy_id_ioctl(struct kqp_ucmd *ucmd);
+int kqp_bind_addr_ioctl(struct kqp_ucmd *ucmd);
+int kqp_resolve_addr_ioctl(struct kqp_ucmd *ucmd);
+int kqp_resolve_route_ioctl(struct kqp_ucmd *ucmd);
+int kqp_query_id_ioctl(struct kqp_ucmd *ucmd);
+int kqp_listen_ioctl(struct kqp_ucmd *ucmd);
+int kqp_connect_ioctl(struct kqp_ucmd *ucmd);
+int kqp_accept_ioctl(struct kqp_ucmd *ucmd);
+int kqp_reject_ioctl(struct kqp_ucmd *ucmd);
+int kqp_disconnect_ioctl(struct kqp_ucmd *ucmd);
+int kqp_establish_ioctl(struct kqp_ucmd *ucmd);
+int kqp_set_option_ioctl(struct kqp_ucmd *ucmd);
+int kqp_init_qp_attr_ioctl(struct kqp_ucmd *ucmd);
+int kqp_notify_ioctl(struct kqp_ucmd *ucmd);
+int kqp_migrate_id_ioctl(struct kqp_ucmd *ucmd);
 void kqp_cm_id_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 struct kqp_cm_id *kqp_cm_id_get(struct kqp_file *kfile, u32 id);
 void kqp_cm_id_put(struct kqp_cm_id *ctx);
@@ -590,7 +590,7 @@ void kqp_ah_attr_to_user(struct ib_device *ibdev, struct kqp_ah_attr *dst,
 			 struct rdma_ah_attr *src);
 
 /* event.c */
-int kqp_get_event(struct kqp_ucmd *ucmd);
+int kqp_get_event_ioctl(struct kqp_ucmd *ucmd);
 __poll_t kqp_events_poll(struct kqp_file *kfile, struct file *filp,
 			 struct poll_table_struct *wait);
 void kqp_event_queue(struct kqp_file *kfile, struct kqp_event *ev);
@@ -599,13 +599,13 @@ void kqp_events_purge_mcast(struct kqp_mcast *mc);
 void kqp_events_free_all(struct kqp_file *kfile);
 
 /* mcast.c */
-int kqp_join_mcast(struct kqp_ucmd *ucmd);
-int kqp_leave_mcast(struct kqp_ucmd *ucmd);
+int kqp_join_mcast_ioctl(struct kqp_ucmd *ucmd);
+int kqp_leave_mcast_ioctl(struct kqp_ucmd *ucmd);
 void kqp_mcast_free_all(struct kqp_cm_id *ctx);
 
 /* pd.c */
-int kqp_alloc_pd(struct kqp_ucmd *ucmd);
-int kqp_dealloc_pd(struct kqp_ucmd *ucmd);
+int kqp_alloc_pd_ioctl(struct kqp_ucmd *ucmd);
+int kqp_dealloc_pd_ioctl(struct kqp_ucmd *ucmd);
 struct kqp_pd *kqp_pd_get_default_locked(struct kqp_ucontext *uctx,
 					 struct kqp_device *kdev);
 int kqp_pd_add_user(struct kqp_pd *pd);
@@ -614,7 +614,7 @@ void kqp_pd_put_default_ref(struct kqp_pd *pd);
 void kqp_pd_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 
 /* channel.c */
-int kqp_create_comp_channel(struct kqp_ucmd *ucmd);
+int kqp_create_comp_channel_ioctl(struct kqp_ucmd *ucmd);
 struct kqp_channel *kqp_channel_get_fd(int fd);
 struct kqp_channel *kqp_channel_make_fd(int *fd, struct file **filp);
 void kqp_channel_unmake_fd(int fd, struct file *filp);
@@ -623,9 +623,9 @@ void kqp_channel_notify(struct kqp_channel *chan, struct kqp_cq *cq);
 u32 kqp_channel_forget(struct kqp_channel *chan, struct kqp_cq *cq);
 
 /* cq.c */
-int kqp_create_cq(struct kqp_ucmd *ucmd);
-int kqp_destroy_cq(struct kqp_ucmd *ucmd);
-int kqp_flush_cq(struct kqp_ucmd *ucmd);
+int kqp_create_cq_ioctl(struct kqp_ucmd *ucmd);
+int kqp_destroy_cq_ioctl(struct kqp_ucmd *ucmd);
+int kqp_flush_cq_ioctl(struct kqp_ucmd *ucmd);
 struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 				    struct kqp_device *kdev, u32 cqe,
 				    u32 comp_vector, struct kqp_channel *chan,
@@ -639,35 +639,35 @@ void kqp_cq_stats_read(struct kqp_cq_stats *st);
 int kqp_cq_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma);
 
 /* qp.c */
-int kqp_ioctl_create_qp(struct kqp_ucmd *ucmd);
-int kqp_ioctl_destroy_qp(struct kqp_ucmd *ucmd);
-int kqp_modify_qp(struct kqp_ucmd *ucmd);
-int kqp_query_qp(struct kqp_ucmd *ucmd);
-int kqp_post_send(struct kqp_ucmd *ucmd);
-int kqp_post_recv(struct kqp_ucmd *ucmd);
-int kqp_attach_mcast(struct kqp_ucmd *ucmd);
-int kqp_detach_mcast(struct kqp_ucmd *ucmd);
+int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd);
+int kqp_destroy_qp_ioctl(struct kqp_ucmd *ucmd);
+int kqp_modify_qp_ioctl(struct kqp_ucmd *ucmd);
+int kqp_query_qp_ioctl(struct kqp_ucmd *ucmd);
+int kqp_post_send_ioctl(struct kqp_ucmd *ucmd);
+int kqp_post_recv_ioctl(struct kqp_ucmd *ucmd);
+int kqp_attach_mcast_ioctl(struct kqp_ucmd *ucmd);
+int kqp_detach_mcast_ioctl(struct kqp_ucmd *ucmd);
 void kqp_qp_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 void kqp_qp_complete(struct kqp_ucontext *uctx, struct ib_wc *wc,
 		     struct kqp_cqe *cqe, bool *report);
 
 /* mr.c */
-int kqp_reg_mr(struct kqp_ucmd *ucmd);
-int kqp_dereg_mr(struct kqp_ucmd *ucmd);
+int kqp_reg_mr_ioctl(struct kqp_ucmd *ucmd);
+int kqp_dereg_mr_ioctl(struct kqp_ucmd *ucmd);
 void kqp_mr_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 int kqp_mr_check_sge(struct kqp_pd *pd, u64 addr, u32 length, u32 lkey,
 		     int access);
 
 /* ah.c */
-int kqp_create_ah(struct kqp_ucmd *ucmd);
-int kqp_destroy_ah(struct kqp_ucmd *ucmd);
+int kqp_create_ah_ioctl(struct kqp_ucmd *ucmd);
+int kqp_destroy_ah_ioctl(struct kqp_ucmd *ucmd);
 void kqp_ah_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 int kqp_ah_attr_from_user(struct ib_device *ibdev,
 			  const struct kqp_ah_attr *src,
 			  struct rdma_ah_attr *dst);
 
 /* async.c */
-int kqp_create_async_fd(struct kqp_ucmd *ucmd);
+int kqp_create_async_fd_ioctl(struct kqp_ucmd *ucmd);
 void kqp_async_queue_event(struct kqp_ucontext *uctx, u32 event, u32 kind,
 			   u32 handle, u64 uid, u32 *reported);
 void kqp_async_forget(struct kqp_ucontext *uctx, u32 *reported);

@@ -41,7 +41,7 @@ static bool kqp_mcast_joined(struct kqp_cm_id *ctx,
 	return found;
 }
 
-int kqp_join_mcast(struct kqp_ucmd *ucmd)
+int kqp_join_mcast_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_join_mcast *cmd = ucmd->cmd;
 	struct kqp_cm_id *ctx;
@@ -119,7 +119,7 @@ out_unlock:
 	return ret;
 }
 
-int kqp_leave_mcast(struct kqp_ucmd *ucmd)
+int kqp_leave_mcast_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_leave_mcast *cmd = ucmd->cmd;
 	struct kqp_cm_id *ctx;

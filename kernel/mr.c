@@ -108,7 +108,7 @@ void kqp_mr_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj)
 	kfree_rcu(mr, vobj.obj.rcu);
 }
 
-int kqp_reg_mr(struct kqp_ucmd *ucmd)
+int kqp_reg_mr_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_reg_mr *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;
@@ -206,7 +206,7 @@ err_pd:
 	return ret;
 }
 
-int kqp_dereg_mr(struct kqp_ucmd *ucmd)
+int kqp_dereg_mr_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_dereg_mr *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;

@@ -187,7 +187,7 @@ void kqp_pd_put_default_ref(struct kqp_pd *pd)
 		kqp_pd_destroy(uctx, &pd->vobj.obj);
 }
 
-int kqp_alloc_pd(struct kqp_ucmd *ucmd)
+int kqp_alloc_pd_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_alloc_pd *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;
@@ -241,7 +241,7 @@ out:
 	return ret;
 }
 
-int kqp_dealloc_pd(struct kqp_ucmd *ucmd)
+int kqp_dealloc_pd_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_dealloc_pd *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;

@@ -433,7 +433,7 @@ static struct kqp_cq *kqp_qp_take_cq(struct kqp_ucontext *uctx, u32 handle)
 	return ret ? ERR_PTR(ret) : cq;
 }
 
-int kqp_ioctl_create_qp(struct kqp_ucmd *ucmd)
+int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_create_qp *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;
@@ -681,7 +681,7 @@ err_free:
 	return ret;
 }
 
-int kqp_ioctl_destroy_qp(struct kqp_ucmd *ucmd)
+int kqp_destroy_qp_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_destroy_qp *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;
@@ -725,7 +725,7 @@ static void kqp_qp_put_hw(struct kqp_qp *qp)
 /* The standard attribute bits, as enum ibv_qp_attr_mask; no resizing. */
 #define KQP_QP_ATTR_MASK	(((IB_QP_DEST_QPN << 1) - 1) & ~IB_QP_CAP)
 
-int kqp_modify_qp(struct kqp_ucmd *ucmd)
+int kqp_modify_qp_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_modify_qp *cmd = ucmd->cmd;
 	struct kqp_qp_attr *u = &cmd->attr;
@@ -855,7 +855,7 @@ out:
 	return ret;
 }
 
-int kqp_query_qp(struct kqp_ucmd *ucmd)
+int kqp_query_qp_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_query_qp *cmd = ucmd->cmd;
 	struct kqp_qp_attr *u = &cmd->out_attr;
@@ -1231,12 +1231,12 @@ out:
 	return ret;
 }
 
-int kqp_post_send(struct kqp_ucmd *ucmd)
+int kqp_post_send_ioctl(struct kqp_ucmd *ucmd)
 {
 	return kqp_post(ucmd, false);
 }
 
-int kqp_post_recv(struct kqp_ucmd *ucmd)
+int kqp_post_recv_ioctl(struct kqp_ucmd *ucmd)
 {
 	return kqp_post(ucmd, true);
 }
@@ -1346,12 +1346,12 @@ out:
 	return ret;
 }
 
-int kqp_attach_mcast(struct kqp_ucmd *ucmd)
+int kqp_attach_mcast_ioctl(struct kqp_ucmd *ucmd)
 {
 	return kqp_qp_mcast(ucmd, true);
 }
 
-int kqp_detach_mcast(struct kqp_ucmd *ucmd)
+int kqp_detach_mcast_ioctl(struct kqp_ucmd *ucmd)
 {
 	return kqp_qp_mcast(ucmd, false);
 }
