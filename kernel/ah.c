@@ -119,7 +119,7 @@ int kqp_create_ah_ioctl(struct kqp_ucmd *ucmd)
 	cmd->out_ah = ah->vobj.obj.id;
 	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
 	if (ret) {
-		kqp_ah_destroy(uctx, &ah->vobj.obj);
+		kqp_object_abort(uctx, &ah->vobj.obj);
 		return ret;
 	}
 	kqp_object_publish(uctx, &ah->vobj.obj);
@@ -138,14 +138,8 @@ err_pd:
 int kqp_destroy_ah_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_destroy_ah *cmd = ucmd->cmd;
-	struct kqp_ucontext *uctx = ucmd->uctx;
-	struct kqp_object *obj;
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	obj = kqp_object_claim_id(uctx, cmd->ah, KQP_OBJ_AH);
-	if (IS_ERR(obj))
-		return PTR_ERR(obj);
-	kqp_ah_destroy(uctx, obj);
-	return 0;
+	return kqp_object_destroy_id(ucmd->uctx, cmd->ah, KQP_OBJ_AH);
 }

@@ -495,7 +495,7 @@ int kqp_create_cq_ioctl(struct kqp_ucmd *ucmd)
 	kqp_cq_fill_ring_info(cq, &cmd->out_ring);
 	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
 	if (ret) {
-		kqp_cq_free(uctx, cq, NULL, NULL);
+		kqp_object_abort(uctx, &cq->vobj.obj);
 		return ret;
 	}
 	kqp_object_publish(uctx, &cq->vobj.obj);

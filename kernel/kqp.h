@@ -178,6 +178,9 @@ void kqp_object_drain(struct kqp_object *obj);
 struct kqp_object *kqp_object_claim_id(struct kqp_ucontext *uctx, u32 id,
 				       enum kqp_obj_type type);
 bool kqp_object_claim(struct kqp_ucontext *uctx, struct kqp_object *obj);
+void kqp_object_abort(struct kqp_ucontext *uctx, struct kqp_object *obj);
+int kqp_object_destroy_id(struct kqp_ucontext *uctx, u32 id,
+			  enum kqp_obj_type type);
 
 struct kqp_ucontext *kqp_ucontext_alloc(void);
 void kqp_ucontext_put(struct kqp_ucontext *uctx);

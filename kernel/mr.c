@@ -188,7 +188,7 @@ int kqp_reg_mr_ioctl(struct kqp_ucmd *ucmd)
 	if (!ret)
 		ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
 	if (ret) {
-		kqp_mr_destroy(uctx, &mr->vobj.obj);
+		kqp_object_abort(uctx, &mr->vobj.obj);
 		return ret;
 	}
 	kqp_object_publish(uctx, &mr->vobj.obj);
@@ -209,14 +209,8 @@ err_pd:
 int kqp_dereg_mr_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_dereg_mr *cmd = ucmd->cmd;
-	struct kqp_ucontext *uctx = ucmd->uctx;
-	struct kqp_object *obj;
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	obj = kqp_object_claim_id(uctx, cmd->mr, KQP_OBJ_MR);
-	if (IS_ERR(obj))
-		return PTR_ERR(obj);
-	kqp_mr_destroy(uctx, obj);
-	return 0;
+	return kqp_object_destroy_id(ucmd->uctx, cmd->mr, KQP_OBJ_MR);
 }

@@ -274,31 +274,64 @@ kqp_object_claim_next(struct kqp_ucontext *uctx, unsigned long *index,
 	return found;
 }
 
+/**
+ * struct kqp_object_ops - what the table does with an object of one type
+ * @destroy: free an object that is claimed, or was never published:
+ *	drain its users, release its hardware, its dependencies and its
+ *	handle
+ */
+struct kqp_object_ops {
+	void (*destroy)(struct kqp_ucontext *uctx, struct kqp_object *obj);
+};
+
+static const struct kqp_object_ops kqp_object_ops[KQP_OBJ_MAX] = {
+	[KQP_OBJ_CM_ID] = { .destroy = kqp_cm_id_destroy },
+	[KQP_OBJ_PD] = { .destroy = kqp_pd_destroy },
+	[KQP_OBJ_CQ] = { .destroy = kqp_cq_destroy },
+	[KQP_OBJ_QP] = { .destroy = kqp_qp_destroy },
+	[KQP_OBJ_MR] = { .destroy = kqp_mr_destroy },
+	[KQP_OBJ_AH] = { .destroy = kqp_ah_destroy },
+};
+
+/* Destroy @obj, which the caller claimed. */
 static void kqp_object_destroy(struct kqp_ucontext *uctx,
 			       struct kqp_object *obj)
 {
-	switch (obj->type) {
-	case KQP_OBJ_CM_ID:
-		kqp_cm_id_destroy(uctx, obj);
-		break;
-	case KQP_OBJ_QP:
-		kqp_qp_destroy(uctx, obj);
-		break;
-	case KQP_OBJ_CQ:
-		kqp_cq_destroy(uctx, obj);
-		break;
-	case KQP_OBJ_MR:
-		kqp_mr_destroy(uctx, obj);
-		break;
-	case KQP_OBJ_AH:
-		kqp_ah_destroy(uctx, obj);
-		break;
-	case KQP_OBJ_PD:
-		kqp_pd_destroy(uctx, obj);
-		break;
-	default:
-		WARN_ON(1);
-	}
+	if (WARN_ON(obj->type >= KQP_OBJ_MAX ||
+		    !kqp_object_ops[obj->type].destroy))
+		return;
+	kqp_object_ops[obj->type].destroy(uctx, obj);
+}
+
+/**
+ * kqp_object_abort - destroy an object that was reserved but never published
+ * @uctx: the table it was reserved in
+ * @obj: the object, built as far as its type's destroy can undo
+ *
+ * As iommufd_object_abort_and_destroy(): nobody can have found the object
+ * (its handle reads as empty until published), so there is no claim to
+ * win; the error path of a command that made it calls this instead of
+ * publishing it only to claim it back.
+ */
+void kqp_object_abort(struct kqp_ucontext *uctx, struct kqp_object *obj)
+{
+	WARN_ON(xa_load(&uctx->objects, obj->id));
+	kqp_object_destroy(uctx, obj);
+}
+
+/*
+ * A destroy command on a type whose objects nothing else waits for (MRs,
+ * AHs): claim the handle, then destroy through the type's operations.
+ */
+int kqp_object_destroy_id(struct kqp_ucontext *uctx, u32 id,
+			  enum kqp_obj_type type)
+{
+	struct kqp_object *obj = kqp_object_claim_id(uctx, id, type);
+
+	if (IS_ERR(obj))
+		return PTR_ERR(obj);
+	kqp_object_destroy(uctx, obj);
+	return 0;
 }
 
 static bool kqp_object_is_files_id(struct kqp_object *obj, void *kfile)

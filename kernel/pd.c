@@ -232,7 +232,7 @@ int kqp_alloc_pd_ioctl(struct kqp_ucmd *ucmd)
 	cmd->out_pd = pd->vobj.obj.id;
 	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
 	if (ret) {
-		kqp_pd_destroy(uctx, &pd->vobj.obj);
+		kqp_object_abort(uctx, &pd->vobj.obj);
 		goto out;
 	}
 	kqp_object_publish(uctx, &pd->vobj.obj);
