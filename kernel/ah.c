@@ -38,6 +38,27 @@ int kqp_ah_attr_from_user(struct ib_device *ibdev,
 	return 0;
 }
 
+void kqp_ah_attr_to_user(struct ib_device *ibdev, struct kqp_ah_attr *dst,
+			 struct rdma_ah_attr *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->dlid = rdma_ah_get_dlid(src);
+	dst->sl = rdma_ah_get_sl(src);
+	dst->src_path_bits = rdma_ah_get_path_bits(src);
+	dst->static_rate = rdma_ah_get_static_rate(src);
+	dst->port_num = rdma_ah_get_port_num(src);
+	if (rdma_ah_get_ah_flags(src) & IB_AH_GRH) {
+		const struct ib_global_route *grh = rdma_ah_read_grh(src);
+
+		dst->is_global = 1;
+		memcpy(dst->dgid, grh->dgid.raw, sizeof(dst->dgid));
+		dst->flow_label = grh->flow_label;
+		dst->sgid_index = grh->sgid_index;
+		dst->hop_limit = grh->hop_limit;
+		dst->traffic_class = grh->traffic_class;
+	}
+}
+
 static void kqp_ah_destroy_hw(struct kqp_vobj *vobj)
 {
 	struct kqp_ah *ah = container_of(vobj, struct kqp_ah, vobj);

@@ -91,15 +91,13 @@ void kqp_cm_id_mem_put(struct kqp_cm_id *ctx)
  * only the file that owns an id can name it, and only once the caller
  * could know it (see ctx->named).  The dispatcher resolved the table.
  */
-struct kqp_cm_id *kqp_cm_id_get(struct kqp_file *kfile, u32 id)
+struct kqp_cm_id *kqp_cm_id_get(struct kqp_ucmd *ucmd, u32 id)
 {
-	struct kqp_ucontext *uctx = READ_ONCE(kfile->uctx);
+	struct kqp_file *kfile = ucmd->kfile;
 	struct kqp_object *obj;
 	struct kqp_cm_id *ctx;
 
-	if (!uctx)
-		return ERR_PTR(-ENOENT);
-	obj = kqp_object_get(uctx, id, KQP_OBJ_CM_ID);
+	obj = kqp_object_get(ucmd->uctx, id, KQP_OBJ_CM_ID);
 	if (IS_ERR(obj))
 		return ERR_CAST(obj);
 	ctx = container_of(obj, struct kqp_cm_id, obj);
@@ -116,19 +114,28 @@ void kqp_cm_id_put(struct kqp_cm_id *ctx)
 }
 
 /* Look the id up and lock it against other commands. */
-static struct kqp_cm_id *kqp_cm_id_lock(struct kqp_file *kfile, u32 id)
+struct kqp_cm_id *kqp_cm_id_lock(struct kqp_ucmd *ucmd, u32 id)
 {
-	struct kqp_cm_id *ctx = kqp_cm_id_get(kfile, id);
+	struct kqp_cm_id *ctx = kqp_cm_id_get(ucmd, id);
 
 	if (!IS_ERR(ctx))
 		mutex_lock(&ctx->mutex);
 	return ctx;
 }
 
-static void kqp_cm_id_unlock(struct kqp_cm_id *ctx)
+void kqp_cm_id_unlock(struct kqp_cm_id *ctx)
 {
 	mutex_unlock(&ctx->mutex);
 	kqp_cm_id_put(ctx);
+}
+
+/*
+ * What acts on an id's device needs one: EINVAL for an id not bound to a
+ * device yet, as rdma_cm says of it.  Under ctx->mutex.
+ */
+int kqp_cm_id_check_bound(struct kqp_cm_id *ctx)
+{
+	return ctx->cm_id->device ? 0 : -EINVAL;
 }
 
 /*
@@ -178,27 +185,6 @@ void kqp_cm_id_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj)
 {
 	kqp_cm_id_destroy_reported(uctx,
 				   container_of(obj, struct kqp_cm_id, obj));
-}
-
-void kqp_ah_attr_to_user(struct ib_device *ibdev, struct kqp_ah_attr *dst,
-			 struct rdma_ah_attr *src)
-{
-	memset(dst, 0, sizeof(*dst));
-	dst->dlid = rdma_ah_get_dlid(src);
-	dst->sl = rdma_ah_get_sl(src);
-	dst->src_path_bits = rdma_ah_get_path_bits(src);
-	dst->static_rate = rdma_ah_get_static_rate(src);
-	dst->port_num = rdma_ah_get_port_num(src);
-	if (rdma_ah_get_ah_flags(src) & IB_AH_GRH) {
-		const struct ib_global_route *grh = rdma_ah_read_grh(src);
-
-		dst->is_global = 1;
-		memcpy(dst->dgid, grh->dgid.raw, sizeof(dst->dgid));
-		dst->flow_label = grh->flow_label;
-		dst->sgid_index = grh->sgid_index;
-		dst->hop_limit = grh->hop_limit;
-		dst->traffic_class = grh->traffic_class;
-	}
 }
 
 static struct kqp_event *kqp_event_alloc(struct kqp_cm_id *ctx,
@@ -501,7 +487,7 @@ int kqp_bind_addr_ioctl(struct kqp_ucmd *ucmd)
 		return -EOPNOTSUPP;
 	if (!kqp_addr_size(&cmd->addr))
 		return -EINVAL;
-	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	ctx = kqp_cm_id_lock(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	ret = rdma_bind_addr(ctx->cm_id, (struct sockaddr *)&cmd->addr);
@@ -523,7 +509,7 @@ int kqp_resolve_addr_ioctl(struct kqp_ucmd *ucmd)
 	}
 	if (!kqp_addr_size(&cmd->dst_addr))
 		return -EINVAL;
-	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	ctx = kqp_cm_id_lock(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	ret = rdma_resolve_addr(ctx->cm_id, src,
@@ -548,7 +534,7 @@ int kqp_resolve_route_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_cm_id *ctx;
 	int ret;
 
-	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	ctx = kqp_cm_id_lock(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	ret = -EINVAL;
@@ -590,7 +576,7 @@ int kqp_query_id_ioctl(struct kqp_ucmd *ucmd)
 	u32 id = cmd->id;
 	int i, n;
 
-	ctx = kqp_cm_id_lock(ucmd->kfile, id);
+	ctx = kqp_cm_id_lock(ucmd, id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	cm_id = ctx->cm_id;
@@ -630,7 +616,7 @@ int kqp_listen_ioctl(struct kqp_ucmd *ucmd)
 
 	backlog = cmd->backlog && cmd->backlog <= kqp_max_backlog ?
 		  cmd->backlog : kqp_max_backlog;
-	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	ctx = kqp_cm_id_lock(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	/*
@@ -694,7 +680,7 @@ int kqp_connect_ioctl(struct kqp_ucmd *ucmd)
 	ret = kqp_conn_param_from_user(&param, &cmd->param, pdata);
 	if (ret)
 		return ret;
-	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	ctx = kqp_cm_id_lock(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	/* A UD id's QP is not rdma_cm's (see core.c): name it. */
@@ -718,7 +704,7 @@ int kqp_accept_ioctl(struct kqp_ucmd *ucmd)
 	ret = kqp_conn_param_from_user(&param, &cmd->param, pdata);
 	if (ret)
 		return ret;
-	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	ctx = kqp_cm_id_lock(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	if (ctx->qp)
@@ -757,7 +743,7 @@ int kqp_reject_ioctl(struct kqp_ucmd *ucmd)
 	    copy_from_user(pdata, u64_to_user_ptr(cmd->private_data),
 			   cmd->private_data_len))
 		return -EFAULT;
-	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	ctx = kqp_cm_id_lock(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	/*
@@ -793,7 +779,7 @@ int kqp_disconnect_ioctl(struct kqp_ucmd *ucmd)
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	ctx = kqp_cm_id_lock(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	ret = rdma_disconnect(ctx->cm_id);
@@ -814,7 +800,7 @@ int kqp_establish_ioctl(struct kqp_ucmd *ucmd)
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	ctx = kqp_cm_id_lock(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	/* Only a response is answered so (see kqp_reject_ioctl()). */
@@ -858,7 +844,7 @@ int kqp_set_option_ioctl(struct kqp_ucmd *ucmd)
 				 copy_from_user(&ival, uval, sizeof(ival)))
 		return -EFAULT;
 
-	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	ctx = kqp_cm_id_lock(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	switch (cmd->optname) {
@@ -880,35 +866,6 @@ int kqp_set_option_ioctl(struct kqp_ucmd *ucmd)
 	return ret;
 }
 
-static void kqp_qp_attr_to_user(struct ib_device *ibdev,
-				struct kqp_qp_attr *dst, struct ib_qp_attr *src)
-{
-	dst->qp_state = src->qp_state;
-	dst->cur_qp_state = src->cur_qp_state;
-	dst->path_mtu = src->path_mtu;
-	dst->path_mig_state = src->path_mig_state;
-	dst->qkey = src->qkey;
-	dst->rq_psn = src->rq_psn;
-	dst->sq_psn = src->sq_psn;
-	dst->dest_qp_num = src->dest_qp_num;
-	dst->qp_access_flags = src->qp_access_flags;
-	dst->pkey_index = src->pkey_index;
-	dst->alt_pkey_index = src->alt_pkey_index;
-	dst->en_sqd_async_notify = src->en_sqd_async_notify;
-	dst->sq_draining = src->sq_draining;
-	dst->max_rd_atomic = src->max_rd_atomic;
-	dst->max_dest_rd_atomic = src->max_dest_rd_atomic;
-	dst->min_rnr_timer = src->min_rnr_timer;
-	dst->port_num = src->port_num;
-	dst->timeout = src->timeout;
-	dst->retry_cnt = src->retry_cnt;
-	dst->rnr_retry = src->rnr_retry;
-	dst->alt_port_num = src->alt_port_num;
-	dst->alt_timeout = src->alt_timeout;
-	kqp_ah_attr_to_user(ibdev, &dst->ah_attr, &src->ah_attr);
-	kqp_ah_attr_to_user(ibdev, &dst->alt_ah_attr, &src->alt_ah_attr);
-}
-
 int kqp_init_qp_attr_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_init_qp_attr *cmd = ucmd->cmd;
@@ -920,19 +877,17 @@ int kqp_init_qp_attr_ioctl(struct kqp_ucmd *ucmd)
 		return -EOPNOTSUPP;
 	if (cmd->qp_state > IB_QPS_ERR)
 		return -EINVAL;
-	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	ctx = kqp_cm_id_lock(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
-	if (!ctx->cm_id->device) {
-		ret = -EINVAL;
+	ret = kqp_cm_id_check_bound(ctx);
+	if (ret)
 		goto out;
-	}
 	attr.qp_state = cmd->qp_state;
 	ret = rdma_init_qp_attr(ctx->cm_id, &attr, &mask);
 	if (ret)
 		goto out;
 	cmd->out_attr_mask = mask;
-	memset(&cmd->out_attr, 0, sizeof(cmd->out_attr));
 	kqp_qp_attr_to_user(ctx->cm_id->device, &cmd->out_attr, &attr);
 out:
 	kqp_cm_id_unlock(ctx);
@@ -945,11 +900,11 @@ int kqp_notify_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_cm_id *ctx;
 	int ret;
 
-	ctx = kqp_cm_id_lock(ucmd->kfile, cmd->id);
+	ctx = kqp_cm_id_lock(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
-	ret = -EINVAL;
-	if (ctx->cm_id->device) {
+	ret = kqp_cm_id_check_bound(ctx);
+	if (!ret) {
 		struct rdma_cm_id *cm_id = ctx->cm_id;
 		unsigned int seen = READ_ONCE(ctx->cm_events);
 
@@ -1026,7 +981,7 @@ int kqp_migrate_id_ioctl(struct kqp_ucmd *ucmd)
 		goto out_fput;
 	}
 
-	ctx = kqp_cm_id_lock(cur, cmd->id);
+	ctx = kqp_cm_id_lock(ucmd, cmd->id);
 	if (IS_ERR(ctx)) {
 		ret = PTR_ERR(ctx);
 		goto out_fput;

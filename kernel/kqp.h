@@ -586,11 +586,12 @@ int kqp_init_qp_attr_ioctl(struct kqp_ucmd *ucmd);
 int kqp_notify_ioctl(struct kqp_ucmd *ucmd);
 int kqp_migrate_id_ioctl(struct kqp_ucmd *ucmd);
 void kqp_cm_id_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
-struct kqp_cm_id *kqp_cm_id_get(struct kqp_file *kfile, u32 id);
+struct kqp_cm_id *kqp_cm_id_get(struct kqp_ucmd *ucmd, u32 id);
 void kqp_cm_id_put(struct kqp_cm_id *ctx);
+struct kqp_cm_id *kqp_cm_id_lock(struct kqp_ucmd *ucmd, u32 id);
+void kqp_cm_id_unlock(struct kqp_cm_id *ctx);
+int kqp_cm_id_check_bound(struct kqp_cm_id *ctx);
 void kqp_cm_id_mem_put(struct kqp_cm_id *ctx);
-void kqp_ah_attr_to_user(struct ib_device *ibdev, struct kqp_ah_attr *dst,
-			 struct rdma_ah_attr *src);
 
 /* event.c */
 int kqp_get_event_ioctl(struct kqp_ucmd *ucmd);
@@ -651,6 +652,9 @@ int kqp_post_recv_ioctl(struct kqp_ucmd *ucmd);
 int kqp_attach_mcast_ioctl(struct kqp_ucmd *ucmd);
 int kqp_detach_mcast_ioctl(struct kqp_ucmd *ucmd);
 void kqp_qp_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
+void kqp_qp_attr_to_user(struct ib_device *ibdev, struct kqp_qp_attr *dst,
+			 struct ib_qp_attr *src);
+void kqp_qp_cap_to_user(struct kqp_qp_cap *dst, const struct ib_qp_cap *src);
 void kqp_qp_complete(struct kqp_ucontext *uctx, struct ib_wc *wc,
 		     struct kqp_cqe *cqe, bool *report);
 
@@ -668,6 +672,8 @@ void kqp_ah_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 int kqp_ah_attr_from_user(struct ib_device *ibdev,
 			  const struct kqp_ah_attr *src,
 			  struct rdma_ah_attr *dst);
+void kqp_ah_attr_to_user(struct ib_device *ibdev, struct kqp_ah_attr *dst,
+			 struct rdma_ah_attr *src);
 
 /* async.c */
 int kqp_create_async_fd_ioctl(struct kqp_ucmd *ucmd);

@@ -56,7 +56,7 @@ int kqp_join_mcast_ioctl(struct kqp_ucmd *ucmd)
 	if (!rdma_addr_size_kss(&cmd->addr))
 		return -EINVAL;
 
-	ctx = kqp_cm_id_get(ucmd->kfile, cmd->id);
+	ctx = kqp_cm_id_get(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	mutex_lock(&ctx->mutex);
@@ -128,7 +128,7 @@ int kqp_leave_mcast_ioctl(struct kqp_ucmd *ucmd)
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	ctx = kqp_cm_id_get(ucmd->kfile, cmd->id);
+	ctx = kqp_cm_id_get(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	mutex_lock(&ctx->mutex);

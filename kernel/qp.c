@@ -323,6 +323,20 @@ static int kqp_wq_init(struct kqp_wq *wq, u32 depth)
 	return wq->slots ? 0 : -ENOMEM;
 }
 
+/**
+ * struct kqp_uscope_cq - a CQ the core made for one queue of a QP on an id
+ * @uid: the caller's value for it
+ * @cq: the CQ, reserved but not published, or NULL
+ * @fd: its completion channel's fd, reserved but not installed, or -1
+ * @filp: the channel's file, for @fd
+ */
+struct kqp_uscope_cq {
+	u64 uid;
+	struct kqp_cq *cq;
+	int fd;
+	struct file *filp;
+};
+
 /*
  * What the ioctl path gives the core: the table's PDs and ring CQs.  The
  * core calls the allocating operations with the device's hw_rwsem held
@@ -331,10 +345,8 @@ static int kqp_wq_init(struct kqp_wq *wq, u32 depth)
 struct kqp_uscope {
 	struct kqp_core_scope scope;
 	struct kqp_ucontext *uctx;
-	u64 uid[2];		/* send, recv */
-	struct kqp_cq *cq[2];
-	int fd[2];
-	struct file *filp[2];
+	struct kqp_uscope_cq send;
+	struct kqp_uscope_cq recv;
 };
 
 static struct ib_pd *kqp_uscope_get_default_pd(struct kqp_core_scope *scope,
@@ -362,39 +374,44 @@ static struct ib_cq *kqp_uscope_alloc_cq(struct kqp_core_scope *scope,
 					 bool send, void **token)
 {
 	struct kqp_uscope *us = container_of(scope, struct kqp_uscope, scope);
-	int i = send ? 0 : 1;
+	struct kqp_uscope_cq *q = send ? &us->send : &us->recv;
 	struct kqp_channel *chan;
 	struct kqp_cq *cq;
 
-	chan = kqp_channel_make_fd(&us->fd[i], &us->filp[i]);
+	chan = kqp_channel_make_fd(&q->fd, &q->filp);
 	if (IS_ERR(chan))
 		return ERR_CAST(chan);
 	kref_get(&chan->ref);
-	cq = kqp_cq_create_locked(us->uctx, kdev, cqe, 0, chan, us->uid[i]);
+	cq = kqp_cq_create_locked(us->uctx, kdev, cqe, 0, chan, q->uid);
 	if (IS_ERR(cq)) {
 		kqp_channel_put(chan);
-		kqp_channel_unmake_fd(us->fd[i], us->filp[i]);
-		us->fd[i] = -1;
+		kqp_channel_unmake_fd(q->fd, q->filp);
+		q->fd = -1;
 		return ERR_CAST(cq);
 	}
 	cq->auto_qp = true;
 	cq->users = 1;
-	us->cq[i] = cq;
+	q->cq = cq;
 	*token = cq;
 	return cq->cq;
+}
+
+/* Undo kqp_uscope_alloc_cq(): the CQ was never published. */
+static void kqp_uscope_cq_abort(struct kqp_ucontext *uctx,
+				struct kqp_uscope_cq *q)
+{
+	kqp_object_abort(uctx, &q->cq->vobj.obj);
+	kqp_channel_unmake_fd(q->fd, q->filp);
+	q->cq = NULL;
+	q->fd = -1;
 }
 
 static void kqp_uscope_free_cq(struct kqp_core_scope *scope, void *token)
 {
 	struct kqp_uscope *us = container_of(scope, struct kqp_uscope, scope);
-	struct kqp_cq *cq = token;
-	int i = us->cq[0] == cq ? 0 : 1;
 
-	/* Never published: destroy it directly. */
-	kqp_cq_destroy(us->uctx, &cq->vobj.obj);
-	kqp_channel_unmake_fd(us->fd[i], us->filp[i]);
-	us->cq[i] = NULL;
-	us->fd[i] = -1;
+	kqp_uscope_cq_abort(us->uctx, us->send.cq == token ? &us->send :
+							     &us->recv);
 }
 
 static const struct kqp_core_scope_ops kqp_uscope_ops = {
@@ -433,33 +450,16 @@ static struct kqp_cq *kqp_qp_take_cq(struct kqp_ucontext *uctx, u32 handle)
 	return ret ? ERR_PTR(ret) : cq;
 }
 
-int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
+/* A QP struct for CREATE_QP, reserved in the table. */
+static struct kqp_qp *kqp_qp_alloc(struct kqp_ucontext *uctx,
+				   const struct kqp_create_qp *cmd)
 {
-	struct kqp_create_qp *cmd = ucmd->cmd;
-	struct kqp_ucontext *uctx = ucmd->uctx;
-	struct kqp_uscope us = {
-		.scope.ops = &kqp_uscope_ops,
-		.uid = { cmd->send_cq_uid, cmd->recv_cq_uid },
-		.fd = { -1, -1 },
-	};
-	struct ib_qp_init_attr attr = {};
-	struct kqp_core_qp res = {};
-	struct kqp_cm_id *cm = NULL;
-	u32 cq_events[2];
-	struct kqp_device *kdev = NULL;
 	struct kqp_qp *qp;
-	struct ib_qp *ibqp;
-	int ret, i;
-
-	if (cmd->__reserved || cmd->__reserved2 || cmd->cap.__reserved)
-		return -EOPNOTSUPP;
-	if (cmd->qp_type != KQP_QPT_RC && cmd->qp_type != KQP_QPT_UD)
-		return -EINVAL;
-	us.uctx = uctx;
+	int ret;
 
 	qp = kzalloc(sizeof(*qp), GFP_KERNEL_ACCOUNT);
 	if (!qp)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	spin_lock_init(&qp->lock);
 	mutex_init(&qp->sq_mutex);
 	mutex_init(&qp->rq_mutex);
@@ -470,99 +470,136 @@ int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
 	qp->qp_type = cmd->qp_type == KQP_QPT_RC ? IB_QPT_RC : IB_QPT_UD;
 	qp->sq_sig_all = cmd->flags & KQP_CREATE_QP_SQ_SIG_ALL;
 	ret = kqp_object_reserve(uctx, &qp->vobj.obj, KQP_OBJ_QP);
-	if (ret)
-		goto err_free;
+	if (ret) {
+		kfree(qp);
+		return ERR_PTR(ret);
+	}
+	return qp;
+}
 
-	attr.qp_type = qp->qp_type;
-	attr.sq_sig_type = qp->sq_sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
-	attr.cap.max_send_wr = cmd->cap.max_send_wr;
-	attr.cap.max_recv_wr = cmd->cap.max_recv_wr;
-	attr.cap.max_send_sge = cmd->cap.max_send_sge;
-	attr.cap.max_recv_sge = cmd->cap.max_recv_sge;
-	attr.cap.max_inline_data = cmd->cap.max_inline_data;
-	attr.event_handler = kqp_qp_event_handler;
-	attr.qp_context = qp;
+/*
+ * Take a user reference on the PD and CQs the caller named.  On failure
+ * what was taken is in @qp, for kqp_qp_release_deps().
+ */
+static int kqp_qp_take_deps(struct kqp_ucontext *uctx, struct kqp_qp *qp,
+			    const struct kqp_create_qp *cmd)
+{
+	struct kqp_pd *pd;
+	struct kqp_cq *cq;
 
 	if (cmd->pd) {
-		qp->pd = kqp_qp_take_pd(uctx, cmd->pd);
-		if (IS_ERR(qp->pd)) {
-			ret = PTR_ERR(qp->pd);
-			qp->pd = NULL;
-			goto err_release;
-		}
+		pd = kqp_qp_take_pd(uctx, cmd->pd);
+		if (IS_ERR(pd))
+			return PTR_ERR(pd);
+		qp->pd = pd;
 	}
 	if (cmd->send_cq) {
-		qp->send_cq = kqp_qp_take_cq(uctx, cmd->send_cq);
-		if (IS_ERR(qp->send_cq)) {
-			ret = PTR_ERR(qp->send_cq);
-			qp->send_cq = NULL;
-			goto err_deps;
-		}
-		attr.send_cq = qp->send_cq->cq;
+		cq = kqp_qp_take_cq(uctx, cmd->send_cq);
+		if (IS_ERR(cq))
+			return PTR_ERR(cq);
+		qp->send_cq = cq;
 	}
 	if (cmd->recv_cq) {
-		qp->recv_cq = kqp_qp_take_cq(uctx, cmd->recv_cq);
-		if (IS_ERR(qp->recv_cq)) {
-			ret = PTR_ERR(qp->recv_cq);
-			qp->recv_cq = NULL;
-			goto err_deps;
-		}
-		attr.recv_cq = qp->recv_cq->cq;
+		cq = kqp_qp_take_cq(uctx, cmd->recv_cq);
+		if (IS_ERR(cq))
+			return PTR_ERR(cq);
+		qp->recv_cq = cq;
 	}
+	return 0;
+}
 
-	if (cmd->id) {
-		cm = kqp_cm_id_get(ucmd->kfile, cmd->id);
-		if (IS_ERR(cm)) {
-			ret = PTR_ERR(cm);
-			cm = NULL;
-			goto err_deps;
-		}
-		mutex_lock(&cm->mutex);
-		/* One QP per id; an unbound id has no device. */
-		if (cm->qp || !cm->cm_id->device) {
-			ret = -EINVAL;
-			goto err_unlock_cm;
-		}
+static bool kqp_vobj_on(struct kqp_vobj *vobj, struct kqp_device *kdev)
+{
+	return !vobj || vobj->kdev == kdev;
+}
+
+/*
+ * The device the QP goes on, referenced: the id's, or for a QP without
+ * one (ibv_create_qp(), where the caller names everything) its PD's.
+ * With an id, returns with it in *@cmp, held and locked; on failure
+ * nothing is held.
+ */
+static struct kqp_device *kqp_qp_resolve_dev(struct kqp_ucmd *ucmd,
+					     struct kqp_qp *qp, u32 id,
+					     struct kqp_cm_id **cmp)
+{
+	struct kqp_cm_id *cm = NULL;
+	struct kqp_device *kdev;
+	int ret;
+
+	if (id) {
+		cm = kqp_cm_id_lock(ucmd, id);
+		if (IS_ERR(cm))
+			return ERR_CAST(cm);
+		/* One QP per id. */
+		ret = cm->qp ? -EINVAL : kqp_cm_id_check_bound(cm);
+		if (ret)
+			goto err_cm;
 		kdev = kqp_device_of(cm->cm_id->device);
-	} else {
-		/* ibv_create_qp(): the caller names everything. */
-		if (!qp->pd || !qp->send_cq || !qp->recv_cq) {
-			ret = -EINVAL;
-			goto err_deps;
+		if (!kdev) {
+			ret = -ENODEV;
+			goto err_cm;
 		}
+	} else {
+		if (!qp->pd || !qp->send_cq || !qp->recv_cq)
+			return ERR_PTR(-EINVAL);
 		kdev = qp->pd->vobj.kdev;
 		kref_get(&kdev->ref);
 	}
-	if (!kdev) {
-		ret = -ENODEV;
-		goto err_unlock_cm;
-	}
-	if ((qp->pd && qp->pd->vobj.kdev != kdev) ||
-	    (qp->send_cq && qp->send_cq->vobj.kdev != kdev) ||
-	    (qp->recv_cq && qp->recv_cq->vobj.kdev != kdev)) {
+	if (!kqp_vobj_on(qp->pd ? &qp->pd->vobj : NULL, kdev) ||
+	    !kqp_vobj_on(qp->send_cq ? &qp->send_cq->vobj : NULL, kdev) ||
+	    !kqp_vobj_on(qp->recv_cq ? &qp->recv_cq->vobj : NULL, kdev)) {
 		ret = -EINVAL;
 		goto err_kdev;
 	}
+	*cmp = cm;
+	return kdev;
+
+err_kdev:
+	kqp_device_put(kdev);
+err_cm:
+	if (cm)
+		kqp_cm_id_unlock(cm);
+	return ERR_PTR(ret);
+}
+
+static bool kqp_vobj_gone(struct kqp_vobj *vobj)
+{
+	return vobj && vobj->hw_gone;
+}
+
+/*
+ * Create the QP on @kdev: through the core on an id, which makes what the
+ * caller did not name, or directly.  The QP takes over the reference on
+ * @kdev; on failure it is dropped.
+ */
+static int kqp_qp_create_hw(struct kqp_uscope *us, struct kqp_qp *qp,
+			    struct kqp_cm_id *cm, struct kqp_device *kdev,
+			    struct ib_qp_init_attr *attr)
+{
+	struct kqp_core_qp res = {};
+	struct ib_qp *ibqp;
+	int ret;
 
 	down_read(&kdev->hw_rwsem);
-	if (kdev->dead || (qp->pd && qp->pd->vobj.hw_gone) ||
-	    (qp->send_cq && qp->send_cq->vobj.hw_gone) ||
-	    (qp->recv_cq && qp->recv_cq->vobj.hw_gone)) {
+	if (kdev->dead || kqp_vobj_gone(qp->pd ? &qp->pd->vobj : NULL) ||
+	    kqp_vobj_gone(qp->send_cq ? &qp->send_cq->vobj : NULL) ||
+	    kqp_vobj_gone(qp->recv_cq ? &qp->recv_cq->vobj : NULL)) {
 		ret = -ENXIO;
 		goto err_hw;
 	}
-	ret = kqp_vobj_charge(&qp->vobj, uctx, kdev);
+	ret = kqp_vobj_charge(&qp->vobj, us->uctx, kdev);
 	if (ret)
 		goto err_hw;
 	if (cm) {
 		/* UD: not bound into the id, so that it can join groups. */
-		ret = kqp_core_create_qp(&us.scope, cm->cm_id,
-					 qp->pd ? qp->pd->pd : NULL, &attr,
+		ret = kqp_core_create_qp(&us->scope, cm->cm_id,
+					 qp->pd ? qp->pd->pd : NULL, attr,
 					 &res, qp->qp_type == IB_QPT_UD, &ibqp);
 		if (ret) {
 			kqp_vobj_uncharge(&qp->vobj);
 			up_read(&kdev->hw_rwsem);
-			kqp_core_release(&us.scope, &res);
+			kqp_core_release(&us->scope, &res);
 			goto err_kdev;
 		}
 		/* The core's default PD and CQs are this QP's now. */
@@ -573,7 +610,7 @@ int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
 		if (res.recv_cq_token)
 			qp->recv_cq = res.recv_cq_token;
 	} else {
-		ibqp = ib_create_qp(qp->pd->pd, &attr);
+		ibqp = ib_create_qp(qp->pd->pd, attr);
 		if (IS_ERR(ibqp)) {
 			ret = PTR_ERR(ibqp);
 			kqp_vobj_uncharge(&qp->vobj);
@@ -582,7 +619,7 @@ int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
 	}
 	qp->qp = ibqp;
 	qp->qp_num = ibqp->qp_num;
-	qp->cap = attr.cap;
+	qp->cap = attr->cap;
 	/*
 	 * The id before the device list: once the device's removal can
 	 * find the QP, it must see whether rdma_cm holds it, or it would
@@ -594,89 +631,171 @@ int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
 	}
 	kqp_vobj_init(&qp->vobj, kdev, kqp_qp_destroy_hw);
 	up_read(&kdev->hw_rwsem);
-
-	ret = kqp_wq_init(&qp->sq, attr.cap.max_send_wr);
-	if (!ret)
-		ret = kqp_wq_init(&qp->rq, attr.cap.max_recv_wr);
-	if (ret)
-		goto err_destroy;
-
-	cmd->cap.max_send_wr = attr.cap.max_send_wr;
-	cmd->cap.max_recv_wr = attr.cap.max_recv_wr;
-	cmd->cap.max_send_sge = attr.cap.max_send_sge;
-	cmd->cap.max_recv_sge = attr.cap.max_recv_sge;
-	cmd->cap.max_inline_data = attr.cap.max_inline_data;
-	cmd->out_qp = qp->vobj.obj.id;
-	cmd->out_qp_num = qp->qp_num;
-	cmd->out_pd = qp->pd->vobj.obj.id;
-	cmd->out_send_cq = qp->send_cq->vobj.obj.id;
-	cmd->out_recv_cq = qp->recv_cq->vobj.obj.id;
-	cmd->out_send_channel_fd = us.fd[0];
-	cmd->out_recv_channel_fd = us.fd[1];
-	memset(&cmd->out_send_ring, 0, sizeof(cmd->out_send_ring));
-	memset(&cmd->out_recv_ring, 0, sizeof(cmd->out_recv_ring));
-	cmd->out_send_cqe = 0;
-	cmd->out_recv_cqe = 0;
-	if (us.cq[0]) {
-		cmd->out_send_cqe = us.cq[0]->cqe;
-		kqp_cq_fill_ring_info(us.cq[0], &cmd->out_send_ring);
-	}
-	if (us.cq[1]) {
-		cmd->out_recv_cqe = us.cq[1]->cqe;
-		kqp_cq_fill_ring_info(us.cq[1], &cmd->out_recv_ring);
-	}
-	ret = kqp_ucmd_respond_locked(ucmd, sizeof(*cmd));
-	if (ret)
-		goto err_destroy;
-
-	/* Nothing can fail from here on. */
-	for (i = 0; i < 2; i++) {
-		if (!us.cq[i])
-			continue;
-		kqp_object_publish(uctx, &us.cq[i]->vobj.obj);
-		fd_install(us.fd[i], us.filp[i]);
-	}
-	kqp_object_publish(uctx, &qp->vobj.obj);
-	if (cm) {
-		cm->qp = qp;
-		mutex_unlock(&cm->mutex);
-		kqp_cm_id_put(cm);
-	}
 	return 0;
-
-err_destroy:
-	/*
-	 * Undo everything through the one destroy path, which claims the
-	 * CQs made here: publish them for it.  Nobody was told their
-	 * handles, and their fds were never installed.
-	 */
-	if (cm)
-		mutex_unlock(&cm->mutex);
-	for (i = 0; i < 2; i++) {
-		if (!us.cq[i])
-			continue;
-		kqp_object_publish(uctx, &us.cq[i]->vobj.obj);
-		kqp_channel_unmake_fd(us.fd[i], us.filp[i]);
-	}
-	kqp_qp_free(uctx, &qp->vobj.obj, NULL);
-	if (cm)
-		kqp_cm_id_put(cm);
-	return ret;
 
 err_hw:
 	up_read(&kdev->hw_rwsem);
 err_kdev:
 	kqp_device_put(kdev);
-err_unlock_cm:
-	if (cm) {
-		mutex_unlock(&cm->mutex);
-		kqp_cm_id_put(cm);
+	return ret;
+}
+
+void kqp_qp_cap_to_user(struct kqp_qp_cap *dst, const struct ib_qp_cap *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->max_send_wr = src->max_send_wr;
+	dst->max_recv_wr = src->max_recv_wr;
+	dst->max_send_sge = src->max_send_sge;
+	dst->max_recv_sge = src->max_recv_sge;
+	dst->max_inline_data = src->max_inline_data;
+}
+
+static void kqp_uscope_cq_to_user(const struct kqp_uscope_cq *q, s32 *fd,
+				  u32 *cqe, struct kqp_ring_info *ring)
+{
+	*fd = q->fd;
+	*cqe = q->cq ? q->cq->cqe : 0;
+	if (q->cq)
+		kqp_cq_fill_ring_info(q->cq, ring);
+	else
+		memset(ring, 0, sizeof(*ring));
+}
+
+/* CREATE_QP's answer, written with the id's mutex held (if any). */
+static int kqp_create_qp_respond(struct kqp_ucmd *ucmd, struct kqp_qp *qp,
+				 const struct kqp_uscope *us)
+{
+	struct kqp_create_qp *cmd = ucmd->cmd;
+
+	kqp_qp_cap_to_user(&cmd->cap, &qp->cap);
+	cmd->out_qp = qp->vobj.obj.id;
+	cmd->out_qp_num = qp->qp_num;
+	cmd->out_pd = qp->pd->vobj.obj.id;
+	cmd->out_send_cq = qp->send_cq->vobj.obj.id;
+	cmd->out_recv_cq = qp->recv_cq->vobj.obj.id;
+	kqp_uscope_cq_to_user(&us->send, &cmd->out_send_channel_fd,
+			      &cmd->out_send_cqe, &cmd->out_send_ring);
+	kqp_uscope_cq_to_user(&us->recv, &cmd->out_recv_channel_fd,
+			      &cmd->out_recv_cqe, &cmd->out_recv_ring);
+	return kqp_ucmd_respond_locked(ucmd, sizeof(*cmd));
+}
+
+/* The CQs made for the QP, then the QP: nothing can fail any more. */
+static void kqp_create_qp_publish(struct kqp_uscope *us, struct kqp_qp *qp,
+				  struct kqp_cm_id *cm)
+{
+	struct kqp_uscope_cq *qs[] = { &us->send, &us->recv };
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(qs); i++) {
+		if (!qs[i]->cq)
+			continue;
+		kqp_object_publish(us->uctx, &qs[i]->cq->vobj.obj);
+		fd_install(qs[i]->fd, qs[i]->filp);
 	}
+	kqp_object_publish(us->uctx, &qp->vobj.obj);
+	if (cm) {
+		cm->qp = qp;
+		kqp_cm_id_unlock(cm);
+	}
+}
+
+/*
+ * Undo a QP that was made but never published, and the CQs made for it:
+ * nobody was told their handles, and the fds were never installed.  The
+ * QP goes first, as it uses the CQs.
+ */
+static void kqp_create_qp_abort(struct kqp_uscope *us, struct kqp_qp *qp,
+				struct kqp_cm_id *cm)
+{
+	if (cm)
+		mutex_unlock(&cm->mutex);
+	if (us->send.cq)
+		qp->send_cq = NULL;
+	if (us->recv.cq)
+		qp->recv_cq = NULL;
+	kqp_object_abort(us->uctx, &qp->vobj.obj);
+	if (us->send.cq)
+		kqp_uscope_cq_abort(us->uctx, &us->send);
+	if (us->recv.cq)
+		kqp_uscope_cq_abort(us->uctx, &us->recv);
+	if (cm)
+		kqp_cm_id_put(cm);
+}
+
+/*
+ * rdma_create_qp(3) on an id, or ibv_create_qp(): resolve the PD, CQs and
+ * id the caller named, create the QP, answer, then publish.
+ */
+int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
+{
+	struct kqp_create_qp *cmd = ucmd->cmd;
+	struct kqp_ucontext *uctx = ucmd->uctx;
+	struct kqp_uscope us = {
+		.scope.ops = &kqp_uscope_ops,
+		.uctx = uctx,
+		.send = { .uid = cmd->send_cq_uid, .fd = -1 },
+		.recv = { .uid = cmd->recv_cq_uid, .fd = -1 },
+	};
+	struct ib_qp_init_attr attr = {};
+	struct kqp_cm_id *cm = NULL;
+	struct kqp_device *kdev;
+	struct kqp_qp *qp;
+	u32 unused[2];
+	int ret;
+
+	if (cmd->__reserved || cmd->__reserved2 || cmd->cap.__reserved)
+		return -EOPNOTSUPP;
+	if (cmd->qp_type != KQP_QPT_RC && cmd->qp_type != KQP_QPT_UD)
+		return -EINVAL;
+	qp = kqp_qp_alloc(uctx, cmd);
+	if (IS_ERR(qp))
+		return PTR_ERR(qp);
+
+	attr.qp_type = qp->qp_type;
+	attr.sq_sig_type = qp->sq_sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
+	attr.cap.max_send_wr = cmd->cap.max_send_wr;
+	attr.cap.max_recv_wr = cmd->cap.max_recv_wr;
+	attr.cap.max_send_sge = cmd->cap.max_send_sge;
+	attr.cap.max_recv_sge = cmd->cap.max_recv_sge;
+	attr.cap.max_inline_data = cmd->cap.max_inline_data;
+	attr.event_handler = kqp_qp_event_handler;
+	attr.qp_context = qp;
+
+	ret = kqp_qp_take_deps(uctx, qp, cmd);
+	if (ret)
+		goto err_deps;
+	kdev = kqp_qp_resolve_dev(ucmd, qp, cmd->id, &cm);
+	if (IS_ERR(kdev)) {
+		ret = PTR_ERR(kdev);
+		goto err_deps;
+	}
+	if (qp->send_cq)
+		attr.send_cq = qp->send_cq->cq;
+	if (qp->recv_cq)
+		attr.recv_cq = qp->recv_cq->cq;
+	ret = kqp_qp_create_hw(&us, qp, cm, kdev, &attr);
+	if (ret)
+		goto err_cm;
+
+	ret = kqp_wq_init(&qp->sq, qp->cap.max_send_wr);
+	if (!ret)
+		ret = kqp_wq_init(&qp->rq, qp->cap.max_recv_wr);
+	if (!ret)
+		ret = kqp_create_qp_respond(ucmd, qp, &us);
+	if (ret) {
+		kqp_create_qp_abort(&us, qp, cm);
+		return ret;
+	}
+	kqp_create_qp_publish(&us, qp, cm);
+	return 0;
+
+err_cm:
+	if (cm)
+		kqp_cm_id_unlock(cm);
 err_deps:
-	kqp_qp_release_deps(uctx, qp, cq_events);
-err_release:
+	kqp_qp_release_deps(uctx, qp, unused);
 	kqp_object_release_id(uctx, &qp->vobj.obj);
-err_free:
 	kfree(qp);
 	return ret;
 }
@@ -855,6 +974,36 @@ out:
 	return ret;
 }
 
+void kqp_qp_attr_to_user(struct ib_device *ibdev, struct kqp_qp_attr *dst,
+			 struct ib_qp_attr *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->qp_state = src->qp_state;
+	dst->cur_qp_state = src->cur_qp_state;
+	dst->path_mtu = src->path_mtu;
+	dst->path_mig_state = src->path_mig_state;
+	dst->qkey = src->qkey;
+	dst->rq_psn = src->rq_psn;
+	dst->sq_psn = src->sq_psn;
+	dst->dest_qp_num = src->dest_qp_num;
+	dst->qp_access_flags = src->qp_access_flags;
+	dst->pkey_index = src->pkey_index;
+	dst->alt_pkey_index = src->alt_pkey_index;
+	dst->en_sqd_async_notify = src->en_sqd_async_notify;
+	dst->sq_draining = src->sq_draining;
+	dst->max_rd_atomic = src->max_rd_atomic;
+	dst->max_dest_rd_atomic = src->max_dest_rd_atomic;
+	dst->min_rnr_timer = src->min_rnr_timer;
+	dst->port_num = src->port_num;
+	dst->timeout = src->timeout;
+	dst->retry_cnt = src->retry_cnt;
+	dst->rnr_retry = src->rnr_retry;
+	dst->alt_port_num = src->alt_port_num;
+	dst->alt_timeout = src->alt_timeout;
+	kqp_ah_attr_to_user(ibdev, &dst->ah_attr, &src->ah_attr);
+	kqp_ah_attr_to_user(ibdev, &dst->alt_ah_attr, &src->alt_ah_attr);
+}
+
 int kqp_query_qp_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_query_qp *cmd = ucmd->cmd;
@@ -873,38 +1022,8 @@ int kqp_query_qp_ioctl(struct kqp_ucmd *ucmd)
 	if (ret)
 		goto out;
 
-	memset(u, 0, sizeof(*u));
-	u->qp_state = attr.qp_state;
-	u->cur_qp_state = attr.cur_qp_state;
-	u->path_mtu = attr.path_mtu;
-	u->path_mig_state = attr.path_mig_state;
-	u->qkey = attr.qkey;
-	u->rq_psn = attr.rq_psn;
-	u->sq_psn = attr.sq_psn;
-	u->dest_qp_num = attr.dest_qp_num;
-	u->qp_access_flags = attr.qp_access_flags;
-	u->pkey_index = attr.pkey_index;
-	u->alt_pkey_index = attr.alt_pkey_index;
-	u->en_sqd_async_notify = attr.en_sqd_async_notify;
-	u->sq_draining = attr.sq_draining;
-	u->max_rd_atomic = attr.max_rd_atomic;
-	u->max_dest_rd_atomic = attr.max_dest_rd_atomic;
-	u->min_rnr_timer = attr.min_rnr_timer;
-	u->port_num = attr.port_num;
-	u->timeout = attr.timeout;
-	u->retry_cnt = attr.retry_cnt;
-	u->rnr_retry = attr.rnr_retry;
-	u->alt_port_num = attr.alt_port_num;
-	u->alt_timeout = attr.alt_timeout;
-	kqp_ah_attr_to_user(qp->qp->device, &u->ah_attr, &attr.ah_attr);
-	kqp_ah_attr_to_user(qp->qp->device, &u->alt_ah_attr,
-			    &attr.alt_ah_attr);
-	memset(&cmd->out_cap, 0, sizeof(cmd->out_cap));
-	cmd->out_cap.max_send_wr = qp->cap.max_send_wr;
-	cmd->out_cap.max_recv_wr = qp->cap.max_recv_wr;
-	cmd->out_cap.max_send_sge = qp->cap.max_send_sge;
-	cmd->out_cap.max_recv_sge = qp->cap.max_recv_sge;
-	cmd->out_cap.max_inline_data = qp->cap.max_inline_data;
+	kqp_qp_attr_to_user(qp->qp->device, u, &attr);
+	kqp_qp_cap_to_user(&cmd->out_cap, &qp->cap);
 	cmd->out_qp_type = qp->qp_type == IB_QPT_RC ? KQP_QPT_RC : KQP_QPT_UD;
 	cmd->out_sq_sig_all = qp->sq_sig_all;
 out:
