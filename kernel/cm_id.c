@@ -949,6 +949,59 @@ static void kqp_unlock_two(struct kqp_file *a, struct kqp_file *b)
 }
 
 /*
+ * Move @ctx and its unreported events from @cur to @dst, under new handle
+ * @new_id in @ductx when that is not @uctx; with the id locked.  On
+ * success *@reported is the events reported for the id; on failure
+ * nothing moved.
+ */
+static int kqp_migrate_move(struct kqp_cm_id *ctx, struct kqp_file *cur,
+			    struct kqp_file *dst, struct kqp_ucontext *uctx,
+			    struct kqp_ucontext *ductx, u32 new_id,
+			    u32 *reported)
+{
+	bool same = uctx == ductx;
+	struct kqp_event *ev, *tmp;
+	int ret;
+
+	/* No event is delivered while the id changes files. */
+	rdma_lock_handler(ctx->cm_id);
+	kqp_lock_two(cur, dst);
+	list_for_each_entry(ev, &cur->events, list) {
+		if (!same && ev->ctx == ctx && ev->child) {
+			ret = -EBUSY;
+			goto out;
+		}
+	}
+	if (!same && !kqp_object_claim(uctx, &ctx->obj)) {
+		/* Being destroyed by its old handle. */
+		ret = -ENOENT;
+		goto out;
+	}
+	list_for_each_entry_safe(ev, tmp, &cur->events, list) {
+		if (ev->ctx != ctx)
+			continue;
+		/* Nobody knows these new ids yet: they follow their listener. */
+		if (ev->child)
+			WRITE_ONCE(ev->child->kfile, dst);
+		list_move_tail(&ev->list, &dst->events);
+	}
+	if (!same) {
+		/* The same object under a new handle: not one less alive. */
+		kqp_handle_free(uctx, ctx->obj.id);
+		ctx->obj.id = new_id;
+	}
+	WRITE_ONCE(ctx->kfile, dst);
+	if (!same)
+		kqp_object_publish(ductx, &ctx->obj);
+	*reported = ctx->events_reported;
+	ret = 0;
+out:
+	kqp_unlock_two(cur, dst);
+	rdma_unlock_handler(ctx->cm_id);
+	return ret;
+}
+
+/*
  * Move an id, with its unreported events and its memberships, to another
  * file.  Between files that share a table the handle stays, and the new
  * ids of its unreported connection requests move with it.  Into another
@@ -959,8 +1012,7 @@ int kqp_migrate_id_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_migrate_id *cmd = ucmd->cmd;
 	struct kqp_file *cur = ucmd->kfile, *dst;
-	struct kqp_ucontext *uctx, *ductx;
-	struct kqp_event *ev, *tmp;
+	struct kqp_ucontext *uctx = ucmd->uctx, *ductx;
 	struct kqp_cm_id *ctx;
 	struct file *filp;
 	bool same;
@@ -986,7 +1038,6 @@ int kqp_migrate_id_ioctl(struct kqp_ucmd *ucmd)
 		ret = PTR_ERR(ctx);
 		goto out_fput;
 	}
-	uctx = ucmd->uctx;
 	same = uctx == ductx;
 	cmd->out_id = ctx->obj.id;
 	if (dst == cur) {
@@ -1006,51 +1057,19 @@ int kqp_migrate_id_ioctl(struct kqp_ucmd *ucmd)
 		if (ret)
 			goto out_unlock;
 	}
-
-	/* No event is delivered while the id changes files. */
-	rdma_lock_handler(ctx->cm_id);
-	kqp_lock_two(cur, dst);
-	list_for_each_entry(ev, &cur->events, list) {
-		if (!same && ev->ctx == ctx && ev->child) {
-			ret = -EBUSY;
-			goto out_unreserve;
-		}
+	ret = kqp_migrate_move(ctx, cur, dst, uctx, ductx, cmd->out_id,
+			       &cmd->out_events_reported);
+	if (ret) {
+		if (!same)
+			kqp_handle_free(ductx, cmd->out_id);
+		goto out_unlock;
 	}
-	if (!same && !kqp_object_claim(uctx, &ctx->obj)) {
-		/* Being destroyed by its old handle. */
-		ret = -ENOENT;
-		goto out_unreserve;
-	}
-	list_for_each_entry_safe(ev, tmp, &cur->events, list) {
-		if (ev->ctx != ctx)
-			continue;
-		/* Nobody knows these new ids yet: they follow their listener. */
-		if (ev->child)
-			WRITE_ONCE(ev->child->kfile, dst);
-		list_move_tail(&ev->list, &dst->events);
-	}
-	if (!same) {
-		/* The same object under a new handle: not one less alive. */
-		kqp_handle_free(uctx, ctx->obj.id);
-		ctx->obj.id = cmd->out_id;
-	}
-	WRITE_ONCE(ctx->kfile, dst);
-	if (!same)
-		kqp_object_publish(ductx, &ctx->obj);
-	cmd->out_events_reported = ctx->events_reported;
-	kqp_unlock_two(cur, dst);
-	rdma_unlock_handler(ctx->cm_id);
 	wake_up_interruptible(&dst->poll_wait);
 	kqp_cm_id_unlock(ctx);
 	fput(filp);
 	/* The id moved whatever happens to this answer. */
 	return kqp_ucmd_respond(ucmd, sizeof(*cmd));
 
-out_unreserve:
-	kqp_unlock_two(cur, dst);
-	rdma_unlock_handler(ctx->cm_id);
-	if (!same)
-		kqp_handle_free(ductx, cmd->out_id);
 out_unlock:
 	kqp_cm_id_unlock(ctx);
 	if (!ret)

@@ -844,6 +844,98 @@ static void kqp_qp_put_hw(struct kqp_qp *qp)
 /* The standard attribute bits, as enum ibv_qp_attr_mask; no resizing. */
 #define KQP_QP_ATTR_MASK	(((IB_QP_DEST_QPN << 1) - 1) & ~IB_QP_CAP)
 
+/*
+ * Ports are checked before ib_modify_qp(): ib_core indexes its per-port
+ * array with them before the driver could refuse.  As ib_uverbs: a
+ * primary AV's port is the QP's in INIT to RTR, when the port cannot be
+ * given; elsewhere (SQD to SQD) it is the port given, or becomes the
+ * QP's.  An alternate path's port is its AV's.
+ */
+static int kqp_modify_qp_check_ports(struct kqp_qp *qp, struct kqp_qp_attr *u,
+				     u32 *mask)
+{
+	struct ib_device *dev = qp->qp->device;
+
+	if ((*mask & IB_QP_PORT) && !rdma_is_port_valid(dev, u->port_num))
+		return -EINVAL;
+	if (*mask & IB_QP_AV) {
+		if (!rdma_is_port_valid(dev, u->ah_attr.port_num))
+			return -EINVAL;
+		if ((*mask & IB_QP_STATE) && u->qp_state == IB_QPS_RTR) {
+			if (u->ah_attr.port_num != qp->qp->port)
+				return -EINVAL;
+		} else if (*mask & IB_QP_PORT) {
+			if (u->port_num != u->ah_attr.port_num)
+				return -EINVAL;
+		} else {
+			*mask |= IB_QP_PORT;
+			u->port_num = u->ah_attr.port_num;
+		}
+	}
+	if ((*mask & IB_QP_ALT_PATH) &&
+	    (!rdma_is_port_valid(dev, u->alt_port_num) ||
+	     u->alt_port_num != u->alt_ah_attr.port_num))
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * The caller's attributes as ib_qp_attr, for the attributes @mask names
+ * that are addresses; the others are copied whatever @mask says.
+ */
+static int kqp_qp_attr_from_user(struct kqp_qp *qp, const struct kqp_qp_attr *u,
+				 u32 mask, struct ib_qp_attr *attr)
+{
+	struct ib_device *dev = qp->qp->device;
+	struct ib_ah *ah;
+	int ret;
+
+	attr->qp_state = u->qp_state;
+	attr->cur_qp_state = u->cur_qp_state;
+	attr->path_mtu = u->path_mtu;
+	attr->path_mig_state = u->path_mig_state;
+	attr->qkey = u->qkey;
+	attr->rq_psn = u->rq_psn;
+	attr->sq_psn = u->sq_psn;
+	attr->dest_qp_num = u->dest_qp_num;
+	attr->qp_access_flags = u->qp_access_flags;
+	attr->pkey_index = u->pkey_index;
+	attr->alt_pkey_index = u->alt_pkey_index;
+	attr->en_sqd_async_notify = u->en_sqd_async_notify;
+	attr->max_rd_atomic = u->max_rd_atomic;
+	attr->max_dest_rd_atomic = u->max_dest_rd_atomic;
+	attr->min_rnr_timer = u->min_rnr_timer;
+	attr->port_num = u->port_num;
+	attr->timeout = u->timeout;
+	attr->retry_cnt = u->retry_cnt;
+	attr->rnr_retry = u->rnr_retry;
+	attr->alt_port_num = u->alt_port_num;
+	attr->alt_timeout = u->alt_timeout;
+	if (mask & IB_QP_ALT_PATH) {
+		ret = kqp_ah_attr_from_user(dev, &u->alt_ah_attr,
+					    &attr->alt_ah_attr);
+		if (ret)
+			return ret;
+	}
+	if (!(mask & IB_QP_AV))
+		return 0;
+	ret = kqp_ah_attr_from_user(dev, &u->ah_attr, &attr->ah_attr);
+	if (ret)
+		return ret;
+	/*
+	 * Kernel callers hand ib_modify_qp() resolved RoCE addresses; the
+	 * caller's has a GID only.  Creating an AH resolves the peer's MAC
+	 * address into the attributes, as the user verbs path does.
+	 */
+	if (attr->ah_attr.type == RDMA_AH_ATTR_TYPE_ROCE) {
+		ah = rdma_create_user_ah(qp->pd->pd, &attr->ah_attr, NULL);
+		if (IS_ERR(ah))
+			return PTR_ERR(ah);
+		rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
+	}
+	return 0;
+}
+
 int kqp_modify_qp_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_modify_qp *cmd = ucmd->cmd;
@@ -872,36 +964,9 @@ int kqp_modify_qp_ioctl(struct kqp_ucmd *ucmd)
 	if (IS_ERR(qp))
 		return PTR_ERR(qp);
 
-	/*
-	 * Ports are checked before ib_modify_qp(): ib_core indexes its
-	 * per-port array with them before the driver could refuse.  As
-	 * ib_uverbs: a primary AV's port is the QP's in INIT to RTR, when
-	 * the port cannot be given; elsewhere (SQD to SQD) it is the port
-	 * given, or becomes the QP's.  An alternate path's port is its AV's.
-	 */
-	ret = -EINVAL;
-	if ((mask & IB_QP_PORT) &&
-	    !rdma_is_port_valid(qp->qp->device, u->port_num))
+	ret = kqp_modify_qp_check_ports(qp, u, &mask);
+	if (ret)
 		goto out;
-	if (mask & IB_QP_AV) {
-		if (!rdma_is_port_valid(qp->qp->device, u->ah_attr.port_num))
-			goto out;
-		if ((mask & IB_QP_STATE) && u->qp_state == IB_QPS_RTR) {
-			if (u->ah_attr.port_num != qp->qp->port)
-				goto out;
-		} else if (mask & IB_QP_PORT) {
-			if (u->port_num != u->ah_attr.port_num)
-				goto out;
-		} else {
-			mask |= IB_QP_PORT;
-			u->port_num = u->ah_attr.port_num;
-		}
-	}
-	if ((mask & IB_QP_ALT_PATH) &&
-	    (!rdma_is_port_valid(qp->qp->device, u->alt_port_num) ||
-	     u->alt_port_num != u->alt_ah_attr.port_num))
-		goto out;
-
 	/*
 	 * rdma_cm moves a QP on an id from state to state; the caller may
 	 * break it (into ERR) and change what its current state allows
@@ -917,58 +982,9 @@ int kqp_modify_qp_ioctl(struct kqp_ucmd *ucmd)
 		if (ret)
 			goto out;
 	}
-
-	attr.qp_state = u->qp_state;
-	attr.cur_qp_state = u->cur_qp_state;
-	attr.path_mtu = u->path_mtu;
-	attr.path_mig_state = u->path_mig_state;
-	attr.qkey = u->qkey;
-	attr.rq_psn = u->rq_psn;
-	attr.sq_psn = u->sq_psn;
-	attr.dest_qp_num = u->dest_qp_num;
-	attr.qp_access_flags = u->qp_access_flags;
-	attr.pkey_index = u->pkey_index;
-	attr.alt_pkey_index = u->alt_pkey_index;
-	attr.en_sqd_async_notify = u->en_sqd_async_notify;
-	attr.max_rd_atomic = u->max_rd_atomic;
-	attr.max_dest_rd_atomic = u->max_dest_rd_atomic;
-	attr.min_rnr_timer = u->min_rnr_timer;
-	attr.port_num = u->port_num;
-	attr.timeout = u->timeout;
-	attr.retry_cnt = u->retry_cnt;
-	attr.rnr_retry = u->rnr_retry;
-	attr.alt_port_num = u->alt_port_num;
-	attr.alt_timeout = u->alt_timeout;
-	if (mask & IB_QP_ALT_PATH) {
-		ret = kqp_ah_attr_from_user(qp->qp->device, &u->alt_ah_attr,
-					    &attr.alt_ah_attr);
-		if (ret)
-			goto out;
-	}
-	if (mask & IB_QP_AV) {
-		ret = kqp_ah_attr_from_user(qp->qp->device, &u->ah_attr,
-					    &attr.ah_attr);
-		if (ret)
-			goto out;
-		/*
-		 * Kernel callers hand ib_modify_qp() resolved RoCE addresses;
-		 * the caller's has a GID only.  Creating an AH resolves the
-		 * peer's MAC address into the attributes, as the user verbs
-		 * path does.
-		 */
-		if (attr.ah_attr.type == RDMA_AH_ATTR_TYPE_ROCE) {
-			struct ib_ah *ah = rdma_create_user_ah(qp->pd->pd,
-							       &attr.ah_attr,
-							       NULL);
-
-			if (IS_ERR(ah)) {
-				ret = PTR_ERR(ah);
-				goto out;
-			}
-			rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
-		}
-	}
-	ret = ib_modify_qp(qp->qp, &attr, mask);
+	ret = kqp_qp_attr_from_user(qp, u, mask, &attr);
+	if (!ret)
+		ret = ib_modify_qp(qp->qp, &attr, mask);
 out:
 	kqp_qp_put_hw(qp);
 	return ret;
@@ -1086,6 +1102,62 @@ struct kqp_post_ctx {
 };
 
 /*
+ * The part of a send request that depends on the QP's type and the
+ * opcode: a UD request's AH (held in @pc), an atomic's or an RDMA
+ * request's remote memory.
+ */
+static int kqp_build_send_remote(struct kqp_qp *qp, struct kqp_post_ctx *pc,
+				 const struct kqp_send_wr *hdr,
+				 union kqp_kwr *kwr)
+{
+	bool inl = hdr->send_flags & KQP_SEND_INLINE;
+	struct ib_send_wr *wr = &kwr->send;
+
+	if (qp->qp_type == IB_QPT_UD) {
+		struct kqp_object *obj;
+		struct kqp_ah *ah;
+
+		/* A UD QP sends, with or without immediate data, and only. */
+		if (wr->opcode != IB_WR_SEND &&
+		    wr->opcode != IB_WR_SEND_WITH_IMM)
+			return -EINVAL;
+		if (hdr->wr.ud.__reserved)
+			return -EOPNOTSUPP;
+		obj = kqp_object_get(pc->uctx, hdr->wr.ud.ah, KQP_OBJ_AH);
+		if (IS_ERR(obj))
+			return PTR_ERR(obj) == -ENOENT ? -EINVAL : PTR_ERR(obj);
+		pc->ahs[0] = obj;
+		ah = container_of(obj, struct kqp_ah, vobj.obj);
+		if (ah->pd != qp->pd || ah->vobj.hw_gone)
+			return -EINVAL;
+		kwr->ud.ah = ah->ah;
+		kwr->ud.remote_qpn = hdr->wr.ud.remote_qpn & 0xffffff;
+		kwr->ud.remote_qkey = hdr->wr.ud.remote_qkey;
+	} else if (wr->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+		   wr->opcode == IB_WR_ATOMIC_FETCH_AND_ADD) {
+		if (hdr->wr.atomic.__reserved)
+			return -EOPNOTSUPP;
+		/* Atomics work on one 8-byte operand. */
+		if (inl || hdr->num_sge != 1 ||
+		    ((const struct kqp_sge *)(hdr + 1))->length != 8)
+			return -EINVAL;
+		kwr->atomic.remote_addr = hdr->wr.atomic.remote_addr;
+		kwr->atomic.compare_add = hdr->wr.atomic.compare_add;
+		kwr->atomic.swap = hdr->wr.atomic.swap;
+		kwr->atomic.rkey = hdr->wr.atomic.rkey;
+	} else if (wr->opcode != IB_WR_SEND &&
+		   wr->opcode != IB_WR_SEND_WITH_IMM) {
+		if (hdr->wr.rdma.__reserved)
+			return -EOPNOTSUPP;
+		if (inl && wr->opcode == IB_WR_RDMA_READ)
+			return -EINVAL;
+		kwr->rdma.remote_addr = hdr->wr.rdma.remote_addr;
+		kwr->rdma.rkey = hdr->wr.rdma.rkey;
+	}
+	return 0;
+}
+
+/*
  * Build one send request from @hdr (in the kernel copy), checking it
  * against the QP's type and capabilities and the caller's MRs.  @len is
  * what is left of the copy; returns the request's size in it, and its
@@ -1153,46 +1225,9 @@ static long kqp_build_send(struct kqp_qp *qp, struct kqp_post_ctx *pc,
 		return -EINVAL;
 	}
 
-	if (qp->qp_type == IB_QPT_UD) {
-		struct kqp_object *obj;
-
-		/* A UD QP sends, with or without immediate data, and only. */
-		if (wr->opcode != IB_WR_SEND &&
-		    wr->opcode != IB_WR_SEND_WITH_IMM)
-			return -EINVAL;
-		if (hdr->wr.ud.__reserved)
-			return -EOPNOTSUPP;
-		obj = kqp_object_get(pc->uctx, hdr->wr.ud.ah, KQP_OBJ_AH);
-		if (IS_ERR(obj))
-			return PTR_ERR(obj) == -ENOENT ? -EINVAL : PTR_ERR(obj);
-		pc->ahs[0] = obj;
-		if (container_of(obj, struct kqp_ah, vobj.obj)->pd != qp->pd ||
-		    container_of(obj, struct kqp_ah, vobj.obj)->vobj.hw_gone)
-			return -EINVAL;
-		kwr->ud.ah = container_of(obj, struct kqp_ah, vobj.obj)->ah;
-		kwr->ud.remote_qpn = hdr->wr.ud.remote_qpn & 0xffffff;
-		kwr->ud.remote_qkey = hdr->wr.ud.remote_qkey;
-	} else if (wr->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
-		   wr->opcode == IB_WR_ATOMIC_FETCH_AND_ADD) {
-		if (hdr->wr.atomic.__reserved)
-			return -EOPNOTSUPP;
-		/* Atomics work on one 8-byte operand. */
-		if (inl || hdr->num_sge != 1 ||
-		    ((const struct kqp_sge *)(hdr + 1))->length != 8)
-			return -EINVAL;
-		kwr->atomic.remote_addr = hdr->wr.atomic.remote_addr;
-		kwr->atomic.compare_add = hdr->wr.atomic.compare_add;
-		kwr->atomic.swap = hdr->wr.atomic.swap;
-		kwr->atomic.rkey = hdr->wr.atomic.rkey;
-	} else if (wr->opcode != IB_WR_SEND &&
-		   wr->opcode != IB_WR_SEND_WITH_IMM) {
-		if (hdr->wr.rdma.__reserved)
-			return -EOPNOTSUPP;
-		if (inl && wr->opcode == IB_WR_RDMA_READ)
-			return -EINVAL;
-		kwr->rdma.remote_addr = hdr->wr.rdma.remote_addr;
-		kwr->rdma.rkey = hdr->wr.rdma.rkey;
-	}
+	ret = kqp_build_send_remote(qp, pc, hdr, kwr);
+	if (ret)
+		return ret;
 
 	if (inl) {
 		/*
@@ -1223,6 +1258,70 @@ static long kqp_build_send(struct kqp_qp *qp, struct kqp_post_ctx *pc,
 		wr->send_flags |= IB_SEND_SOLICITED;
 	*opcode = hdr->opcode;
 	return need;
+}
+
+/* Build one receive request; as kqp_build_send(). */
+static long kqp_build_recv(struct kqp_qp *qp, const void *p, size_t len,
+			   union kqp_kwr *kwr, struct ib_sge *ksge)
+{
+	const struct kqp_recv_wr *hdr = p;
+	int ret;
+
+	if (len < sizeof(*hdr) || hdr->__reserved ||
+	    hdr->num_sge > qp->cap.max_recv_sge ||
+	    len - sizeof(*hdr) < hdr->num_sge * sizeof(struct kqp_sge))
+		return -EINVAL;
+	memset(&kwr->recv, 0, sizeof(kwr->recv));
+	ret = kqp_post_sges(qp, (const struct kqp_sge *)(hdr + 1),
+			    hdr->num_sge, ksge, IB_ACCESS_LOCAL_WRITE);
+	kwr->recv.sg_list = ksge;
+	kwr->recv.num_sge = hdr->num_sge;
+	if (ret)
+		return ret;
+	return sizeof(*hdr) + hdr->num_sge * sizeof(struct kqp_sge);
+}
+
+/*
+ * Give a built request a slot and hand it to the device.  Take the slot,
+ * then post without qp->lock: the device may complete the request before
+ * ib_post_*() returns, and the CQ's poller takes qp->lock.  The queue's
+ * mutex, held by the caller, keeps other posters out, so a failed post
+ * can give its slot back.
+ */
+static int kqp_post_one(struct kqp_qp *qp, bool recv, union kqp_kwr *kwr,
+			u64 wr_id, u32 opcode)
+{
+	struct kqp_wq *wq = recv ? &qp->rq : &qp->sq;
+	const struct ib_send_wr *bad_send;
+	const struct ib_recv_wr *bad_recv;
+	struct kqp_wr_slot *slot;
+	u32 head;
+	int ret;
+
+	spin_lock_irq(&qp->lock);
+	if (wq->head - wq->tail >= wq->size) {
+		spin_unlock_irq(&qp->lock);
+		return -ENOMEM;
+	}
+	head = wq->head++;
+	slot = &wq->slots[head & (wq->size - 1)];
+	slot->wr_id = wr_id;
+	slot->opcode = opcode;
+	slot->signaled = recv || (kwr->send.send_flags & IB_SEND_SIGNALED);
+	spin_unlock_irq(&qp->lock);
+	if (recv) {
+		kwr->recv.wr_id = kqp_wrid(qp, head, true);
+		ret = ib_post_recv(qp->qp, &kwr->recv, &bad_recv);
+	} else {
+		kwr->send.wr_id = kqp_wrid(qp, head, false);
+		ret = ib_post_send(qp->qp, &kwr->send, &bad_send);
+	}
+	if (ret) {
+		spin_lock_irq(&qp->lock);
+		wq->head--;
+		spin_unlock_irq(&qp->lock);
+	}
+	return ret;
 }
 
 /*
@@ -1261,34 +1360,13 @@ static int kqp_post(struct kqp_ucmd *ucmd, bool recv)
 
 	mutex_lock(recv ? &qp->rq_mutex : &qp->sq_mutex);
 	for (i = 0; i < cmd->count; i++) {
-		struct kqp_wq *wq = recv ? &qp->rq : &qp->sq;
-		const struct ib_send_wr *bad_send;
-		const struct ib_recv_wr *bad_recv;
-		struct kqp_wr_slot *slot;
 		void *inline_buf = NULL;
-		u32 opcode = 0, head;
+		u32 opcode = 0;
 		long used;
 
 		if (recv) {
-			const struct kqp_recv_wr *hdr = buf + off;
-
-			used = -EINVAL;
-			if (cmd->wrs_len - off >= sizeof(*hdr) &&
-			    !hdr->__reserved &&
-			    hdr->num_sge <= qp->cap.max_recv_sge &&
-			    cmd->wrs_len - off - sizeof(*hdr) >=
-				    hdr->num_sge * sizeof(struct kqp_sge)) {
-				memset(&kwr->recv, 0, sizeof(kwr->recv));
-				used = kqp_post_sges(qp,
-					(const struct kqp_sge *)(hdr + 1),
-					hdr->num_sge, ksge,
-					IB_ACCESS_LOCAL_WRITE);
-				if (!used)
-					used = sizeof(*hdr) + hdr->num_sge *
-						       sizeof(struct kqp_sge);
-				kwr->recv.sg_list = ksge;
-				kwr->recv.num_sge = hdr->num_sge;
-			}
+			used = kqp_build_recv(qp, buf + off, cmd->wrs_len - off,
+					      kwr, ksge);
 		} else {
 			used = kqp_build_send(qp, &pc, buf + off,
 					      cmd->wrs_len - off, kwr, ksge,
@@ -1299,36 +1377,8 @@ static int kqp_post(struct kqp_ucmd *ucmd, bool recv)
 			goto put_ah;
 		}
 
-		/*
-		 * Take the slot, then post without qp->lock: the device may
-		 * complete the request before ib_post_*() returns, and the
-		 * completion handler takes qp->lock.  The queue's mutex keeps
-		 * other posters out, so a failed post can give its slot back.
-		 */
-		spin_lock_irq(&qp->lock);
-		if (wq->head - wq->tail >= wq->size) {
-			spin_unlock_irq(&qp->lock);
-			ret = -ENOMEM;
-			goto put_ah;
-		}
-		head = wq->head++;
-		slot = &wq->slots[head & (wq->size - 1)];
-		slot->wr_id = *(const u64 *)(buf + off);
-		slot->opcode = opcode;
-		slot->signaled = recv || (kwr->send.send_flags & IB_SEND_SIGNALED);
-		spin_unlock_irq(&qp->lock);
-		if (recv) {
-			kwr->recv.wr_id = kqp_wrid(qp, head, true);
-			ret = ib_post_recv(qp->qp, &kwr->recv, &bad_recv);
-		} else {
-			kwr->send.wr_id = kqp_wrid(qp, head, false);
-			ret = ib_post_send(qp->qp, &kwr->send, &bad_send);
-		}
-		if (ret) {
-			spin_lock_irq(&qp->lock);
-			wq->head--;
-			spin_unlock_irq(&qp->lock);
-		}
+		ret = kqp_post_one(qp, recv, kwr, *(const u64 *)(buf + off),
+				   opcode);
 put_ah:
 		if (pc.ahs[0]) {
 			kqp_object_put(pc.ahs[0]);
