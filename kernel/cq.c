@@ -12,7 +12,10 @@
  * items) gets there through an irq_work, so that no thread is woken
  * either (see kqp_cq_comp_handler()).  The poller is the only producer,
  * serialised with flushes by cq->lock; it keeps the producer index in
- * cq->tail and only ever writes the ring's copy.
+ * cq->tail and the ring's flags in cq->ring_flags, and only ever writes
+ * the ring's copies.  As io_uring's rings: what the consumer can write is
+ * never read back to decide anything but the room it made (head) and
+ * what it armed for (arm).
  *
  * The ring never drops a completion.  When it is full the handler stops
  * polling: the completions stay in the kernel CQ, the ring says
@@ -68,17 +71,24 @@ static struct kqp_cqe *kqp_cq_cqes(struct kqp_cq *cq)
 }
 
 /*
- * Would a completion match the consumer's arm word?  Solicited-only arms
- * cannot be told apart exactly: ib_core does not pass the solicited-event
- * bit of a completion to kernel consumers.  They fire on any receive
- * completion and on any error, a superset that never misses a solicited
- * one; the consumer polls after waking in any case.
+ * Would a completion fire a solicited-only arm?  Those cannot be told
+ * apart exactly: ib_core does not pass the solicited-event bit of a
+ * completion to kernel consumers.  They fire on any receive completion
+ * and on any error, a superset that never misses a solicited one; the
+ * consumer polls after waking in any case.  Decided from the kernel's
+ * own completion, not from the entry written to the shared ring.
  */
-static bool kqp_cqe_fires(const struct kqp_cqe *cqe, u32 arm)
+static bool kqp_wc_fires_solicited(const struct ib_wc *wc)
 {
-	if (!(arm & KQP_CQ_ARM_SOLICITED))
-		return true;
-	return cqe->status != IB_WC_SUCCESS || (cqe->opcode & IB_WC_RECV);
+	return wc->status != IB_WC_SUCCESS || (wc->opcode & IB_WC_RECV);
+}
+
+/* Publish the kernel's ring flags; the consumer only reads them. */
+static void kqp_cq_set_ring_flags(struct kqp_cq *cq, u32 flags)
+{
+	lockdep_assert_held(&cq->lock);
+	cq->ring_flags = flags;
+	WRITE_ONCE(cq->ring->flags, flags);
 }
 
 /*
@@ -94,7 +104,7 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 	struct ib_wc wc[KQP_CQ_POLL_BATCH];
 	u32 mask = cq->entries - 1;
 	u32 head, room, arm, start = cq->tail;
-	bool fire = false;
+	bool solicited = false;
 	int n, i, polled = 0;
 
 	*full = false;
@@ -124,8 +134,10 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 			bool report;
 
 			kqp_qp_complete(cq->uctx, &wc[i], cqe, &report);
-			if (report)
-				cq->tail++;
+			if (!report)
+				continue;
+			cq->tail++;
+			solicited |= kqp_wc_fires_solicited(&wc[i]);
 		}
 	}
 	if (cq->tail == start)
@@ -144,15 +156,10 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 	 */
 	smp_mb();
 	arm = READ_ONCE(ring->arm);
-	if (arm && arm != cq->last_fired && cq->channel) {
-		u32 i;
-
-		for (i = start; i != cq->tail && !fire; i++)
-			fire = kqp_cqe_fires(&cqes[i & mask], arm);
-		if (fire) {
-			cq->last_fired = arm;
-			kqp_channel_notify(cq->channel, cq);
-		}
+	if (arm && arm != cq->last_fired && cq->channel &&
+	    (!(arm & KQP_CQ_ARM_SOLICITED) || solicited)) {
+		cq->last_fired = arm;
+		kqp_channel_notify(cq->channel, cq);
 	}
 	return polled;
 }
@@ -173,10 +180,9 @@ static int kqp_cq_drain(struct kqp_cq *cq, int budget, bool *more,
 	*arm = false;
 	done = kqp_cq_produce(cq, budget, &full);
 	if (full) {
-		if (!cq->overflowed) {
-			cq->overflowed = true;
-			WRITE_ONCE(cq->ring->flags,
-				   cq->ring->flags | KQP_CQ_RING_OVERFLOW);
+		if (!(cq->ring_flags & KQP_CQ_RING_OVERFLOW)) {
+			kqp_cq_set_ring_flags(cq, cq->ring_flags |
+						  KQP_CQ_RING_OVERFLOW);
 			kqp_async_queue_event(cq->uctx, IB_EVENT_CQ_ERR,
 					      KQP_ASYNC_CQ, cq->vobj.obj.id,
 					      cq->uid, &cq->async_reported);
@@ -597,12 +603,11 @@ int kqp_flush_cq_ioctl(struct kqp_ucmd *ucmd)
 
 		/* In the caller's context, so the room it made is used now. */
 		spin_lock_bh(&cq->lock);
-		if (cq->overflowed) {
+		if (cq->ring_flags & KQP_CQ_RING_OVERFLOW) {
 			bool arm;
 
-			cq->overflowed = false;
-			WRITE_ONCE(cq->ring->flags,
-				   cq->ring->flags & ~KQP_CQ_RING_OVERFLOW);
+			kqp_cq_set_ring_flags(cq, cq->ring_flags &
+						  ~KQP_CQ_RING_OVERFLOW);
 			kqp_cq_drain(cq, cq->entries, &more, &arm);
 			/*
 			 * The poller is not scheduled (it left the CQ

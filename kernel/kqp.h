@@ -309,7 +309,10 @@ struct kqp_channel {
  *	kernel CQ, and @dying
  * @tail: the producer index; the ring's copy is only ever written
  * @last_fired: the last arm sequence that fired a notification
- * @overflowed: the ring filled; completions wait in @cq until a flush
+ * @ring_flags: KQP_CQ_RING_* as the kernel set them, under @lock; the
+ *	ring's copy is only ever written from it, never read back, as the
+ *	consumer can write there too.  KQP_CQ_RING_OVERFLOW: the ring
+ *	filled; completions wait in @cq until a flush
  * @users: QPs using the CQ, under @uctx->lock
  * @auto_qp: allocated for a QP created on an id; destroyed with it
  * @async_reported: async events read for the CQ
@@ -338,7 +341,7 @@ struct kqp_cq {
 	spinlock_t lock;
 	u32 tail;
 	u32 last_fired;
-	bool overflowed;
+	u32 ring_flags;
 	unsigned int users;
 	bool auto_qp;
 	u32 async_reported;
