@@ -18,8 +18,8 @@
 
 struct kqp_async {
 	struct kref ref;
-	spinlock_t lock;
-	struct mutex read_mutex;
+	spinlock_t lock;		/* @events, @pending, @dropped */
+	struct mutex read_mutex;	/* a reader; an object leaving */
 	wait_queue_head_t wait;
 	struct list_head events;
 	unsigned int pending;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * Completion channels: an anonymous fd per channel.  A CQ that fires adds
- * itself to its channel's pending list (from the completion handler, so
- * under a spinlock); read() hands out one notification per call.
+ * itself to its channel's pending list (from the CQ's poller, a softirq,
+ * or a flush, under the CQ's spinlock); read() hands out one
+ * notification per call.
  *
  * Readers also hold read_mutex from looking at the first pending CQ until
  * it is counted, and a CQ being destroyed takes it to leave the list, so a

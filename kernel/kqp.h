@@ -31,6 +31,55 @@ extern unsigned int kqp_max_objects;
 extern unsigned long kqp_max_mr_bytes;
 extern unsigned int kqp_max_mcast;
 
+/*
+ * A map for the reader.
+ *
+ * Lock order, outermost first; a lock is only taken with those above it
+ * in its own column held, never the other way round:
+ *
+ *   kqp_cm_id.mutex			serialises commands on one id
+ *     rdma_lock_handler(cm_id)		rdma_cm's handler_mutex of the id
+ *       kqp_file.lock			a file's event queue (two files:
+ *					by address, kqp_lock_two())
+ *     kqp_device.hw_rwsem		read: using hardware; write: removal
+ *					and destroying a verbs object
+ *       kqp_qp.sq_mutex, rq_mutex	posting
+ *       kqp_qp.mcast_mutex		a QP's group list
+ *         kqp_mcast_hw_mutex (qp.c)	every attach and detach, a leaf
+ *       kqp_ucontext.lock		PD and CQ use counts, default PDs
+ *         kqp_ucontext.dev_lock	the table's per-device charges
+ *       kqp_device.objects_lock	(spin) the device's verbs objects
+ *       kqp_kernel_lock (kapi.c)	the exported API's default PDs
+ *   kqp_cq.lock				(spin, bh) producer, arming, flush
+ *     kqp_qp.lock			(spin, irq) a QP's slots
+ *     kqp_channel.lock			(spin, irqsave) pending CQs
+ *     kqp_async.lock (async.c)		(spin, irqsave) queued async events
+ *   kqp_channel.read_mutex -> kqp_channel.lock
+ *   kqp_async.read_mutex -> kqp_async.lock
+ *   xa_lock(&kqp_ucontext.objects)	a leaf: taken under kqp_file.lock,
+ *					kqp_ucontext.lock and others
+ *   kqp_users_lock (object.c), kqp_devices_rwsem (device.c) and
+ *   kqp_cq_stats_lock (cq.c) are taken with nothing else of kqp's held
+ *   but their own xarrays.
+ *
+ * hw_rwsem is also taken for writing under kqp_cm_id.mutex (a QP on an
+ * id is destroyed under it) and takes kqp_cq.lock (kqp_cq_destroy_hw());
+ * NOTIFY waits for an event with kqp_cm_id.mutex held.  The completion
+ * path (kqp_cq_poll(), a softirq) takes kqp_cq.lock, then kqp_qp.lock in
+ * kqp_qp_complete(), then the channel's and the async queue's locks.
+ *
+ * The three lifetimes of a cm_id (struct kqp_cm_id):
+ *  - the table entry: reserved (reads as NULL), published, claimed (swapped
+ *    for XA_ZERO_ENTRY by the one destroyer), erased last by
+ *    kqp_object_release_id().  What can name the id.
+ *  - @obj.users: the table's reference and one per command using the id;
+ *    the destroyer drains it (kqp_object_drain()) before the rdma_cm id
+ *    goes.  What keeps the id usable.
+ *  - @mem_ref: the struct's memory: the id holds one and a QP created on
+ *    it one, so a QP being destroyed can always take the id's mutex.
+ *    What keeps the struct.
+ */
+
 struct kqp_ucontext;
 struct kqp_user;
 struct dentry;
@@ -56,7 +105,7 @@ struct kqp_device {
 	struct kref ref;
 	struct rw_semaphore hw_rwsem;
 	bool dead;
-	spinlock_t objects_lock;
+	spinlock_t objects_lock;	/* @objects */
 	struct list_head objects;
 };
 
@@ -93,13 +142,13 @@ struct kqp_ucontext {
 	u32 next_id;
 	atomic_t nr_objects;
 	atomic64_t mr_bytes;
-	struct mutex lock;
+	struct mutex lock;	/* use counts, @default_pds */
 	struct xarray default_pds;
 	struct kqp_async *async;
 	struct mm_struct *mm;
 	struct kqp_user *user;
 	struct mem_cgroup *memcg;
-	struct mutex dev_lock;
+	struct mutex dev_lock;	/* @devices */
 	struct xarray devices;
 };
 
@@ -120,7 +169,7 @@ struct kqp_async;
 struct kqp_file {
 	struct file *filp;
 	struct kqp_ucontext *uctx;
-	struct mutex lock;
+	struct mutex lock;	/* @events, publication vs. announcement */
 	struct list_head events;
 	wait_queue_head_t poll_wait;
 };
@@ -282,8 +331,8 @@ struct kqp_ah {
  */
 struct kqp_channel {
 	struct kref ref;
-	spinlock_t lock;
-	struct mutex read_mutex;
+	spinlock_t lock;		/* @pending, the CQs' counts */
+	struct mutex read_mutex;	/* a reader; a CQ leaving */
 	wait_queue_head_t wait;
 	struct list_head pending;
 };
@@ -338,7 +387,7 @@ struct kqp_cq {
 	struct irq_poll iop;
 	struct irq_work kick;
 	u64 cb_ns;
-	spinlock_t lock;
+	spinlock_t lock;	/* producer, arming, @dying */
 	u32 tail;
 	u32 last_fired;
 	u32 ring_flags;
@@ -408,7 +457,7 @@ struct kqp_wq {
  * @nr_mcasts: entries in @mcasts
  * @abandoned: the device refused to destroy the QP: it keeps this struct
  *	as its context, for good, and the handler must not touch the rest
- * @rcu: the completion handler looks QPs up under RCU
+ * @rcu: the CQ's poller looks QPs up under RCU (kqp_qp_complete())
  */
 struct kqp_qp {
 	struct kqp_vobj vobj;
@@ -423,13 +472,13 @@ struct kqp_qp {
 	enum ib_qp_type qp_type;
 	bool sq_sig_all;
 	struct ib_qp_cap cap;
-	spinlock_t lock;
-	struct mutex sq_mutex;
-	struct mutex rq_mutex;
+	spinlock_t lock;		/* @sq and @rq */
+	struct mutex sq_mutex;		/* posting sends */
+	struct mutex rq_mutex;		/* posting receives */
 	struct kqp_wq sq;
 	struct kqp_wq rq;
 	u32 async_reported;
-	struct mutex mcast_mutex;
+	struct mutex mcast_mutex;	/* @mcasts, @nr_mcasts */
 	struct list_head mcasts;
 	unsigned int nr_mcasts;
 	bool abandoned;
@@ -480,7 +529,7 @@ struct kqp_cm_id {
 	struct kqp_file *kfile;
 	struct rdma_cm_id *cm_id;
 	u64 uid;
-	struct mutex mutex;
+	struct mutex mutex;	/* commands on this id */
 	bool ready;
 	bool named;
 	bool listening;

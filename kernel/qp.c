@@ -87,7 +87,8 @@ static u32 kqp_wc_flags(int flags)
 
 /*
  * Fill @cqe from a kernel completion; @report says whether it is to be
- * reported.  Runs in the CQ's completion handler, under the CQ's lock.
+ * reported.  Runs in the CQ's poller (a softirq) or a flush, under the
+ * CQ's lock.
  */
 void kqp_qp_complete(struct kqp_ucontext *uctx, struct ib_wc *wc,
 		     struct kqp_cqe *cqe, bool *report)
