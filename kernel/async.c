@@ -119,7 +119,7 @@ retry:
 		if (filp->f_flags & O_NONBLOCK)
 			return -EAGAIN;
 		if (wait_event_interruptible(async->wait,
-				!list_empty_careful(&async->events)))
+					     !list_empty_careful(&async->events)))
 			return -ERESTARTSYS;
 	}
 	e = list_first_entry(&async->events, struct kqp_async_entry, list);

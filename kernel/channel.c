@@ -91,7 +91,7 @@ retry:
 		if (filp->f_flags & O_NONBLOCK)
 			return -EAGAIN;
 		if (wait_event_interruptible(chan->wait,
-				!list_empty_careful(&chan->pending)))
+					     !list_empty_careful(&chan->pending)))
 			return -ERESTARTSYS;
 	}
 	cq = list_first_entry(&chan->pending, struct kqp_cq, chan_entry);

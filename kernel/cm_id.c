@@ -317,9 +317,10 @@ static int __kqp_cm_event_handler(struct rdma_cm_id *cm_id,
 
 	if (event->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return kqp_cm_conn_request(ctx, cm_id, event);
-	/* Pairs with the acquire in kqp_resolve_route_ioctl(). */
-	if (event->event == RDMA_CM_EVENT_ADDR_RESOLVED)
+	if (event->event == RDMA_CM_EVENT_ADDR_RESOLVED) {
+		/* Pairs with the acquire in kqp_resolve_route_ioctl(). */
 		smp_store_release(&ctx->addr_resolved, true);
+	}
 	/* The active side answers a REP with ESTABLISH or REJECT. */
 	if (event->event == RDMA_CM_EVENT_CONNECT_RESPONSE)
 		ctx->answer = KQP_ANSWER_RESPONSE;
@@ -538,6 +539,10 @@ int kqp_resolve_route_ioctl(struct kqp_ucmd *ucmd)
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	ret = -EINVAL;
+	/*
+	 * Pairs with the release in __kqp_cm_event_handler(): the handler
+	 * found the id's device before it said so.
+	 */
 	if (smp_load_acquire(&ctx->addr_resolved))
 		ret = rdma_resolve_route(ctx->cm_id, cmd->timeout_ms);
 	kqp_cm_id_unlock(ctx);
@@ -926,8 +931,8 @@ int kqp_notify_ioctl(struct kqp_ucmd *ucmd)
 		if (!ret && cmd->event == IB_EVENT_COMM_EST &&
 		    rdma_cap_ib_cm(cm_id->device, cm_id->port_num))
 			wait_event_timeout(kqp_notify_wait,
-				READ_ONCE(ctx->cm_events) != seen,
-				msecs_to_jiffies(KQP_NOTIFY_WAIT_MS));
+					   READ_ONCE(ctx->cm_events) != seen,
+					   msecs_to_jiffies(KQP_NOTIFY_WAIT_MS));
 	}
 	kqp_cm_id_unlock(ctx);
 	return ret;

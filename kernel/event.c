@@ -68,7 +68,7 @@ int kqp_get_event_ioctl(struct kqp_ucmd *ucmd)
 			if (kfile->filp->f_flags & O_NONBLOCK)
 				return -EAGAIN;
 			if (wait_event_interruptible(kfile->poll_wait,
-					!list_empty_careful(&kfile->events)))
+						     !list_empty_careful(&kfile->events)))
 				return -ERESTARTSYS;
 			continue;
 		}

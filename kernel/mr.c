@@ -16,10 +16,10 @@
 #include "kqp.h"
 
 /* enum ibv_access_flags kqp accepts; they equal IB_ACCESS_*. */
-#define KQP_ACCESS_LOCAL_WRITE		(1 << 0)
-#define KQP_ACCESS_REMOTE_WRITE		(1 << 1)
-#define KQP_ACCESS_REMOTE_READ		(1 << 2)
-#define KQP_ACCESS_REMOTE_ATOMIC	(1 << 3)
+#define KQP_ACCESS_LOCAL_WRITE		BIT(0)
+#define KQP_ACCESS_REMOTE_WRITE		BIT(1)
+#define KQP_ACCESS_REMOTE_READ		BIT(2)
+#define KQP_ACCESS_REMOTE_ATOMIC	BIT(3)
 #define KQP_ACCESS_SUPPORTED	(KQP_ACCESS_LOCAL_WRITE |		\
 				 KQP_ACCESS_REMOTE_WRITE |		\
 				 KQP_ACCESS_REMOTE_READ |		\

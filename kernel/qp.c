@@ -23,7 +23,7 @@
 
 #include "kqp.h"
 
-#define KQP_WRID_RECV		(1U << 31)
+#define KQP_WRID_RECV		BIT(31)
 #define KQP_WRID_SLOT_MASK	(KQP_WRID_RECV - 1)
 
 static u64 kqp_wrid(struct kqp_qp *qp, u32 slot, bool recv)
