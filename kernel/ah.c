@@ -85,7 +85,6 @@ int kqp_create_ah_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_create_ah *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;
 	struct rdma_ah_attr attr;
-	struct kqp_object *obj;
 	struct kqp_device *kdev;
 	struct kqp_pd *pd;
 	struct kqp_ah *ah;
@@ -94,14 +93,9 @@ int kqp_create_ah_ioctl(struct kqp_ucmd *ucmd)
 
 	if (cmd->__reserved || cmd->__reserved2)
 		return -EOPNOTSUPP;
-	obj = kqp_object_get(uctx, cmd->pd, KQP_OBJ_PD);
-	if (IS_ERR(obj))
-		return PTR_ERR(obj);
-	pd = container_of(obj, struct kqp_pd, vobj.obj);
-	ret = kqp_pd_add_user(pd);
-	kqp_object_put(obj);
-	if (ret)
-		return ret;
+	pd = kqp_pd_take(uctx, cmd->pd);
+	if (IS_ERR(pd))
+		return PTR_ERR(pd);
 	kdev = pd->vobj.kdev;
 
 	ah = kzalloc(sizeof(*ah), GFP_KERNEL_ACCOUNT);

@@ -672,6 +672,29 @@ static int kqp_conn_param_from_user(struct rdma_conn_param *dst,
 	return 0;
 }
 
+/*
+ * CONNECT and ACCEPT: the caller's parameters, then the id, locked, with
+ * the number of its QP if it has one.  @pdata has room for
+ * KQP_MAX_PRIVATE_DATA bytes.
+ */
+static struct kqp_cm_id *kqp_conn_lock(struct kqp_ucmd *ucmd, u32 id,
+				       const struct kqp_conn_param *uparam,
+				       struct rdma_conn_param *param,
+				       void *pdata)
+{
+	struct kqp_cm_id *ctx;
+	int ret;
+
+	ret = kqp_conn_param_from_user(param, uparam, pdata);
+	if (ret)
+		return ERR_PTR(ret);
+	ctx = kqp_cm_id_lock(ucmd, id);
+	/* A UD id's QP is not rdma_cm's (see core.c): name it. */
+	if (!IS_ERR(ctx) && ctx->qp)
+		param->qp_num = ctx->qp->qp_num;
+	return ctx;
+}
+
 int kqp_connect_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_connect *cmd = ucmd->cmd;
@@ -682,15 +705,9 @@ int kqp_connect_ioctl(struct kqp_ucmd *ucmd)
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	ret = kqp_conn_param_from_user(&param, &cmd->param, pdata);
-	if (ret)
-		return ret;
-	ctx = kqp_cm_id_lock(ucmd, cmd->id);
+	ctx = kqp_conn_lock(ucmd, cmd->id, &cmd->param, &param, pdata);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
-	/* A UD id's QP is not rdma_cm's (see core.c): name it. */
-	if (ctx->qp)
-		param.qp_num = ctx->qp->qp_num;
 	ret = rdma_connect(ctx->cm_id, &param);
 	kqp_cm_id_unlock(ctx);
 	return ret;
@@ -706,14 +723,9 @@ int kqp_accept_ioctl(struct kqp_ucmd *ucmd)
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	ret = kqp_conn_param_from_user(&param, &cmd->param, pdata);
-	if (ret)
-		return ret;
-	ctx = kqp_cm_id_lock(ucmd, cmd->id);
+	ctx = kqp_conn_lock(ucmd, cmd->id, &cmd->param, &param, pdata);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
-	if (ctx->qp)
-		param.qp_num = ctx->qp->qp_num;
 	/*
 	 * rdma_accept() wants the handler lock, and taking it also makes the
 	 * id ready atomically with respect to the events that follow.  Only

@@ -467,6 +467,16 @@ void kqp_cq_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj)
 		    NULL);
 }
 
+/* The CQ @handle names, with a reference on its object. */
+static struct kqp_cq *kqp_cq_get(struct kqp_ucontext *uctx, u32 handle)
+{
+	struct kqp_object *obj = kqp_object_get(uctx, handle, KQP_OBJ_CQ);
+
+	if (IS_ERR(obj))
+		return ERR_CAST(obj);
+	return container_of(obj, struct kqp_cq, vobj.obj);
+}
+
 int kqp_create_cq_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_create_cq *cmd = ucmd->cmd;
@@ -517,25 +527,23 @@ int kqp_destroy_cq_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_destroy_cq *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;
-	struct kqp_object *obj;
 	struct kqp_cq *cq;
 	int ret = 0;
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	obj = kqp_object_get(uctx, cmd->cq, KQP_OBJ_CQ);
-	if (IS_ERR(obj))
-		return PTR_ERR(obj);
-	cq = container_of(obj, struct kqp_cq, vobj.obj);
+	cq = kqp_cq_get(uctx, cmd->cq);
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
 
 	/* Same lock as QPs taking the CQ: a CQ in use stays. */
 	mutex_lock(&uctx->lock);
 	if (cq->users || cq->auto_qp)
 		ret = -EBUSY;
-	else if (!kqp_object_claim(uctx, obj))
+	else if (!kqp_object_claim(uctx, &cq->vobj.obj))
 		ret = -ENOENT;
 	mutex_unlock(&uctx->lock);
-	kqp_object_put(obj);
+	kqp_object_put(&cq->vobj.obj);
 	if (ret)
 		return ret;
 	kqp_cq_free(uctx, cq, &cmd->out_comp_events_reported,
@@ -544,7 +552,7 @@ int kqp_destroy_cq_ioctl(struct kqp_ucmd *ucmd)
 }
 
 /* One more user (a QP) of a CQ the caller looked up. */
-int kqp_cq_add_user(struct kqp_cq *cq)
+static int kqp_cq_add_user(struct kqp_cq *cq)
 {
 	struct kqp_ucontext *uctx = cq->uctx;
 	int ret = 0;
@@ -556,6 +564,22 @@ int kqp_cq_add_user(struct kqp_cq *cq)
 		cq->users++;
 	mutex_unlock(&uctx->lock);
 	return ret;
+}
+
+/*
+ * The CQ @handle names, with one more user (a QP); EINVAL for a CQ made
+ * for a QP on an id, which is that QP's alone.
+ */
+struct kqp_cq *kqp_cq_take(struct kqp_ucontext *uctx, u32 handle)
+{
+	struct kqp_cq *cq = kqp_cq_get(uctx, handle);
+	int ret;
+
+	if (IS_ERR(cq))
+		return cq;
+	ret = cq->auto_qp ? -EINVAL : kqp_cq_add_user(cq);
+	kqp_object_put(&cq->vobj.obj);
+	return ret ? ERR_PTR(ret) : cq;
 }
 
 void kqp_cq_put_user(struct kqp_cq *cq)
@@ -583,16 +607,14 @@ int kqp_flush_cq_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_flush_cq *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;
 	struct kqp_device *kdev;
-	struct kqp_object *obj;
 	struct kqp_cq *cq;
 	int ret = 0;
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	obj = kqp_object_get(uctx, cmd->cq, KQP_OBJ_CQ);
-	if (IS_ERR(obj))
-		return PTR_ERR(obj);
-	cq = container_of(obj, struct kqp_cq, vobj.obj);
+	cq = kqp_cq_get(uctx, cmd->cq);
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
 	kdev = cq->vobj.kdev;
 
 	down_read(&kdev->hw_rwsem);
@@ -622,7 +644,7 @@ int kqp_flush_cq_ioctl(struct kqp_ucmd *ucmd)
 			irq_poll_sched(&cq->iop);
 	}
 	up_read(&kdev->hw_rwsem);
-	kqp_object_put(obj);
+	kqp_object_put(&cq->vobj.obj);
 	return ret;
 }
 

@@ -664,7 +664,7 @@ int kqp_alloc_pd_ioctl(struct kqp_ucmd *ucmd);
 int kqp_dealloc_pd_ioctl(struct kqp_ucmd *ucmd);
 struct kqp_pd *kqp_pd_get_default_locked(struct kqp_ucontext *uctx,
 					 struct kqp_device *kdev);
-int kqp_pd_add_user(struct kqp_pd *pd);
+struct kqp_pd *kqp_pd_take(struct kqp_ucontext *uctx, u32 handle);
 void kqp_pd_put_user(struct kqp_pd *pd);
 void kqp_pd_put_default_ref(struct kqp_pd *pd);
 void kqp_pd_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
@@ -687,7 +687,7 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 				    u32 comp_vector, struct kqp_channel *chan,
 				    u64 uid);
 void kqp_cq_fill_ring_info(struct kqp_cq *cq, struct kqp_ring_info *info);
-int kqp_cq_add_user(struct kqp_cq *cq);
+struct kqp_cq *kqp_cq_take(struct kqp_ucontext *uctx, u32 handle);
 void kqp_cq_put_user(struct kqp_cq *cq);
 u32 kqp_cq_destroy_auto(struct kqp_ucontext *uctx, struct kqp_cq *cq);
 void kqp_cq_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);

@@ -112,7 +112,6 @@ int kqp_reg_mr_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_reg_mr *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;
-	struct kqp_object *obj;
 	struct kqp_device *kdev;
 	struct kqp_pd *pd;
 	struct kqp_mr *mr;
@@ -133,14 +132,9 @@ int kqp_reg_mr_ioctl(struct kqp_ucmd *ucmd)
 	    check_add_overflow(cmd->iova, cmd->length, &end))
 		return -EINVAL;
 
-	obj = kqp_object_get(uctx, cmd->pd, KQP_OBJ_PD);
-	if (IS_ERR(obj))
-		return PTR_ERR(obj);
-	pd = container_of(obj, struct kqp_pd, vobj.obj);
-	ret = kqp_pd_add_user(pd);
-	kqp_object_put(obj);
-	if (ret)
-		return ret;
+	pd = kqp_pd_take(uctx, cmd->pd);
+	if (IS_ERR(pd))
+		return PTR_ERR(pd);
 	kdev = pd->vobj.kdev;
 
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);

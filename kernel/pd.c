@@ -146,7 +146,7 @@ out:
  * One more user (a QP) of a PD the caller looked up: refused if the PD is
  * being destroyed, which is decided under the same lock.
  */
-int kqp_pd_add_user(struct kqp_pd *pd)
+static int kqp_pd_add_user(struct kqp_pd *pd)
 {
 	struct kqp_ucontext *uctx = pd->uctx;
 	int ret = 0;
@@ -158,6 +158,24 @@ int kqp_pd_add_user(struct kqp_pd *pd)
 		pd->users++;
 	mutex_unlock(&uctx->lock);
 	return ret;
+}
+
+/*
+ * The PD @handle names, with one more user (a QP, an MR or an AH): ENOENT
+ * or ENXIO as kqp_object_get(), or ENOENT if it is being destroyed.
+ */
+struct kqp_pd *kqp_pd_take(struct kqp_ucontext *uctx, u32 handle)
+{
+	struct kqp_object *obj = kqp_object_get(uctx, handle, KQP_OBJ_PD);
+	struct kqp_pd *pd;
+	int ret;
+
+	if (IS_ERR(obj))
+		return ERR_CAST(obj);
+	pd = container_of(obj, struct kqp_pd, vobj.obj);
+	ret = kqp_pd_add_user(pd);
+	kqp_object_put(obj);
+	return ret ? ERR_PTR(ret) : pd;
 }
 
 /* Drop a user (a QP) of @pd; a default PD may go with it. */

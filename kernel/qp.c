@@ -422,35 +422,6 @@ static const struct kqp_core_scope_ops kqp_uscope_ops = {
 	.free_cq = kqp_uscope_free_cq,
 };
 
-/* Look up and take a user reference on a PD or CQ named by handle. */
-static struct kqp_pd *kqp_qp_take_pd(struct kqp_ucontext *uctx, u32 handle)
-{
-	struct kqp_object *obj = kqp_object_get(uctx, handle, KQP_OBJ_PD);
-	struct kqp_pd *pd;
-	int ret;
-
-	if (IS_ERR(obj))
-		return ERR_CAST(obj);
-	pd = container_of(obj, struct kqp_pd, vobj.obj);
-	ret = kqp_pd_add_user(pd);
-	kqp_object_put(obj);
-	return ret ? ERR_PTR(ret) : pd;
-}
-
-static struct kqp_cq *kqp_qp_take_cq(struct kqp_ucontext *uctx, u32 handle)
-{
-	struct kqp_object *obj = kqp_object_get(uctx, handle, KQP_OBJ_CQ);
-	struct kqp_cq *cq;
-	int ret;
-
-	if (IS_ERR(obj))
-		return ERR_CAST(obj);
-	cq = container_of(obj, struct kqp_cq, vobj.obj);
-	ret = cq->auto_qp ? -EINVAL : kqp_cq_add_user(cq);
-	kqp_object_put(obj);
-	return ret ? ERR_PTR(ret) : cq;
-}
-
 /* A QP struct for CREATE_QP, reserved in the table. */
 static struct kqp_qp *kqp_qp_alloc(struct kqp_ucontext *uctx,
 				   const struct kqp_create_qp *cmd)
@@ -489,19 +460,19 @@ static int kqp_qp_take_deps(struct kqp_ucontext *uctx, struct kqp_qp *qp,
 	struct kqp_cq *cq;
 
 	if (cmd->pd) {
-		pd = kqp_qp_take_pd(uctx, cmd->pd);
+		pd = kqp_pd_take(uctx, cmd->pd);
 		if (IS_ERR(pd))
 			return PTR_ERR(pd);
 		qp->pd = pd;
 	}
 	if (cmd->send_cq) {
-		cq = kqp_qp_take_cq(uctx, cmd->send_cq);
+		cq = kqp_cq_take(uctx, cmd->send_cq);
 		if (IS_ERR(cq))
 			return PTR_ERR(cq);
 		qp->send_cq = cq;
 	}
 	if (cmd->recv_cq) {
-		cq = kqp_qp_take_cq(uctx, cmd->recv_cq);
+		cq = kqp_cq_take(uctx, cmd->recv_cq);
 		if (IS_ERR(cq))
 			return PTR_ERR(cq);
 		qp->recv_cq = cq;
