@@ -480,9 +480,20 @@ static int kqp_qp_take_deps(struct kqp_ucontext *uctx, struct kqp_qp *qp,
 	return 0;
 }
 
-static bool kqp_vobj_on(struct kqp_vobj *vobj, struct kqp_device *kdev)
+/* Are the PD and CQs the QP has so far all on @kdev? */
+static bool kqp_qp_deps_on(struct kqp_qp *qp, struct kqp_device *kdev)
 {
-	return !vobj || vobj->kdev == kdev;
+	return (!qp->pd || qp->pd->vobj.kdev == kdev) &&
+	       (!qp->send_cq || qp->send_cq->vobj.kdev == kdev) &&
+	       (!qp->recv_cq || qp->recv_cq->vobj.kdev == kdev);
+}
+
+/* Did the hardware of any of them go?  Under their device's hw_rwsem. */
+static bool kqp_qp_deps_gone(struct kqp_qp *qp)
+{
+	return (qp->pd && qp->pd->vobj.hw_gone) ||
+	       (qp->send_cq && qp->send_cq->vobj.hw_gone) ||
+	       (qp->recv_cq && qp->recv_cq->vobj.hw_gone);
 }
 
 /*
@@ -518,9 +529,7 @@ static struct kqp_device *kqp_qp_resolve_dev(struct kqp_ucmd *ucmd,
 		kdev = qp->pd->vobj.kdev;
 		kref_get(&kdev->ref);
 	}
-	if (!kqp_vobj_on(qp->pd ? &qp->pd->vobj : NULL, kdev) ||
-	    !kqp_vobj_on(qp->send_cq ? &qp->send_cq->vobj : NULL, kdev) ||
-	    !kqp_vobj_on(qp->recv_cq ? &qp->recv_cq->vobj : NULL, kdev)) {
+	if (!kqp_qp_deps_on(qp, kdev)) {
 		ret = -EINVAL;
 		goto err_kdev;
 	}
@@ -533,11 +542,6 @@ err_cm:
 	if (cm)
 		kqp_cm_id_unlock(cm);
 	return ERR_PTR(ret);
-}
-
-static bool kqp_vobj_gone(struct kqp_vobj *vobj)
-{
-	return vobj && vobj->hw_gone;
 }
 
 /*
@@ -554,9 +558,7 @@ static int kqp_qp_create_hw(struct kqp_uscope *us, struct kqp_qp *qp,
 	int ret;
 
 	down_read(&kdev->hw_rwsem);
-	if (kdev->dead || kqp_vobj_gone(qp->pd ? &qp->pd->vobj : NULL) ||
-	    kqp_vobj_gone(qp->send_cq ? &qp->send_cq->vobj : NULL) ||
-	    kqp_vobj_gone(qp->recv_cq ? &qp->recv_cq->vobj : NULL)) {
+	if (kdev->dead || kqp_qp_deps_gone(qp)) {
 		ret = -ENXIO;
 		goto err_hw;
 	}
