@@ -301,9 +301,9 @@ err_backlog:
 }
 
 /*
- * NOTIFY waits here for the event that follows it (see kqp_notify_ioctl()).  The
- * bound is for a device that never answers; ib_cm's worker normally runs
- * within milliseconds.
+ * NOTIFY waits here for the event that follows it (see
+ * kqp_notify_ioctl()).  The bound is for a device that never answers;
+ * ib_cm's worker normally runs within milliseconds.
  */
 static DECLARE_WAIT_QUEUE_HEAD(kqp_notify_wait);
 #define KQP_NOTIFY_WAIT_MS 5000

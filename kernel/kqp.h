@@ -50,10 +50,10 @@ extern unsigned int kqp_max_mcast;
  *         kqp_ucontext.dev_lock	the table's per-device charges
  *       kqp_device.objects_lock	(spin) the device's verbs objects
  *       kqp_kernel_lock (kapi.c)	the exported API's default PDs
- *   kqp_cq.lock				(spin, bh) producer, arming, flush
+ *   kqp_cq.lock				(spin, bh) producer, arming
  *     kqp_qp.lock			(spin, irq) a QP's slots
  *     kqp_channel.lock			(spin, irqsave) pending CQs
- *     kqp_async.lock (async.c)		(spin, irqsave) queued async events
+ *     kqp_async.lock (async.c)		(spin, irqsave) async events
  *   kqp_channel.read_mutex -> kqp_channel.lock
  *   kqp_async.read_mutex -> kqp_async.lock
  *   xa_lock(&kqp_ucontext.objects)	a leaf: taken under kqp_file.lock,
