@@ -45,7 +45,7 @@ int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 int ibv_dontfork_range(void *base, size_t size);
 int ibv_dofork_range(void *base, size_t size);
 
-/* dev.c */
+/* session.c */
 int kqp_dev_open(void);
 int kqp_session_fd(void);
 int kqp_session_async_fd(void);

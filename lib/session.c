@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * Access to /dev/kqp: opening it, checking the module's ABI, and the
- * QUERY command.
+ * The process-wide /dev/kqp session, and access to /dev/kqp: opening it,
+ * checking the module's ABI, and the QUERY command.  (device.c is the
+ * libibverbs device list.)
  */
 #include <errno.h>
 #include <fcntl.h>
