@@ -300,29 +300,8 @@ static int kqp_query(struct kqp_id *kid, bool paths)
 	recs = calloc(q.out_num_paths, sizeof(*recs));
 	if (!recs)
 		return kqp_err(ENOMEM);
-	for (i = 0; i < q.out_num_paths; i++) {
-		struct kqp_path_rec *p = &q.out_paths[i];
-
-		memcpy(recs[i].dgid.raw, p->dgid, sizeof(p->dgid));
-		memcpy(recs[i].sgid.raw, p->sgid, sizeof(p->sgid));
-		recs[i].dlid = p->dlid;
-		recs[i].slid = p->slid;
-		recs[i].raw_traffic = p->raw_traffic;
-		recs[i].flow_label = p->flow_label;
-		recs[i].hop_limit = p->hop_limit;
-		recs[i].traffic_class = p->traffic_class;
-		recs[i].reversible = p->reversible;
-		recs[i].numb_path = p->numb_path;
-		recs[i].pkey = p->pkey;
-		recs[i].sl = p->sl;
-		recs[i].mtu_selector = p->mtu_selector;
-		recs[i].mtu = p->mtu;
-		recs[i].rate_selector = p->rate_selector;
-		recs[i].rate = p->rate;
-		recs[i].packet_life_time_selector = p->packet_life_time_selector;
-		recs[i].packet_life_time = p->packet_life_time;
-		recs[i].preference = p->preference;
-	}
+	for (i = 0; i < q.out_num_paths; i++)
+		kqp_path_rec_from_kern(&recs[i], &q.out_paths[i]);
 	free(id->route.path_rec);
 	id->route.path_rec = recs;
 	id->route.num_paths = q.out_num_paths;
@@ -641,23 +620,6 @@ KQP_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname,
 	return kqp_ret(kqp_ioctl(id->channel->fd, KQP_IOCTL_SET_OPTION, &cmd));
 }
 
-static void kqp_ah_attr_from_kern(struct ibv_ah_attr *dst,
-				  const struct kqp_ah_attr *src)
-{
-	memset(dst, 0, sizeof(*dst));
-	memcpy(dst->grh.dgid.raw, src->dgid, sizeof(src->dgid));
-	dst->grh.flow_label = src->flow_label;
-	dst->grh.sgid_index = src->sgid_index;
-	dst->grh.hop_limit = src->hop_limit;
-	dst->grh.traffic_class = src->traffic_class;
-	dst->dlid = src->dlid;
-	dst->sl = src->sl;
-	dst->src_path_bits = src->src_path_bits;
-	dst->static_rate = src->static_rate;
-	dst->is_global = src->is_global;
-	dst->port_num = src->port_num;
-}
-
 KQP_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 				 struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
 {
@@ -666,35 +628,12 @@ KQP_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 		.id = to_kid(id)->handle,
 		.qp_state = qp_attr->qp_state,
 	};
-	struct kqp_qp_attr *a = &cmd.out_attr;
 	int ret;
 
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_INIT_QP_ATTR, &cmd);
 	if (ret)
 		return kqp_err(-ret);
-	qp_attr->cur_qp_state = a->cur_qp_state;
-	qp_attr->path_mtu = a->path_mtu;
-	qp_attr->path_mig_state = a->path_mig_state;
-	qp_attr->qkey = a->qkey;
-	qp_attr->rq_psn = a->rq_psn;
-	qp_attr->sq_psn = a->sq_psn;
-	qp_attr->dest_qp_num = a->dest_qp_num;
-	qp_attr->qp_access_flags = a->qp_access_flags;
-	kqp_ah_attr_from_kern(&qp_attr->ah_attr, &a->ah_attr);
-	kqp_ah_attr_from_kern(&qp_attr->alt_ah_attr, &a->alt_ah_attr);
-	qp_attr->pkey_index = a->pkey_index;
-	qp_attr->alt_pkey_index = a->alt_pkey_index;
-	qp_attr->en_sqd_async_notify = a->en_sqd_async_notify;
-	qp_attr->sq_draining = a->sq_draining;
-	qp_attr->max_rd_atomic = a->max_rd_atomic;
-	qp_attr->max_dest_rd_atomic = a->max_dest_rd_atomic;
-	qp_attr->min_rnr_timer = a->min_rnr_timer;
-	qp_attr->port_num = a->port_num;
-	qp_attr->timeout = a->timeout;
-	qp_attr->retry_cnt = a->retry_cnt;
-	qp_attr->rnr_retry = a->rnr_retry;
-	qp_attr->alt_port_num = a->alt_port_num;
-	qp_attr->alt_timeout = a->alt_timeout;
+	kqp_qp_attr_from_kern(qp_attr, &cmd.out_attr);
 	*qp_attr_mask = cmd.out_attr_mask;
 	return 0;
 }
@@ -1259,11 +1198,7 @@ KQP_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	cmd.send_cq_uid = (uintptr_t)scq;
 	cmd.recv_cq_uid = (uintptr_t)rcq;
 	cmd.uid = (uintptr_t)qp;
-	cmd.cap.max_send_wr = attr->cap.max_send_wr;
-	cmd.cap.max_recv_wr = attr->cap.max_recv_wr;
-	cmd.cap.max_send_sge = attr->cap.max_send_sge;
-	cmd.cap.max_recv_sge = attr->cap.max_recv_sge;
-	cmd.cap.max_inline_data = attr->cap.max_inline_data;
+	kqp_qp_cap_to_kern(&cmd.cap, &attr->cap);
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_CREATE_QP, &cmd);
 	if (ret)
 		goto err_free;
@@ -1290,11 +1225,7 @@ KQP_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	}
 
 	/* What the device gave, written back as rdma_create_qp(3) says. */
-	attr->cap.max_send_wr = cmd.cap.max_send_wr;
-	attr->cap.max_recv_wr = cmd.cap.max_recv_wr;
-	attr->cap.max_send_sge = cmd.cap.max_send_sge;
-	attr->cap.max_recv_sge = cmd.cap.max_recv_sge;
-	attr->cap.max_inline_data = cmd.cap.max_inline_data;
+	kqp_qp_cap_from_kern(&attr->cap, &cmd.cap);
 	if (!pd)
 		pd = id->pd;
 	attr->pd = pd;

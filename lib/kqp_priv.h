@@ -45,6 +45,21 @@ int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 int ibv_dontfork_range(void *base, size_t size);
 int ibv_dofork_range(void *base, size_t size);
 
+/* marshall.c: kernel structures to and from the verbs ones */
+void kqp_path_rec_from_kern(struct ibv_sa_path_rec *dst,
+			    const struct kqp_path_rec *src);
+void kqp_ah_attr_to_kern(struct kqp_ah_attr *dst,
+			 const struct ibv_ah_attr *src);
+void kqp_ah_attr_from_kern(struct ibv_ah_attr *dst,
+			   const struct kqp_ah_attr *src);
+void kqp_qp_attr_to_kern(struct kqp_qp_attr *dst,
+			 const struct ibv_qp_attr *src);
+void kqp_qp_attr_from_kern(struct ibv_qp_attr *dst,
+			   const struct kqp_qp_attr *src);
+void kqp_qp_cap_to_kern(struct kqp_qp_cap *dst, const struct ibv_qp_cap *src);
+void kqp_qp_cap_from_kern(struct ibv_qp_cap *dst,
+			  const struct kqp_qp_cap *src);
+
 /* session.c */
 int kqp_dev_open(void);
 int kqp_session_fd(void);

@@ -10,10 +10,6 @@
 
 #include "kqp_priv.h"
 
-void kqp_qp_attr_to_kern(struct kqp_qp_attr *dst, const struct ibv_qp_attr *src);
-void kqp_ah_attr_from_kern(struct ibv_ah_attr *dst,
-			   const struct kqp_ah_attr *src);
-
 /* Wait until every async event reported for the QP was acked. */
 int kqp_qp_wait_events(struct kqp_lqp *qp, uint32_t reported)
 {
@@ -54,22 +50,14 @@ KQP_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 	cmd.qp_type = attr->qp_type == IBV_QPT_RC ? KQP_QPT_RC : KQP_QPT_UD;
 	cmd.flags = attr->sq_sig_all ? KQP_CREATE_QP_SQ_SIG_ALL : 0;
 	cmd.uid = (uintptr_t)qp;
-	cmd.cap.max_send_wr = attr->cap.max_send_wr;
-	cmd.cap.max_recv_wr = attr->cap.max_recv_wr;
-	cmd.cap.max_send_sge = attr->cap.max_send_sge;
-	cmd.cap.max_recv_sge = attr->cap.max_recv_sge;
-	cmd.cap.max_inline_data = attr->cap.max_inline_data;
+	kqp_qp_cap_to_kern(&cmd.cap, &attr->cap);
 	ret = kqp_ioctl(pd->context->cmd_fd, KQP_IOCTL_CREATE_QP, &cmd);
 	if (ret) {
 		free(qp);
 		errno = -ret;
 		return NULL;
 	}
-	attr->cap.max_send_wr = cmd.cap.max_send_wr;
-	attr->cap.max_recv_wr = cmd.cap.max_recv_wr;
-	attr->cap.max_send_sge = cmd.cap.max_send_sge;
-	attr->cap.max_recv_sge = cmd.cap.max_recv_sge;
-	attr->cap.max_inline_data = cmd.cap.max_inline_data;
+	kqp_qp_cap_from_kern(&attr->cap, &cmd.cap);
 	qp->cap = attr->cap;
 	qp->ibv.context = pd->context;
 	qp->ibv.qp_context = attr->qp_context;
@@ -124,34 +112,8 @@ KQP_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		return -ret;
 	memset(attr, 0, sizeof(*attr));
 	attr->qp_state = a->qp_state;
-	attr->cur_qp_state = a->cur_qp_state;
-	attr->path_mtu = a->path_mtu;
-	attr->path_mig_state = a->path_mig_state;
-	attr->qkey = a->qkey;
-	attr->rq_psn = a->rq_psn;
-	attr->sq_psn = a->sq_psn;
-	attr->dest_qp_num = a->dest_qp_num;
-	attr->qp_access_flags = a->qp_access_flags;
-	attr->cap.max_send_wr = cmd.out_cap.max_send_wr;
-	attr->cap.max_recv_wr = cmd.out_cap.max_recv_wr;
-	attr->cap.max_send_sge = cmd.out_cap.max_send_sge;
-	attr->cap.max_recv_sge = cmd.out_cap.max_recv_sge;
-	attr->cap.max_inline_data = cmd.out_cap.max_inline_data;
-	kqp_ah_attr_from_kern(&attr->ah_attr, &a->ah_attr);
-	kqp_ah_attr_from_kern(&attr->alt_ah_attr, &a->alt_ah_attr);
-	attr->pkey_index = a->pkey_index;
-	attr->alt_pkey_index = a->alt_pkey_index;
-	attr->en_sqd_async_notify = a->en_sqd_async_notify;
-	attr->sq_draining = a->sq_draining;
-	attr->max_rd_atomic = a->max_rd_atomic;
-	attr->max_dest_rd_atomic = a->max_dest_rd_atomic;
-	attr->min_rnr_timer = a->min_rnr_timer;
-	attr->port_num = a->port_num;
-	attr->timeout = a->timeout;
-	attr->retry_cnt = a->retry_cnt;
-	attr->rnr_retry = a->rnr_retry;
-	attr->alt_port_num = a->alt_port_num;
-	attr->alt_timeout = a->alt_timeout;
+	kqp_qp_attr_from_kern(attr, a);
+	kqp_qp_cap_from_kern(&attr->cap, &cmd.out_cap);
 	if (init_attr) {
 		memset(init_attr, 0, sizeof(*init_attr));
 		init_attr->qp_context = qp->qp_context;

@@ -125,69 +125,6 @@ KQP_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	return 0;
 }
 
-static void kqp_ah_attr_to_kern(struct kqp_ah_attr *dst,
-				const struct ibv_ah_attr *src)
-{
-	memset(dst, 0, sizeof(*dst));
-	memcpy(dst->dgid, src->grh.dgid.raw, sizeof(dst->dgid));
-	dst->flow_label = src->grh.flow_label;
-	dst->sgid_index = src->grh.sgid_index;
-	dst->hop_limit = src->grh.hop_limit;
-	dst->traffic_class = src->grh.traffic_class;
-	dst->dlid = src->dlid;
-	dst->sl = src->sl;
-	dst->src_path_bits = src->src_path_bits;
-	dst->static_rate = src->static_rate;
-	dst->is_global = src->is_global;
-	dst->port_num = src->port_num;
-}
-
-void kqp_ah_attr_from_kern(struct ibv_ah_attr *dst,
-			   const struct kqp_ah_attr *src)
-{
-	memset(dst, 0, sizeof(*dst));
-	memcpy(dst->grh.dgid.raw, src->dgid, sizeof(src->dgid));
-	dst->grh.flow_label = src->flow_label;
-	dst->grh.sgid_index = src->sgid_index;
-	dst->grh.hop_limit = src->hop_limit;
-	dst->grh.traffic_class = src->traffic_class;
-	dst->dlid = src->dlid;
-	dst->sl = src->sl;
-	dst->src_path_bits = src->src_path_bits;
-	dst->static_rate = src->static_rate;
-	dst->is_global = src->is_global;
-	dst->port_num = src->port_num;
-}
-
-void kqp_qp_attr_to_kern(struct kqp_qp_attr *dst, const struct ibv_qp_attr *src)
-{
-	memset(dst, 0, sizeof(*dst));
-	dst->qp_state = src->qp_state;
-	dst->cur_qp_state = src->cur_qp_state;
-	dst->path_mtu = src->path_mtu;
-	dst->path_mig_state = src->path_mig_state;
-	dst->qkey = src->qkey;
-	dst->rq_psn = src->rq_psn;
-	dst->sq_psn = src->sq_psn;
-	dst->dest_qp_num = src->dest_qp_num;
-	dst->qp_access_flags = src->qp_access_flags;
-	dst->pkey_index = src->pkey_index;
-	dst->alt_pkey_index = src->alt_pkey_index;
-	dst->en_sqd_async_notify = src->en_sqd_async_notify;
-	dst->sq_draining = src->sq_draining;
-	dst->max_rd_atomic = src->max_rd_atomic;
-	dst->max_dest_rd_atomic = src->max_dest_rd_atomic;
-	dst->min_rnr_timer = src->min_rnr_timer;
-	dst->port_num = src->port_num;
-	dst->timeout = src->timeout;
-	dst->retry_cnt = src->retry_cnt;
-	dst->rnr_retry = src->rnr_retry;
-	dst->alt_port_num = src->alt_port_num;
-	dst->alt_timeout = src->alt_timeout;
-	kqp_ah_attr_to_kern(&dst->ah_attr, &src->ah_attr);
-	kqp_ah_attr_to_kern(&dst->alt_ah_attr, &src->alt_ah_attr);
-}
-
 KQP_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 					struct ibv_ah_attr *attr)
 {
