@@ -215,10 +215,16 @@ int kqp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad_wr);
 int kqp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr);
+void kqp_qp_cmd_init(struct kqp_create_qp *cmd, struct kqp_lqp *qp,
+		     enum ibv_qp_type type, int sq_sig_all,
+		     const struct ibv_qp_cap *cap);
+void kqp_qp_init(struct kqp_lqp *qp, const struct kqp_create_qp *cmd,
+		 struct ibv_context *ctx, struct ibv_pd *pd,
+		 const struct ibv_qp_init_attr *attr, enum ibv_qp_state state);
 int kqp_qp_wait_events(struct kqp_lqp *qp, uint32_t reported);
 int kqp_qp_destroy_kern(struct kqp_lqp *qp);
 
-/* cma.c */
+/* cma_qp.c */
 void kqp_id_qp_gone_counts(struct rdma_cm_id *id, uint32_t send_events,
 			   uint32_t recv_events);
 

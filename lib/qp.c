@@ -20,6 +20,39 @@ int kqp_qp_wait_events(struct kqp_lqp *qp, uint32_t reported)
 	return 0;
 }
 
+/* What every KQP_IOCTL_CREATE_QP says of the QP; the caller adds the rest. */
+void kqp_qp_cmd_init(struct kqp_create_qp *cmd, struct kqp_lqp *qp,
+		     enum ibv_qp_type type, int sq_sig_all,
+		     const struct ibv_qp_cap *cap)
+{
+	cmd->qp_type = type == IBV_QPT_RC ? KQP_QPT_RC : KQP_QPT_UD;
+	cmd->flags = sq_sig_all ? KQP_CREATE_QP_SQ_SIG_ALL : 0;
+	cmd->uid = (uintptr_t)qp;
+	kqp_qp_cap_to_kern(&cmd->cap, cap);
+}
+
+/*
+ * Fill in the ibv_qp of a QP the kernel made with @cmd, in @state; of
+ * @attr, only qp_context, the CQs and qp_type are used.
+ */
+void kqp_qp_init(struct kqp_lqp *qp, const struct kqp_create_qp *cmd,
+		 struct ibv_context *ctx, struct ibv_pd *pd,
+		 const struct ibv_qp_init_attr *attr, enum ibv_qp_state state)
+{
+	kqp_qp_cap_from_kern(&qp->cap, &cmd->cap);
+	qp->ibv.context = ctx;
+	qp->ibv.qp_context = attr->qp_context;
+	qp->ibv.pd = pd;
+	qp->ibv.send_cq = attr->send_cq;
+	qp->ibv.recv_cq = attr->recv_cq;
+	qp->ibv.handle = cmd->out_qp;
+	qp->ibv.qp_num = cmd->out_qp_num;
+	qp->ibv.state = state;
+	qp->ibv.qp_type = attr->qp_type;
+	pthread_mutex_init(&qp->ibv.mutex, NULL);
+	pthread_cond_init(&qp->ibv.cond, NULL);
+}
+
 KQP_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 					struct ibv_qp_init_attr *attr)
 {
@@ -44,13 +77,10 @@ KQP_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 		errno = ENOMEM;
 		return NULL;
 	}
+	kqp_qp_cmd_init(&cmd, qp, attr->qp_type, attr->sq_sig_all, &attr->cap);
 	cmd.pd = pd->handle;
 	cmd.send_cq = attr->send_cq->handle;
 	cmd.recv_cq = attr->recv_cq->handle;
-	cmd.qp_type = attr->qp_type == IBV_QPT_RC ? KQP_QPT_RC : KQP_QPT_UD;
-	cmd.flags = attr->sq_sig_all ? KQP_CREATE_QP_SQ_SIG_ALL : 0;
-	cmd.uid = (uintptr_t)qp;
-	kqp_qp_cap_to_kern(&cmd.cap, &attr->cap);
 	ret = kqp_ioctl(pd->context->cmd_fd, KQP_IOCTL_CREATE_QP, &cmd);
 	if (ret) {
 		free(qp);
@@ -58,18 +88,7 @@ KQP_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 		return NULL;
 	}
 	kqp_qp_cap_from_kern(&attr->cap, &cmd.cap);
-	qp->cap = attr->cap;
-	qp->ibv.context = pd->context;
-	qp->ibv.qp_context = attr->qp_context;
-	qp->ibv.pd = pd;
-	qp->ibv.send_cq = attr->send_cq;
-	qp->ibv.recv_cq = attr->recv_cq;
-	qp->ibv.handle = cmd.out_qp;
-	qp->ibv.qp_num = cmd.out_qp_num;
-	qp->ibv.state = IBV_QPS_RESET;
-	qp->ibv.qp_type = attr->qp_type;
-	pthread_mutex_init(&qp->ibv.mutex, NULL);
-	pthread_cond_init(&qp->ibv.cond, NULL);
+	kqp_qp_init(qp, &cmd, pd->context, pd, attr, IBV_QPS_RESET);
 	return &qp->ibv;
 }
 
