@@ -53,23 +53,35 @@ static void kqp_copy_addr(struct __kernel_sockaddr_storage *dst,
 	memcpy(dst, src, kqp_addrlen(src));
 }
 
-KQP_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
+/* A new event channel in *@channelp; 0 or -errno. */
+static int kqp_event_channel_new(struct rdma_event_channel **channelp)
 {
 	struct rdma_event_channel *channel;
 	int fd;
 
 	fd = kqp_channel_open();
-	if (fd < 0) {
-		errno = -fd;
-		return NULL;
-	}
+	if (fd < 0)
+		return fd;
 	channel = malloc(sizeof(*channel));
 	if (!channel) {
 		close(fd);
-		errno = ENOMEM;
-		return NULL;
+		return -ENOMEM;
 	}
 	channel->fd = fd;
+	*channelp = channel;
+	return 0;
+}
+
+KQP_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	struct rdma_event_channel *channel;
+	int ret;
+
+	ret = kqp_event_channel_new(&channel);
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
 	return channel;
 }
 
@@ -103,15 +115,20 @@ static void kqp_id_free(struct kqp_id *kid)
 	free(kid);
 }
 
-static struct kqp_id *kqp_id_alloc(struct rdma_event_channel *channel,
-				   void *context, enum rdma_port_space ps,
-				   enum ibv_qp_type qp_type)
+/*
+ * A new id (no kernel id yet) on @channel, or on a channel of its own
+ * for a synchronous one, in *@kidp; 0 or -errno.
+ */
+static int kqp_id_alloc(struct rdma_event_channel *channel, void *context,
+			enum rdma_port_space ps, enum ibv_qp_type qp_type,
+			struct kqp_id **kidp)
 {
 	struct kqp_id *kid;
+	int ret;
 
 	kid = calloc(1, sizeof(*kid));
 	if (!kid)
-		return NULL;
+		return -ENOMEM;
 	kid->id.context = context;
 	kid->id.ps = ps;
 	kid->id.qp_type = qp_type;
@@ -119,20 +136,25 @@ static struct kqp_id *kqp_id_alloc(struct rdma_event_channel *channel,
 	pthread_mutex_init(&kid->mut, NULL);
 	pthread_cond_init(&kid->cond, NULL);
 	if (!channel) {
-		channel = rdma_create_event_channel();
-		if (!channel) {
+		ret = kqp_event_channel_new(&channel);
+		if (ret) {
 			kqp_id_free(kid);
-			return NULL;
+			return ret;
 		}
 		kid->sync = true;
 	}
 	kid->id.channel = channel;
-	return kid;
+	*kidp = kid;
+	return 0;
 }
 
-static int kqp_create_id2(struct rdma_event_channel *channel,
-			  struct rdma_cm_id **id, void *context,
-			  enum rdma_port_space ps, enum ibv_qp_type qp_type)
+/*
+ * rdma_create_id() with the QP type given; rdma_create_ep() uses it too.
+ * 0 or -errno.
+ */
+int kqp_create_id_qpt(struct rdma_event_channel *channel,
+		      struct rdma_cm_id **id, void *context,
+		      enum rdma_port_space ps, enum ibv_qp_type qp_type)
 {
 	struct kqp_create_id cmd = {
 		.size = sizeof(cmd),
@@ -143,20 +165,20 @@ static int kqp_create_id2(struct rdma_event_channel *channel,
 	int ret;
 
 	if (!id)
-		return kqp_err(EINVAL);
+		return -EINVAL;
 	if (channel) {
 		ret = kqp_is_kqp_fd(channel->fd);
 		if (ret)
-			return kqp_err(-ret);
+			return ret;
 	}
-	kid = kqp_id_alloc(channel, context, ps, qp_type);
-	if (!kid)
-		return -1;
+	ret = kqp_id_alloc(channel, context, ps, qp_type, &kid);
+	if (ret)
+		return ret;
 	cmd.uid = (uintptr_t)kid;
 	ret = kqp_ioctl(kid->id.channel->fd, KQP_IOCTL_CREATE_ID, &cmd);
 	if (ret) {
 		kqp_id_free(kid);
-		return kqp_err(-ret);
+		return ret;
 	}
 	kid->handle = cmd.out_id;
 	*id = &kid->id;
@@ -171,7 +193,7 @@ KQP_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
 
 	qp_type = (ps == RDMA_PS_IPOIB || ps == RDMA_PS_UDP) ?
 		  IBV_QPT_UD : IBV_QPT_RC;
-	return kqp_create_id2(channel, id, context, ps, qp_type);
+	return kqp_ret(kqp_create_id_qpt(channel, id, context, ps, qp_type));
 }
 
 static int kqp_destroy_kern_id(int fd, uint32_t handle)
@@ -216,13 +238,14 @@ KQP_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 	return 0;
 }
 
-KQP_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
+/* rdma_destroy_id(); 0 or -errno. */
+static int kqp_destroy_id(struct rdma_cm_id *id)
 {
 	struct kqp_id *kid;
 	int reported;
 
 	if (!id)
-		return kqp_err(EINVAL);
+		return -EINVAL;
 	kid = to_kid(id);
 	/*
 	 * A QP left on the id: librdmacm leaves it working, for the caller
@@ -235,12 +258,12 @@ KQP_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		int ret = kqp_qp_destroy_kern(qp);
 
 		if (ret)
-			return kqp_err(-ret);
+			return ret;
 		qp->gone = true;
 	}
 	reported = kqp_destroy_kern_id(id->channel->fd, kid->handle);
 	if (reported < 0)
-		return kqp_err(-reported);
+		return reported;
 
 	if (id->event)
 		rdma_ack_cm_event(id->event);
@@ -254,10 +277,15 @@ KQP_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	return 0;
 }
 
+KQP_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	return kqp_ret(kqp_destroy_id(id));
+}
+
 /*
  * Refresh what librdmacm keeps in the id from the kernel: addresses, GIDs,
  * P_Key, and the first time the id is bound, its device and port.  With
- * @paths, the route's path records too.
+ * @paths, the route's path records too.  0 or -errno.
  */
 static int kqp_query(struct kqp_id *kid, bool paths)
 {
@@ -269,7 +297,7 @@ static int kqp_query(struct kqp_id *kid, bool paths)
 
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_QUERY_ID, &q);
 	if (ret)
-		return kqp_err(-ret);
+		return ret;
 
 	memcpy(&addr->src_storage, &q.out_src_addr, sizeof(addr->src_storage));
 	memcpy(&addr->dst_storage, &q.out_dst_addr, sizeof(addr->dst_storage));
@@ -281,14 +309,16 @@ static int kqp_query(struct kqp_id *kid, bool paths)
 	addr->addr.ibaddr.pkey = htobe16(q.out_pkey);
 	if (!kid->kctx) {
 		struct kqp_context *kctx;
+		struct ibv_pd *pd = NULL;
 
-		kctx = kqp_context_for_device(q.out_device_index);
-		if (!kctx)
-			return -1;
+		ret = kqp_context_for_device(q.out_device_index, &kctx);
+		if (ret)
+			return ret;
 		/* As librdmacm: a bound id comes with the device's PD. */
-		id->pd = kqp_context_get_default_pd(kctx);
-		if (!id->pd)
-			return -1;
+		ret = kqp_context_get_default_pd(kctx, &pd);
+		id->pd = pd;
+		if (ret)
+			return ret;
 		kid->holds_default_pd = true;
 		kid->kctx = kctx;
 		id->verbs = &kctx->ibv;
@@ -299,7 +329,7 @@ static int kqp_query(struct kqp_id *kid, bool paths)
 		return 0;
 	recs = calloc(q.out_num_paths, sizeof(*recs));
 	if (!recs)
-		return kqp_err(ENOMEM);
+		return -ENOMEM;
 	for (i = 0; i < q.out_num_paths; i++)
 		kqp_path_rec_from_kern(&recs[i], &q.out_paths[i]);
 	free(id->route.path_rec);
@@ -308,9 +338,13 @@ static int kqp_query(struct kqp_id *kid, bool paths)
 	return 0;
 }
 
+static int kqp_get_cm_event(struct rdma_event_channel *channel,
+			    struct rdma_cm_event **event);
+
 /*
  * A synchronous id waits for the event its call started and turns a
- * failed event into -1 and errno, as librdmacm's ucma_complete().
+ * failed event into an error, as librdmacm's ucma_complete(): 0 or
+ * -errno.
  */
 static int kqp_complete(struct kqp_id *kid)
 {
@@ -323,15 +357,15 @@ static int kqp_complete(struct kqp_id *kid)
 		rdma_ack_cm_event(id->event);
 		id->event = NULL;
 	}
-	ret = rdma_get_cm_event(id->channel, &id->event);
+	ret = kqp_get_cm_event(id->channel, &id->event);
 	if (ret)
 		return ret;
 	if (id->event->status) {
 		if (id->event->event == RDMA_CM_EVENT_REJECTED)
-			return kqp_err(ECONNREFUSED);
+			return -ECONNREFUSED;
 		if (id->event->status < 0)
-			return kqp_err(-id->event->status);
-		return kqp_err(id->event->status);
+			return id->event->status;
+		return -id->event->status;
 	}
 	return 0;
 }
@@ -349,7 +383,7 @@ KQP_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_BIND_ADDR, &cmd);
 	if (ret)
 		return kqp_err(-ret);
-	return kqp_query(kid, false);
+	return kqp_ret(kqp_query(kid, false));
 }
 
 KQP_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
@@ -371,7 +405,7 @@ KQP_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
 	if (ret)
 		return kqp_err(-ret);
 	memcpy(&id->route.addr.dst_storage, dst_addr, dst_len);
-	return kqp_complete(kid);
+	return kqp_ret(kqp_complete(kid));
 }
 
 KQP_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
@@ -386,7 +420,7 @@ KQP_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_RESOLVE_ROUTE, &cmd);
 	if (ret)
 		return kqp_err(-ret);
-	return kqp_complete(to_kid(id));
+	return kqp_ret(kqp_complete(to_kid(id)));
 }
 
 KQP_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
@@ -401,32 +435,36 @@ KQP_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_LISTEN, &cmd);
 	if (ret)
 		return kqp_err(-ret);
-	return kqp_query(to_kid(id), false);
+	return kqp_ret(kqp_query(to_kid(id), false));
 }
 
-/* librdmacm's checks: a TCP id needs a QP or a QP number, depths in range. */
+/*
+ * librdmacm's checks: a TCP id needs a QP or a QP number, depths in
+ * range.  0 or -EINVAL.
+ */
 static int kqp_valid_param(struct kqp_id *kid, struct rdma_conn_param *param)
 {
 	if (kid->id.ps != RDMA_PS_TCP)
 		return 0;
 	if (!kid->id.qp && !param)
-		return kqp_err(EINVAL);
+		return -EINVAL;
 	if (!param)
 		return 0;
 	if (!kid->kctx)
-		return kqp_err(EINVAL);
+		return -EINVAL;
 	if (param->responder_resources != RDMA_MAX_RESP_RES &&
 	    param->responder_resources > kid->kctx->kdev->max_qp_rd_atom)
-		return kqp_err(EINVAL);
+		return -EINVAL;
 	if (param->initiator_depth != RDMA_MAX_INIT_DEPTH &&
 	    param->initiator_depth > kid->kctx->kdev->max_qp_init_rd_atom)
-		return kqp_err(EINVAL);
+		return -EINVAL;
 	return 0;
 }
 
 /*
  * The kernel's connection parameters; private data from rdma_create_ep's
  * ai_connect comes first, then the caller's, as librdmacm sends them.
+ * 0 or -EINVAL.
  */
 static int kqp_conn_param(struct kqp_id *kid, struct kqp_conn_param *dst,
 			  struct rdma_conn_param *src, uint8_t *buf,
@@ -438,7 +476,7 @@ static int kqp_conn_param(struct kqp_id *kid, struct kqp_conn_param *dst,
 	if (src && src->private_data && src->private_data_len)
 		len += src->private_data_len;
 	if (len > KQP_MAX_PRIVATE_DATA)
-		return kqp_err(EINVAL);
+		return -EINVAL;
 	if (kid->connect_len)
 		memcpy(buf, kid->connect, kid->connect_len);
 	if (len > kid->connect_len)
@@ -471,8 +509,9 @@ KQP_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	uint8_t srq = conn_param ? conn_param->srq : 0;
 	int ret;
 
-	if (kqp_valid_param(kid, conn_param))
-		return -1;
+	ret = kqp_valid_param(kid, conn_param);
+	if (ret)
+		return kqp_err(-ret);
 	if (!kid->kctx)
 		return kqp_err(EINVAL);
 	if (conn_param && conn_param->initiator_depth != RDMA_MAX_INIT_DEPTH)
@@ -489,15 +528,16 @@ KQP_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	}
 
 	cmd.id = kid->handle;
-	if (kqp_conn_param(kid, &cmd.param, conn_param, pdata, qp_num, srq))
-		return -1;
+	ret = kqp_conn_param(kid, &cmd.param, conn_param, pdata, qp_num, srq);
+	if (ret)
+		return kqp_err(-ret);
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_CONNECT, &cmd);
 	if (ret)
 		return kqp_err(-ret);
 	free(kid->connect);
 	kid->connect = NULL;
 	kid->connect_len = 0;
-	return kqp_complete(kid);
+	return kqp_ret(kqp_complete(kid));
 }
 
 KQP_EXPORT int rdma_accept(struct rdma_cm_id *id,
@@ -514,8 +554,9 @@ KQP_EXPORT int rdma_accept(struct rdma_cm_id *id,
 		return kqp_err(EINVAL);
 	qp_num = id->qp ? id->qp->qp_num : conn_param->qp_num;
 	srq = id->qp ? !!id->qp->srq : conn_param->srq;
-	if (kqp_valid_param(kid, conn_param))
-		return -1;
+	ret = kqp_valid_param(kid, conn_param);
+	if (ret)
+		return kqp_err(-ret);
 	if (!kid->kctx)
 		return kqp_err(EINVAL);
 	if (!conn_param || conn_param->initiator_depth == RDMA_MAX_INIT_DEPTH) {
@@ -533,8 +574,9 @@ KQP_EXPORT int rdma_accept(struct rdma_cm_id *id,
 
 	cmd.id = kid->handle;
 	cmd.uid = (uintptr_t)kid;
-	if (kqp_conn_param(kid, &cmd.param, conn_param, pdata, qp_num, srq))
-		return -1;
+	ret = kqp_conn_param(kid, &cmd.param, conn_param, pdata, qp_num, srq);
+	if (ret)
+		return kqp_err(-ret);
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_ACCEPT, &cmd);
 	if (ret)
 		return kqp_err(-ret);
@@ -546,7 +588,7 @@ KQP_EXPORT int rdma_accept(struct rdma_cm_id *id,
 		}
 		return 0;
 	}
-	return kqp_complete(kid);
+	return kqp_ret(kqp_complete(kid));
 }
 
 KQP_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
@@ -589,7 +631,7 @@ KQP_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_DISCONNECT, &cmd);
 	if (ret)
 		return kqp_err(-ret);
-	return kqp_complete(to_kid(id));
+	return kqp_ret(kqp_complete(to_kid(id)));
 }
 
 KQP_EXPORT int rdma_establish(struct rdma_cm_id *id)
@@ -638,8 +680,9 @@ KQP_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 	return 0;
 }
 
-KQP_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
-			       struct rdma_event_channel *channel)
+/* rdma_migrate_id(); 0 or -errno. */
+static int kqp_migrate_id(struct rdma_cm_id *id,
+			  struct rdma_event_channel *channel)
 {
 	struct kqp_migrate_id cmd = { .size = sizeof(cmd) };
 	struct kqp_id *kid = to_kid(id);
@@ -647,16 +690,13 @@ KQP_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	int ret;
 
 	if (kid->sync && !channel)
-		return kqp_err(EINVAL);
-	if (channel) {
+		return -EINVAL;
+	if (channel)
 		ret = kqp_is_kqp_fd(channel->fd);
-		if (ret)
-			return kqp_err(-ret);
-	} else {
-		channel = rdma_create_event_channel();
-		if (!channel)
-			return -1;
-	}
+	else
+		ret = kqp_event_channel_new(&channel);
+	if (ret)
+		return ret;
 
 	cmd.id = kid->handle;
 	cmd.fd = channel->fd;
@@ -664,7 +704,7 @@ KQP_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	if (ret) {
 		if (sync)
 			rdma_destroy_event_channel(channel);
-		return kqp_err(-ret);
+		return ret;
 	}
 
 	if (kid->sync) {
@@ -682,6 +722,12 @@ KQP_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 		pthread_cond_wait(&kid->cond, &kid->mut);
 	pthread_mutex_unlock(&kid->mut);
 	return 0;
+}
+
+KQP_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
+			       struct rdma_event_channel *channel)
+{
+	return kqp_ret(kqp_migrate_id(id, channel));
 }
 
 static void kqp_copy_conn_event(struct kqp_cm_event *evt,
@@ -733,16 +779,18 @@ static void kqp_copy_event_param(struct kqp_cm_event *evt,
  * The new id of a connection request, created on the listener's channel
  * (or, for a synchronous listener, on a channel of its own) before the
  * event is returned.  On failure the request is dropped: its kernel id is
- * destroyed, which the peer sees as a rejection or a timeout.
+ * destroyed, which the peer sees as a rejection or a timeout.  0 or
+ * -errno.
  */
 static int kqp_process_conn_req(struct kqp_cm_event *evt,
 				const struct kqp_get_event *ge)
 {
 	struct kqp_id *listen = evt->kid, *kid;
+	int ret;
 
-	kid = kqp_id_alloc(listen->id.channel, listen->id.context,
-			   listen->id.ps, listen->id.qp_type);
-	if (!kid) {
+	ret = kqp_id_alloc(listen->id.channel, listen->id.context,
+			   listen->id.ps, listen->id.qp_type, &kid);
+	if (ret) {
 		kqp_destroy_kern_id(listen->id.channel->fd, ge->out_id);
 		goto err;
 	}
@@ -752,17 +800,17 @@ static int kqp_process_conn_req(struct kqp_cm_event *evt,
 	evt->event.listen_id = &listen->id;
 	evt->event.id = &kid->id;
 
-	if (listen->sync && rdma_migrate_id(&kid->id, NULL))
-		goto err_destroy;
-	if (kqp_query(kid, true))
-		goto err_destroy;
-	return 0;
+	if (listen->sync)
+		ret = kqp_migrate_id(&kid->id, NULL);
+	if (!ret)
+		ret = kqp_query(kid, true);
+	if (!ret)
+		return 0;
 
-err_destroy:
-	rdma_destroy_id(&kid->id);
+	kqp_destroy_id(&kid->id);
 err:
 	kqp_complete_event(listen);
-	return -1;
+	return ret;
 }
 
 /*
@@ -781,46 +829,29 @@ static int kqp_process_join(struct kqp_cm_event *evt)
 	return ibv_attach_mcast(id->qp, &evt->mc->mgid, evt->mc->mlid);
 }
 
-KQP_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
-				 struct rdma_cm_event **event)
+/*
+ * Find the id (and group) of the kernel's event @ge and copy what the
+ * event carries; a connection request gets its new id.  False when the
+ * event is to be dropped: the request's id could not be made.
+ */
+static bool kqp_event_from_kern(struct kqp_cm_event *evt,
+				const struct kqp_get_event *ge)
 {
-	struct kqp_get_event ge;
-	struct kqp_cm_event *evt;
-	struct kqp_id *kid;
 	int ret;
 
-	if (!channel || !event)
-		return kqp_err(EINVAL);
-	ret = kqp_is_kqp_fd(channel->fd);
-	if (ret)
-		return kqp_err(-ret);
-	evt = malloc(sizeof(*evt));
-	if (!evt)
-		return kqp_err(ENOMEM);
+	evt->event.event = ge->out_event;
+	evt->event.status = ge->out_status;
 
-retry:
-	memset(evt, 0, sizeof(*evt));
-	memset(&ge, 0, sizeof(ge));
-	ge.size = sizeof(ge);
-	ret = kqp_ioctl(channel->fd, KQP_IOCTL_GET_EVENT, &ge);
-	if (ret) {
-		free(evt);
-		return kqp_err(-ret);
-	}
-
-	evt->event.event = ge.out_event;
-	evt->event.status = ge.out_status;
-
-	switch (ge.out_event) {
+	switch (ge->out_event) {
 	case RDMA_CM_EVENT_MULTICAST_JOIN:
 	case RDMA_CM_EVENT_MULTICAST_ERROR:
-		evt->mc = (struct kqp_mc *)(uintptr_t)ge.out_uid;
+		evt->mc = (struct kqp_mc *)(uintptr_t)ge->out_uid;
 		evt->kid = evt->mc->kid;
 		evt->event.id = &evt->kid->id;
-		kqp_copy_ud_event(evt, &ge);
+		kqp_copy_ud_event(evt, ge);
 		evt->event.param.ud.private_data = evt->mc->context;
 		evt->event.param.ud.private_data_len = 0;
-		if (ge.out_event == RDMA_CM_EVENT_MULTICAST_JOIN) {
+		if (ge->out_event == RDMA_CM_EVENT_MULTICAST_JOIN) {
 			ret = kqp_process_join(evt);
 			if (ret) {
 				evt->event.status = -ret;
@@ -829,54 +860,103 @@ retry:
 		}
 		break;
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
-		evt->kid = (struct kqp_id *)(uintptr_t)ge.out_uid;
-		kqp_copy_event_param(evt, &ge);
-		if (kqp_process_conn_req(evt, &ge))
-			goto retry;
+		evt->kid = (struct kqp_id *)(uintptr_t)ge->out_uid;
+		kqp_copy_event_param(evt, ge);
+		if (kqp_process_conn_req(evt, ge))
+			return false;
 		break;
 	default:
-		kid = (struct kqp_id *)(uintptr_t)ge.out_uid;
-		evt->kid = kid;
-		evt->event.id = &kid->id;
+		evt->kid = (struct kqp_id *)(uintptr_t)ge->out_uid;
+		evt->event.id = &evt->kid->id;
 		break;
 	}
+	return true;
+}
 
-	kid = evt->kid;
-	switch (ge.out_event) {
+/*
+ * What an event does to its id: a resolved address or route refreshes
+ * it (an error event if that fails).  False when the event is to be
+ * dropped: librdmacm hides what follows a failed connect.
+ */
+static bool kqp_event_update_id(struct kqp_cm_event *evt,
+				const struct kqp_get_event *ge)
+{
+	struct kqp_id *kid = evt->kid;
+	int ret;
+
+	switch (ge->out_event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		if (kqp_query(kid, false))
-			evt->event.status = -errno;
+		ret = kqp_query(kid, false);
+		if (ret)
+			evt->event.status = ret;
 		else if (!kid->id.verbs)
 			evt->event.status = -ENODEV;
 		if (evt->event.status)
 			evt->event.event = RDMA_CM_EVENT_ADDR_ERROR;
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		if (kqp_query(kid, true)) {
-			evt->event.status = -errno;
+		ret = kqp_query(kid, true);
+		if (ret) {
+			evt->event.status = ret;
 			evt->event.event = RDMA_CM_EVENT_ROUTE_ERROR;
 		}
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 	case RDMA_CM_EVENT_DISCONNECTED:
-		/* librdmacm hides what follows a failed connect. */
 		if (kid->connect_error) {
 			kqp_complete_event(kid);
-			goto retry;
+			return false;
 		}
-		kqp_copy_conn_event(evt, &ge);
+		kqp_copy_conn_event(evt, ge);
 		break;
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
 	case RDMA_CM_EVENT_MULTICAST_JOIN:
 	case RDMA_CM_EVENT_MULTICAST_ERROR:
 		break;
 	default:
-		kqp_copy_event_param(evt, &ge);
+		kqp_copy_event_param(evt, ge);
 		break;
 	}
+	return true;
+}
+
+/* rdma_get_cm_event(); 0 or -errno. */
+static int kqp_get_cm_event(struct rdma_event_channel *channel,
+			    struct rdma_cm_event **event)
+{
+	struct kqp_get_event ge;
+	struct kqp_cm_event *evt;
+	int ret;
+
+	if (!channel || !event)
+		return -EINVAL;
+	ret = kqp_is_kqp_fd(channel->fd);
+	if (ret)
+		return ret;
+	evt = malloc(sizeof(*evt));
+	if (!evt)
+		return -ENOMEM;
+
+	do {
+		memset(evt, 0, sizeof(*evt));
+		memset(&ge, 0, sizeof(ge));
+		ge.size = sizeof(ge);
+		ret = kqp_ioctl(channel->fd, KQP_IOCTL_GET_EVENT, &ge);
+		if (ret) {
+			free(evt);
+			return ret;
+		}
+	} while (!kqp_event_from_kern(evt, &ge) ||
+		 !kqp_event_update_id(evt, &ge));
 
 	*event = &evt->event;
 	return 0;
+}
+
+KQP_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
+				 struct rdma_cm_event **event)
+{
+	return kqp_ret(kqp_get_cm_event(channel, event));
 }
 
 KQP_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
@@ -917,7 +997,7 @@ static int kqp_join_multicast2(struct rdma_cm_id *id, struct sockaddr *addr,
 
 	mc = calloc(1, sizeof(*mc));
 	if (!mc)
-		return kqp_err(ENOMEM);
+		return -ENOMEM;
 	mc->context = context;
 	mc->kid = kid;
 	mc->join_flags = join_flags;
@@ -942,7 +1022,7 @@ static int kqp_join_multicast2(struct rdma_cm_id *id, struct sockaddr *addr,
 		pthread_mutex_unlock(&kid->mut);
 		pthread_cond_destroy(&mc->cond);
 		free(mc);
-		return kqp_err(-ret);
+		return ret;
 	}
 	mc->handle = cmd.out_mc_id;
 	return kqp_complete(kid);
@@ -964,8 +1044,8 @@ KQP_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id,
 	addrlen = kqp_addrlen(attr->addr);
 	if (!addrlen)
 		return kqp_err(EINVAL);
-	return kqp_join_multicast2(id, attr->addr, addrlen, attr->join_flags,
-				   context);
+	return kqp_ret(kqp_join_multicast2(id, attr->addr, addrlen,
+					   attr->join_flags, context));
 }
 
 KQP_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr,
@@ -975,8 +1055,9 @@ KQP_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr,
 
 	if (!addrlen)
 		return kqp_err(EINVAL);
-	return kqp_join_multicast2(id, addr, addrlen,
-				   RDMA_MC_JOIN_FLAG_FULLMEMBER, context);
+	return kqp_ret(kqp_join_multicast2(id, addr, addrlen,
+					   RDMA_MC_JOIN_FLAG_FULLMEMBER,
+					   context));
 }
 
 KQP_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
@@ -1029,9 +1110,9 @@ KQP_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **i
 		rdma_ack_cm_event(listen->event);
 		listen->event = NULL;
 	}
-	ret = rdma_get_cm_event(listen->channel, &event);
+	ret = kqp_get_cm_event(listen->channel, &event);
 	if (ret)
-		return ret;
+		return kqp_err(-ret);
 
 	if (event->event == RDMA_CM_EVENT_REJECTED) {
 		ret = kqp_err(ECONNREFUSED);
@@ -1084,17 +1165,4 @@ KQP_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)
 KQP_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
 {
 	return kqp_get_port(&id->route.addr.dst_addr);
-}
-
-/* rdma_create_ep() and its kin, in addrinfo.c, need these. */
-int kqp_create_id_qpt(struct rdma_event_channel *channel,
-		      struct rdma_cm_id **id, void *context,
-		      enum rdma_port_space ps, enum ibv_qp_type qp_type)
-{
-	return kqp_create_id2(channel, id, context, ps, qp_type);
-}
-
-int kqp_complete_id(struct rdma_cm_id *id)
-{
-	return kqp_complete(to_kid(id));
 }

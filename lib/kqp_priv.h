@@ -68,6 +68,7 @@ int kqp_channel_open(void);
 int kqp_is_kqp_fd(int fd);
 int kqp_ioctl(int fd, unsigned long req, void *arg);
 int kqp_query_devices(int fd, struct kqp_device_info **infos, uint32_t *n);
+int kqp_query_devices_once(struct kqp_device_info **infos, uint32_t *n);
 
 /* device.c */
 struct kqp_ibv_device {
@@ -86,7 +87,7 @@ static inline struct kqp_ibv_device *to_kdev(struct ibv_device *dev)
 	return container_of(dev, struct kqp_ibv_device, ibv);
 }
 
-struct kqp_ibv_device *kqp_device_get_by_index(uint32_t index);
+int kqp_device_get_by_index(uint32_t index, struct kqp_ibv_device **kdevp);
 void kqp_device_put(struct kqp_ibv_device *kdev);
 
 /* context.c */
@@ -119,11 +120,11 @@ static inline struct kqp_context *to_kctx(struct ibv_context *ctx)
 	return container_of(ctx, struct kqp_context, ibv);
 }
 
-struct kqp_context *kqp_context_for_device(uint32_t index);
+int kqp_context_for_device(uint32_t index, struct kqp_context **kctxp);
 void kqp_contexts_lock(void);
 void kqp_contexts_unlock(void);
 void kqp_contexts_forget(void);
-struct ibv_pd *kqp_context_get_default_pd(struct kqp_context *kctx);
+int kqp_context_get_default_pd(struct kqp_context *kctx, struct ibv_pd **pdp);
 void kqp_context_put_default_pd(struct kqp_context *kctx);
 
 static inline uint32_t kqp_dev_index(struct ibv_context *ctx)
@@ -229,6 +230,10 @@ void kqp_id_qp_gone_counts(struct rdma_cm_id *id, uint32_t send_events,
 			   uint32_t recv_events);
 
 /* cma.c */
+int kqp_create_id_qpt(struct rdma_event_channel *channel,
+		      struct rdma_cm_id **id, void *context,
+		      enum rdma_port_space ps, enum ibv_qp_type qp_type);
+
 struct kqp_mc {
 	struct kqp_mc *next;
 	struct kqp_id *kid;

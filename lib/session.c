@@ -218,3 +218,16 @@ int kqp_query_devices(int fd, struct kqp_device_info **infos, uint32_t *n)
 		cap = q.num_devices;
 	}
 }
+
+/* The device table, through a file of /dev/kqp opened for the purpose. */
+int kqp_query_devices_once(struct kqp_device_info **infos, uint32_t *n)
+{
+	int fd, ret;
+
+	fd = kqp_dev_open();
+	if (fd < 0)
+		return fd;
+	ret = kqp_query_devices(fd, infos, n);
+	close(fd);
+	return ret;
+}
