@@ -66,7 +66,7 @@ int kqp_cq_map(struct kqp_lcq *cq, const struct kqp_ring_info *info,
 	cq->flags = (uint32_t *)((char *)ring + info->off_flags);
 	cq->cqes = (struct kqp_cqe *)((char *)ring + info->off_cqes);
 	cq->mask = info->entries - 1;
-	cq->head_cache = *cq->head;
+	cq->head_cache = kqp_ring_load_head(cq->head);
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 
 	cq->ibv.context = ctx;
