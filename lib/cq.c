@@ -185,6 +185,19 @@ KQP_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 	pthread_mutex_unlock(&cq->mutex);
 }
 
+/* A completion's opcode and flags reach the caller as the kernel wrote them. */
+KQP_SAME_AS_IBV(KQP_WC_OP_SEND, IBV_WC_SEND);
+KQP_SAME_AS_IBV(KQP_WC_OP_RDMA_WRITE, IBV_WC_RDMA_WRITE);
+KQP_SAME_AS_IBV(KQP_WC_OP_RDMA_READ, IBV_WC_RDMA_READ);
+KQP_SAME_AS_IBV(KQP_WC_OP_COMP_SWAP, IBV_WC_COMP_SWAP);
+KQP_SAME_AS_IBV(KQP_WC_OP_FETCH_ADD, IBV_WC_FETCH_ADD);
+KQP_SAME_AS_IBV(KQP_WC_OP_RECV, IBV_WC_RECV);
+KQP_SAME_AS_IBV(KQP_WC_OP_RECV_RDMA_WITH_IMM, IBV_WC_RECV_RDMA_WITH_IMM);
+KQP_SAME_AS_IBV(KQP_WC_FLAG_GRH, IBV_WC_GRH);
+KQP_SAME_AS_IBV(KQP_WC_FLAG_WITH_IMM, IBV_WC_WITH_IMM);
+KQP_SAME_AS_IBV(KQP_WC_FLAG_IP_CSUM_OK, IBV_WC_IP_CSUM_OK);
+KQP_SAME_AS_IBV(KQP_WC_FLAG_WITH_INV, IBV_WC_WITH_INV);
+
 static void kqp_wc_from_cqe(struct ibv_wc *wc, const struct kqp_cqe *e)
 {
 	wc->wr_id = e->wr_id;

@@ -22,6 +22,14 @@
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
 
+/*
+ * A kqp wire value that libkqp passes through as libibverbs' own (work
+ * request and completion opcodes and flags): they must stay equal.
+ */
+#define KQP_SAME_AS_IBV(kqp, ibv) \
+	_Static_assert((unsigned int)(kqp) == (unsigned int)(ibv), \
+		       #kqp " must equal " #ibv)
+
 /* librdmacm's convention: set errno, return -1. */
 static inline int kqp_err(int err)
 {

@@ -213,13 +213,29 @@ KQP_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 	return kqp_qp_mcast(qp, gid, lid, KQP_IOCTL_DETACH_MCAST);
 }
 
-/* Bytes a request takes in the kernel's list. */
+/* A request's opcode and flags go to the kernel as the caller wrote them. */
+KQP_SAME_AS_IBV(KQP_WR_OP_RDMA_WRITE, IBV_WR_RDMA_WRITE);
+KQP_SAME_AS_IBV(KQP_WR_OP_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_WRITE_WITH_IMM);
+KQP_SAME_AS_IBV(KQP_WR_OP_SEND, IBV_WR_SEND);
+KQP_SAME_AS_IBV(KQP_WR_OP_SEND_WITH_IMM, IBV_WR_SEND_WITH_IMM);
+KQP_SAME_AS_IBV(KQP_WR_OP_RDMA_READ, IBV_WR_RDMA_READ);
+KQP_SAME_AS_IBV(KQP_WR_OP_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP);
+KQP_SAME_AS_IBV(KQP_WR_OP_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD);
+KQP_SAME_AS_IBV(KQP_SEND_FLAG_FENCE, IBV_SEND_FENCE);
+KQP_SAME_AS_IBV(KQP_SEND_FLAG_SIGNALED, IBV_SEND_SIGNALED);
+KQP_SAME_AS_IBV(KQP_SEND_FLAG_SOLICITED, IBV_SEND_SOLICITED);
+KQP_SAME_AS_IBV(KQP_SEND_FLAG_INLINE, IBV_SEND_INLINE);
+
+/*
+ * Bytes a request takes in the kernel's list; the kernel reads the layout
+ * from the flags as they pass through.
+ */
 static size_t kqp_send_wr_size(const struct ibv_send_wr *wr)
 {
 	size_t len = 0;
 	int i;
 
-	if (!(wr->send_flags & IBV_SEND_INLINE))
+	if (!(wr->send_flags & KQP_SEND_FLAG_INLINE))
 		return sizeof(struct kqp_send_wr) +
 		       (size_t)wr->num_sge * sizeof(struct kqp_sge);
 	for (i = 0; i < wr->num_sge; i++)
@@ -242,17 +258,17 @@ static void kqp_send_wr_fill(void *p, const struct ibv_qp *qp,
 	k->opcode = wr->opcode;
 	k->send_flags = wr->send_flags;
 	k->imm_data = wr->imm_data;
-	switch (wr->opcode) {
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	switch (k->opcode) {
+	case KQP_WR_OP_ATOMIC_CMP_AND_SWP:
+	case KQP_WR_OP_ATOMIC_FETCH_AND_ADD:
 		k->wr.atomic.remote_addr = wr->wr.atomic.remote_addr;
 		k->wr.atomic.compare_add = wr->wr.atomic.compare_add;
 		k->wr.atomic.swap = wr->wr.atomic.swap;
 		k->wr.atomic.rkey = wr->wr.atomic.rkey;
 		break;
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-	case IBV_WR_RDMA_READ:
+	case KQP_WR_OP_RDMA_WRITE:
+	case KQP_WR_OP_RDMA_WRITE_WITH_IMM:
+	case KQP_WR_OP_RDMA_READ:
 		k->wr.rdma.remote_addr = wr->wr.rdma.remote_addr;
 		k->wr.rdma.rkey = wr->wr.rdma.rkey;
 		break;
@@ -265,7 +281,7 @@ static void kqp_send_wr_fill(void *p, const struct ibv_qp *qp,
 		}
 		break;
 	}
-	if (wr->send_flags & IBV_SEND_INLINE) {
+	if (k->send_flags & KQP_SEND_FLAG_INLINE) {
 		char *d = (char *)(k + 1);
 
 		for (i = 0; i < wr->num_sge; i++) {

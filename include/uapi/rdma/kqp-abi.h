@@ -1066,6 +1066,47 @@ struct kqp_cq_ring_hdr {
 	__u8 __pad1[120];
 };
 
+/**
+ * enum kqp_wc_opcode - what a completion (struct kqp_cqe) completed
+ * @KQP_WC_OP_SEND: a send
+ * @KQP_WC_OP_RDMA_WRITE: an RDMA write, with or without immediate data
+ * @KQP_WC_OP_RDMA_READ: an RDMA read
+ * @KQP_WC_OP_COMP_SWAP: an atomic compare and swap
+ * @KQP_WC_OP_FETCH_ADD: an atomic fetch and add
+ * @KQP_WC_OP_RECV: a receive; also the bit every receive opcode has
+ * @KQP_WC_OP_RECV_RDMA_WITH_IMM: a receive consumed by an RDMA write with
+ *	immediate data
+ *
+ * The values are libibverbs' enum ibv_wc_opcode, and ib_core's enum
+ * ib_wc_opcode: a completion's opcode passes through both unchanged.
+ */
+enum kqp_wc_opcode {
+	KQP_WC_OP_SEND = 0,
+	KQP_WC_OP_RDMA_WRITE = 1,
+	KQP_WC_OP_RDMA_READ = 2,
+	KQP_WC_OP_COMP_SWAP = 3,
+	KQP_WC_OP_FETCH_ADD = 4,
+	KQP_WC_OP_RECV = 1 << 7,
+	KQP_WC_OP_RECV_RDMA_WITH_IMM = (1 << 7) + 1,
+};
+
+/**
+ * enum kqp_wc_flags - struct kqp_cqe's wc_flags
+ * @KQP_WC_FLAG_GRH: the receive buffer starts with the 40 bytes of a GRH
+ *	(or, RoCE v2 over IPv4, the IPv4 header in their last 20)
+ * @KQP_WC_FLAG_WITH_IMM: imm_data holds immediate data
+ * @KQP_WC_FLAG_IP_CSUM_OK: the device checked the IP checksum
+ * @KQP_WC_FLAG_WITH_INV: imm_data holds the rkey a send invalidated
+ *
+ * The values are libibverbs' enum ibv_wc_flags.
+ */
+enum kqp_wc_flags {
+	KQP_WC_FLAG_GRH = 1 << 0,
+	KQP_WC_FLAG_WITH_IMM = 1 << 1,
+	KQP_WC_FLAG_IP_CSUM_OK = 1 << 2,
+	KQP_WC_FLAG_WITH_INV = 1 << 3,
+};
+
 /* A completion, as struct ibv_wc; numbering and flags are libibverbs'. */
 struct kqp_cqe {
 	__aligned_u64 wr_id;
@@ -1311,12 +1352,53 @@ struct kqp_sge {
 };
 
 /**
+ * enum kqp_wr_opcode - a send work request's operation (struct kqp_send_wr)
+ * @KQP_WR_OP_RDMA_WRITE: RDMA write (RC)
+ * @KQP_WR_OP_RDMA_WRITE_WITH_IMM: RDMA write with immediate data (RC)
+ * @KQP_WR_OP_SEND: send
+ * @KQP_WR_OP_SEND_WITH_IMM: send with immediate data
+ * @KQP_WR_OP_RDMA_READ: RDMA read (RC)
+ * @KQP_WR_OP_ATOMIC_CMP_AND_SWP: atomic compare and swap (RC)
+ * @KQP_WR_OP_ATOMIC_FETCH_AND_ADD: atomic fetch and add (RC)
+ *
+ * The values are libibverbs' enum ibv_wr_opcode, so a caller's opcode
+ * passes through unchanged; others are EINVAL.  A UD QP takes only the
+ * two sends.
+ */
+enum kqp_wr_opcode {
+	KQP_WR_OP_RDMA_WRITE = 0,
+	KQP_WR_OP_RDMA_WRITE_WITH_IMM = 1,
+	KQP_WR_OP_SEND = 2,
+	KQP_WR_OP_SEND_WITH_IMM = 3,
+	KQP_WR_OP_RDMA_READ = 4,
+	KQP_WR_OP_ATOMIC_CMP_AND_SWP = 5,
+	KQP_WR_OP_ATOMIC_FETCH_AND_ADD = 6,
+};
+
+/**
+ * enum kqp_send_flags - struct kqp_send_wr's send_flags
+ * @KQP_SEND_FLAG_FENCE: wait for earlier RDMA reads and atomics first
+ * @KQP_SEND_FLAG_SIGNALED: complete with a completion (always, on a QP
+ *	created with KQP_CREATE_QP_SQ_SIG_ALL)
+ * @KQP_SEND_FLAG_SOLICITED: the peer's receive completion is solicited
+ * @KQP_SEND_FLAG_INLINE: the data follows the request, not SGEs
+ *
+ * The values are libibverbs' enum ibv_send_flags; other bits are EINVAL.
+ */
+enum kqp_send_flags {
+	KQP_SEND_FLAG_FENCE = 1 << 0,
+	KQP_SEND_FLAG_SIGNALED = 1 << 1,
+	KQP_SEND_FLAG_SOLICITED = 1 << 2,
+	KQP_SEND_FLAG_INLINE = 1 << 3,
+};
+
+/**
  * struct kqp_send_wr - one send work request in a KQP_IOCTL_POST_SEND list
  * @wr_id: reported back in the request's completion
- * @opcode: enum ibv_wr_opcode
- * @send_flags: enum ibv_send_flags
+ * @opcode: enum kqp_wr_opcode
+ * @send_flags: enum kqp_send_flags
  * @num_sge: SGEs following this header
- * @inline_len: with IBV_SEND_INLINE, the bytes following this header
+ * @inline_len: with KQP_SEND_FLAG_INLINE, the bytes following this header
  *	(and no SGEs); at most the QP's max_inline_data
  * @imm_data: immediate data, network byte order
  * @__reserved: zero
