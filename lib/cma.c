@@ -730,17 +730,24 @@ KQP_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	return kqp_ret(kqp_migrate_id(id, channel));
 }
 
+/* The event's private data, copied into @evt; NULL if it has none. */
+static const void *kqp_event_private_data(struct kqp_cm_event *evt,
+					  const struct kqp_get_event *ge)
+{
+	if (!ge->out_private_data_len)
+		return NULL;
+	memcpy(evt->private_data, ge->out_private_data,
+	       ge->out_private_data_len);
+	return evt->private_data;
+}
+
 static void kqp_copy_conn_event(struct kqp_cm_event *evt,
 				const struct kqp_get_event *ge)
 {
 	struct rdma_conn_param *dst = &evt->event.param.conn;
 
 	dst->private_data_len = ge->out_private_data_len;
-	if (ge->out_private_data_len) {
-		memcpy(evt->private_data, ge->out_private_data,
-		       ge->out_private_data_len);
-		dst->private_data = evt->private_data;
-	}
+	dst->private_data = kqp_event_private_data(evt, ge);
 	dst->responder_resources = ge->out_responder_resources;
 	dst->initiator_depth = ge->out_initiator_depth;
 	dst->flow_control = ge->out_flow_control;
@@ -756,11 +763,7 @@ static void kqp_copy_ud_event(struct kqp_cm_event *evt,
 	struct rdma_ud_param *dst = &evt->event.param.ud;
 
 	dst->private_data_len = ge->out_private_data_len;
-	if (ge->out_private_data_len) {
-		memcpy(evt->private_data, ge->out_private_data,
-		       ge->out_private_data_len);
-		dst->private_data = evt->private_data;
-	}
+	dst->private_data = kqp_event_private_data(evt, ge);
 	kqp_ah_attr_from_kern(&dst->ah_attr, &ge->out_ah_attr);
 	dst->qp_num = ge->out_qp_num;
 	dst->qkey = ge->out_qkey;

@@ -48,11 +48,18 @@ static void kqp_id_drop_auto_cqs(struct rdma_cm_id *id, uint32_t send_events,
 	}
 }
 
-/* Set up a CQ wrapper for a CQ kqp made for the id's QP. */
+/*
+ * Set up @cq, the wrapper of the send (or with @recv, the receive) CQ kqp
+ * made for the id's QP with @cmd, and hand it to the id.  0 or -errno.
+ */
 static int kqp_id_auto_cq(struct rdma_cm_id *id, struct kqp_lcq *cq,
-			  const struct kqp_ring_info *ring, uint32_t handle,
-			  uint32_t cqe, int fd, struct ibv_comp_channel **chan)
+			  const struct kqp_create_qp *cmd, bool recv)
 {
+	const struct kqp_ring_info *ring = recv ? &cmd->out_recv_ring :
+						  &cmd->out_send_ring;
+	uint32_t handle = recv ? cmd->out_recv_cq : cmd->out_send_cq;
+	uint32_t cqe = recv ? cmd->out_recv_cqe : cmd->out_send_cqe;
+	int fd = recv ? cmd->out_recv_channel_fd : cmd->out_send_channel_fd;
 	struct ibv_comp_channel *c;
 	int ret;
 
@@ -71,7 +78,13 @@ static int kqp_id_auto_cq(struct rdma_cm_id *id, struct kqp_lcq *cq,
 		return ret;
 	}
 	cq->auto_id = id;
-	*chan = c;
+	if (recv) {
+		id->recv_cq_channel = c;
+		id->recv_cq = &cq->ibv;
+	} else {
+		id->send_cq_channel = c;
+		id->send_cq = &cq->ibv;
+	}
 	return 0;
 }
 
@@ -116,23 +129,15 @@ static int kqp_id_qp_auto_cqs(struct rdma_cm_id *id,
 	int ret;
 
 	if (scq) {
-		ret = kqp_id_auto_cq(id, scq, &cmd->out_send_ring,
-				     cmd->out_send_cq, cmd->out_send_cqe,
-				     cmd->out_send_channel_fd,
-				     &id->send_cq_channel);
+		ret = kqp_id_auto_cq(id, scq, cmd, false);
 		if (ret)
 			return ret;
-		id->send_cq = &scq->ibv;
 		attr->send_cq = id->send_cq;
 	}
 	if (rcq) {
-		ret = kqp_id_auto_cq(id, rcq, &cmd->out_recv_ring,
-				     cmd->out_recv_cq, cmd->out_recv_cqe,
-				     cmd->out_recv_channel_fd,
-				     &id->recv_cq_channel);
+		ret = kqp_id_auto_cq(id, rcq, cmd, true);
 		if (ret)
 			return ret;
-		id->recv_cq = &rcq->ibv;
 		attr->recv_cq = id->recv_cq;
 	}
 	return 0;

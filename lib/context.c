@@ -286,17 +286,9 @@ KQP_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
 	uint32_t n, i, got = 0;
 	int ret;
 
-	if (num_devices)
-		*num_devices = 0;
-	ret = kqp_query_devices_once(&infos, &n);
-	if (ret) {
-		errno = -ret;
-		return NULL;
-	}
-	list = calloc(n + 1, sizeof(*list));
+	list = kqp_device_list_new(num_devices, &infos, &n, &ret);
 	if (!list) {
-		free(infos);
-		errno = ENOMEM;
+		errno = -ret;
 		return NULL;
 	}
 	for (i = 0; i < n; i++) {

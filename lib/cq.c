@@ -18,14 +18,9 @@ KQP_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 	struct ibv_comp_channel *channel;
 	int ret;
 
-	channel = calloc(1, sizeof(*channel));
+	channel = kqp_ioctl_new(context->cmd_fd, KQP_IOCTL_CREATE_COMP_CHANNEL,
+				&cmd, sizeof(*channel), &ret);
 	if (!channel) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_CREATE_COMP_CHANNEL, &cmd);
-	if (ret) {
-		free(channel);
 		errno = -ret;
 		return NULL;
 	}

@@ -144,18 +144,9 @@ KQP_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 	uint32_t n, i;
 	int ret;
 
-	if (num_devices)
-		*num_devices = 0;
-	ret = kqp_query_devices_once(&infos, &n);
-	if (ret) {
-		errno = -ret;
-		return NULL;
-	}
-
-	list = calloc(n + 1, sizeof(*list));
+	list = kqp_device_list_new(num_devices, &infos, &n, &ret);
 	if (!list) {
-		free(infos);
-		errno = ENOMEM;
+		errno = -ret;
 		return NULL;
 	}
 	pthread_mutex_lock(&devices_lock);

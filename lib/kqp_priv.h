@@ -75,8 +75,12 @@ int kqp_session_async_fd(void);
 int kqp_channel_open(void);
 int kqp_is_kqp_fd(int fd);
 int kqp_ioctl(int fd, unsigned long req, void *arg);
+void *kqp_ioctl_new(int fd, unsigned long req, void *cmd, size_t size,
+		    int *err);
 int kqp_query_devices(int fd, struct kqp_device_info **infos, uint32_t *n);
 int kqp_query_devices_once(struct kqp_device_info **infos, uint32_t *n);
+void *kqp_device_list_new(int *num_devices, struct kqp_device_info **infos,
+			  uint32_t *n, int *err);
 
 /* device.c */
 struct kqp_ibv_device {

@@ -24,14 +24,9 @@ KQP_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	struct kqp_lpd *pd;
 	int ret;
 
-	pd = calloc(1, sizeof(*pd));
+	pd = kqp_ioctl_new(context->cmd_fd, KQP_IOCTL_ALLOC_PD, &cmd,
+			   sizeof(*pd), &ret);
 	if (!pd) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_ALLOC_PD, &cmd);
-	if (ret) {
-		free(pd);
 		errno = -ret;
 		return NULL;
 	}
@@ -71,14 +66,9 @@ KQP_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
 	struct kqp_lmr *mr;
 	int ret;
 
-	mr = calloc(1, sizeof(*mr));
+	mr = kqp_ioctl_new(pd->context->cmd_fd, KQP_IOCTL_REG_MR, &cmd,
+			   sizeof(*mr), &ret);
 	if (!mr) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	ret = kqp_ioctl(pd->context->cmd_fd, KQP_IOCTL_REG_MR, &cmd);
-	if (ret) {
-		free(mr);
 		errno = -ret;
 		return NULL;
 	}
@@ -132,15 +122,10 @@ KQP_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 	struct kqp_lah *ah;
 	int ret;
 
-	ah = calloc(1, sizeof(*ah));
-	if (!ah) {
-		errno = ENOMEM;
-		return NULL;
-	}
 	kqp_ah_attr_to_kern(&cmd.attr, attr);
-	ret = kqp_ioctl(pd->context->cmd_fd, KQP_IOCTL_CREATE_AH, &cmd);
-	if (ret) {
-		free(ah);
+	ah = kqp_ioctl_new(pd->context->cmd_fd, KQP_IOCTL_CREATE_AH, &cmd,
+			   sizeof(*ah), &ret);
+	if (!ah) {
 		errno = -ret;
 		return NULL;
 	}
