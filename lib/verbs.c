@@ -135,24 +135,43 @@ KQP_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 	return &ah->ibv;
 }
 
-/* The index of @gid of @type in the port's table, or -errno. */
-static int kqp_find_gid(struct ibv_context *context, uint8_t port_num,
-			const union ibv_gid *gid, uint32_t type)
+/* One GID table entry, unused ones too (all zero); 0 or -errno. */
+static int kqp_gid_entry(struct ibv_context *context, uint32_t port_num,
+			 uint32_t index, struct ibv_gid_entry *entry)
 {
 	struct kqp_query_gid q = {
 		.size = sizeof(q),
 		.device_index = kqp_dev_index(context),
 		.port_num = port_num,
+		.index = index,
 	};
 	int ret;
 
-	for (;; q.index++) {
-		ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_QUERY_GID, &q);
+	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_QUERY_GID, &q);
+	if (ret)
+		return ret;
+	memset(entry, 0, sizeof(*entry));
+	memcpy(entry->gid.raw, q.out_gid, sizeof(entry->gid.raw));
+	entry->gid_index = index;
+	entry->port_num = port_num;
+	entry->gid_type = q.out_gid_type;
+	return 0;
+}
+
+/* The index of @gid of @type in the port's table, or -errno. */
+static int kqp_find_gid(struct ibv_context *context, uint8_t port_num,
+			const union ibv_gid *gid, uint32_t type)
+{
+	struct ibv_gid_entry e;
+	uint32_t index;
+	int ret;
+
+	for (index = 0;; index++) {
+		ret = kqp_gid_entry(context, port_num, index, &e);
 		if (ret)
 			return ret == -EINVAL ? -ENOENT : ret;
-		if (q.out_gid_type == type &&
-		    !memcmp(q.out_gid, gid->raw, sizeof(q.out_gid)))
-			return q.index;
+		if (e.gid_type == type && !memcmp(&e.gid, gid, sizeof(*gid)))
+			return index;
 	}
 }
 
@@ -424,21 +443,16 @@ KQP_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 KQP_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num,
 			     int index, union ibv_gid *gid)
 {
-	struct kqp_query_gid q = {
-		.size = sizeof(q),
-		.device_index = kqp_dev_index(context),
-		.port_num = port_num,
-		.index = index,
-	};
+	struct ibv_gid_entry e;
 	int ret;
 
 	/* As libibverbs: this one is -1 and errno. */
 	if (index < 0)
 		return kqp_err(EINVAL);
-	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_QUERY_GID, &q);
+	ret = kqp_gid_entry(context, port_num, index, &e);
 	if (ret)
 		return kqp_err(-ret);
-	memcpy(gid->raw, q.out_gid, sizeof(gid->raw));
+	*gid = e.gid;
 	return 0;
 }
 
@@ -494,29 +508,6 @@ static uint32_t kqp_gid_ifindex(struct ibv_context *context,
 	return if_nametoindex(name);
 }
 
-/* One GID entry; 0 or an errno value. */
-static int kqp_gid_entry(struct ibv_context *context, uint32_t port_num,
-			 uint32_t index, struct ibv_gid_entry *entry)
-{
-	struct kqp_query_gid q = {
-		.size = sizeof(q),
-		.device_index = kqp_dev_index(context),
-		.port_num = port_num,
-		.index = index,
-	};
-	int ret;
-
-	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_QUERY_GID, &q);
-	if (ret)
-		return -ret;
-	memset(entry, 0, sizeof(*entry));
-	memcpy(entry->gid.raw, q.out_gid, sizeof(entry->gid.raw));
-	entry->gid_index = index;
-	entry->port_num = port_num;
-	entry->gid_type = q.out_gid_type;
-	return 0;
-}
-
 static bool kqp_gid_is_zero(const union ibv_gid *gid)
 {
 	static const union ibv_gid zero;
@@ -542,7 +533,7 @@ KQP_EXPORT int _ibv_query_gid_ex(struct ibv_context *context,
 		return EINVAL;
 	ret = kqp_gid_entry(context, port_num, gid_index, &e);
 	if (ret)
-		return ret;
+		return -ret;
 	if (kqp_gid_is_zero(&e.gid))
 		return ENODATA;
 	e.ndev_ifindex = kqp_gid_ifindex(context, port_num, gid_index);
@@ -583,7 +574,7 @@ KQP_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
 
 			ret = kqp_gid_entry(context, port, i, &e);
 			if (ret)
-				return -ret;
+				return ret;
 			if (kqp_gid_is_zero(&e.gid))
 				continue;
 			if (n == max_entries)
@@ -641,7 +632,7 @@ KQP_EXPORT int ibv_query_gid_type(struct ibv_context *context,
 
 	ret = kqp_gid_entry(context, port_num, index, &e);
 	if (ret)
-		return kqp_err(ret);
+		return kqp_err(-ret);
 	*type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? 1 : 0;
 	return 0;
 }
