@@ -193,24 +193,24 @@ static int kqp_qp_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 	};
 
 	if (!gid)
-		return EINVAL;
+		return -EINVAL;
 	if (to_lqp(qp)->gone)
-		return ENOENT;
+		return -ENOENT;
 	memcpy(cmd.gid, gid->raw, sizeof(cmd.gid));
-	return -kqp_ioctl(qp->context->cmd_fd, req, &cmd);
+	return kqp_ioctl(qp->context->cmd_fd, req, &cmd);
 }
 
 /* As libibverbs: 0, or the errno value. */
 KQP_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 				uint16_t lid)
 {
-	return kqp_qp_mcast(qp, gid, lid, KQP_IOCTL_ATTACH_MCAST);
+	return -kqp_qp_mcast(qp, gid, lid, KQP_IOCTL_ATTACH_MCAST);
 }
 
 KQP_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 				uint16_t lid)
 {
-	return kqp_qp_mcast(qp, gid, lid, KQP_IOCTL_DETACH_MCAST);
+	return -kqp_qp_mcast(qp, gid, lid, KQP_IOCTL_DETACH_MCAST);
 }
 
 /* A request's opcode and flags go to the kernel as the caller wrote them. */
@@ -302,7 +302,10 @@ static void kqp_send_wr_fill(void *p, const struct ibv_qp *qp,
 	}
 }
 
-/* Hand a built list to the kernel; on failure point at the culprit. */
+/*
+ * Hand a built list to the kernel; on failure point at the culprit.
+ * 0 or -errno.
+ */
 static int kqp_post_list(struct ibv_qp *qp, unsigned long req, void *buf,
 			 size_t len, uint32_t count, void *first,
 			 void **bad, bool recv)
@@ -327,7 +330,7 @@ static int kqp_post_list(struct ibv_qp *qp, unsigned long req, void *buf,
 			   (void *)((struct ibv_send_wr *)w)->next;
 	if (bad)
 		*bad = w;
-	return -ret;
+	return ret;
 }
 
 static size_t kqp_recv_wr_size(const struct ibv_recv_wr *wr)
@@ -424,7 +427,7 @@ static const struct kqp_post_kind kqp_recv_kind = {
  * Post a list in as few ioctls as it takes: one, unless it is longer than
  * KQP_POST_MAX_BYTES in the kernel's form.  A request that cannot be
  * expressed (negative num_sge, larger than a whole list may be) stops the
- * list there, as the kernel stops at one it refuses.
+ * list there, as the kernel stops at one it refuses.  0 or -errno.
  */
 static int kqp_post(struct ibv_qp *qp, const struct kqp_post_kind *kind,
 		    void *wr, void **bad)
@@ -437,7 +440,7 @@ static int kqp_post(struct ibv_qp *qp, const struct kqp_post_kind *kind,
 	if (to_lqp(qp)->gone) {
 		if (bad)
 			*bad = wr;
-		return ENOENT;
+		return -ENOENT;
 	}
 	while (wr) {
 		size_t len = 0, off = 0, sz;
@@ -460,7 +463,7 @@ static int kqp_post(struct ibv_qp *qp, const struct kqp_post_kind *kind,
 				void *p = malloc(len);
 
 				if (!p) {
-					ret = ENOMEM;
+					ret = -ENOMEM;
 					invalid = wr;
 					break;
 				}
@@ -479,7 +482,7 @@ static int kqp_post(struct ibv_qp *qp, const struct kqp_post_kind *kind,
 				goto out;
 		}
 		if (invalid) {
-			ret = EINVAL;
+			ret = -EINVAL;
 			break;
 		}
 		wr = w;
@@ -496,12 +499,12 @@ out:
 int kqp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad_wr)
 {
-	return kqp_post(qp, &kqp_send_kind, wr, (void **)bad_wr);
+	return -kqp_post(qp, &kqp_send_kind, wr, (void **)bad_wr);
 }
 
 /* The context op behind ibv_post_recv(). */
 int kqp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr)
 {
-	return kqp_post(qp, &kqp_recv_kind, wr, (void **)bad_wr);
+	return -kqp_post(qp, &kqp_recv_kind, wr, (void **)bad_wr);
 }
