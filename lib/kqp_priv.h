@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
- * libkqp internals.  Helpers here return 0 or a negative errno; only the
- * public librdmacm/libibverbs entry points turn that into -1 and errno.
+ * libkqp internals.  Helpers here return 0 or a negative errno (a helper
+ * that makes something hands it back through an out parameter, or returns
+ * it with the -errno in *err); only the public librdmacm/libibverbs entry
+ * points turn that into -1 and errno, or into the errno value libibverbs
+ * returns.  An entry point that another needs is a static kqp_ helper
+ * with a thin exported wrapper.
  */
 #ifndef KQP_PRIV_H
 #define KQP_PRIV_H
