@@ -12,11 +12,6 @@
 
 #include "kqp_priv.h"
 
-int kqp_create_id_qpt(struct rdma_event_channel *channel,
-		      struct rdma_cm_id **id, void *context,
-		      enum rdma_port_space ps, enum ibv_qp_type qp_type);
-int kqp_complete_id(struct rdma_cm_id *id);
-
 static void kqp_rai_to_ai(struct addrinfo *ai, const struct rdma_addrinfo *rai)
 {
 	memset(ai, 0, sizeof(*ai));
@@ -60,12 +55,13 @@ static void kqp_rai_to_ai(struct addrinfo *ai, const struct rdma_addrinfo *rai)
 	}
 }
 
+/* 0 or -ENOMEM, as kqp_ai_to_rai(). */
 static int kqp_dup_addr(struct sockaddr **dst, socklen_t *dst_len,
 			const struct sockaddr *src, socklen_t src_len)
 {
 	*dst = malloc(src_len);
 	if (!*dst)
-		return kqp_err(ENOMEM);
+		return -ENOMEM;
 	memcpy(*dst, src, src_len);
 	*dst_len = src_len;
 	return 0;
@@ -165,17 +161,19 @@ KQP_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 					   hints->ai_dst_addr, hints->ai_dst_len);
 	}
 	if (ret)
-		goto err;
+		goto err_errno;
 
 	if (!rai->ai_src_len && hints && hints->ai_src_len) {
 		ret = kqp_dup_addr(&rai->ai_src_addr, &rai->ai_src_len,
 				   hints->ai_src_addr, hints->ai_src_len);
 		if (ret)
-			goto err;
+			goto err_errno;
 	}
 	*res = rai;
 	return 0;
 
+err_errno:
+	ret = kqp_err(-ret);
 err:
 	rdma_freeaddrinfo(rai);
 	return ret;
@@ -195,7 +193,7 @@ KQP_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 	ret = kqp_create_id_qpt(NULL, &cm_id, NULL, res->ai_port_space,
 				res->ai_qp_type);
 	if (ret)
-		return ret;
+		return kqp_err(-ret);
 	kid = to_kid(cm_id);
 
 	if (res->ai_flags & RAI_PASSIVE) {

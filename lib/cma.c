@@ -53,23 +53,35 @@ static void kqp_copy_addr(struct __kernel_sockaddr_storage *dst,
 	memcpy(dst, src, kqp_addrlen(src));
 }
 
-KQP_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
+/* A new event channel in *@channelp; 0 or -errno. */
+static int kqp_event_channel_new(struct rdma_event_channel **channelp)
 {
 	struct rdma_event_channel *channel;
 	int fd;
 
 	fd = kqp_channel_open();
-	if (fd < 0) {
-		errno = -fd;
-		return NULL;
-	}
+	if (fd < 0)
+		return fd;
 	channel = malloc(sizeof(*channel));
 	if (!channel) {
 		close(fd);
-		errno = ENOMEM;
-		return NULL;
+		return -ENOMEM;
 	}
 	channel->fd = fd;
+	*channelp = channel;
+	return 0;
+}
+
+KQP_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	struct rdma_event_channel *channel;
+	int ret;
+
+	ret = kqp_event_channel_new(&channel);
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
 	return channel;
 }
 
@@ -103,15 +115,20 @@ static void kqp_id_free(struct kqp_id *kid)
 	free(kid);
 }
 
-static struct kqp_id *kqp_id_alloc(struct rdma_event_channel *channel,
-				   void *context, enum rdma_port_space ps,
-				   enum ibv_qp_type qp_type)
+/*
+ * A new id (no kernel id yet) on @channel, or on a channel of its own
+ * for a synchronous one, in *@kidp; 0 or -errno.
+ */
+static int kqp_id_alloc(struct rdma_event_channel *channel, void *context,
+			enum rdma_port_space ps, enum ibv_qp_type qp_type,
+			struct kqp_id **kidp)
 {
 	struct kqp_id *kid;
+	int ret;
 
 	kid = calloc(1, sizeof(*kid));
 	if (!kid)
-		return NULL;
+		return -ENOMEM;
 	kid->id.context = context;
 	kid->id.ps = ps;
 	kid->id.qp_type = qp_type;
@@ -119,20 +136,25 @@ static struct kqp_id *kqp_id_alloc(struct rdma_event_channel *channel,
 	pthread_mutex_init(&kid->mut, NULL);
 	pthread_cond_init(&kid->cond, NULL);
 	if (!channel) {
-		channel = rdma_create_event_channel();
-		if (!channel) {
+		ret = kqp_event_channel_new(&channel);
+		if (ret) {
 			kqp_id_free(kid);
-			return NULL;
+			return ret;
 		}
 		kid->sync = true;
 	}
 	kid->id.channel = channel;
-	return kid;
+	*kidp = kid;
+	return 0;
 }
 
-static int kqp_create_id2(struct rdma_event_channel *channel,
-			  struct rdma_cm_id **id, void *context,
-			  enum rdma_port_space ps, enum ibv_qp_type qp_type)
+/*
+ * rdma_create_id() with the QP type given; rdma_create_ep() uses it too.
+ * 0 or -errno.
+ */
+int kqp_create_id_qpt(struct rdma_event_channel *channel,
+		      struct rdma_cm_id **id, void *context,
+		      enum rdma_port_space ps, enum ibv_qp_type qp_type)
 {
 	struct kqp_create_id cmd = {
 		.size = sizeof(cmd),
@@ -143,20 +165,20 @@ static int kqp_create_id2(struct rdma_event_channel *channel,
 	int ret;
 
 	if (!id)
-		return kqp_err(EINVAL);
+		return -EINVAL;
 	if (channel) {
 		ret = kqp_is_kqp_fd(channel->fd);
 		if (ret)
-			return kqp_err(-ret);
+			return ret;
 	}
-	kid = kqp_id_alloc(channel, context, ps, qp_type);
-	if (!kid)
-		return -1;
+	ret = kqp_id_alloc(channel, context, ps, qp_type, &kid);
+	if (ret)
+		return ret;
 	cmd.uid = (uintptr_t)kid;
 	ret = kqp_ioctl(kid->id.channel->fd, KQP_IOCTL_CREATE_ID, &cmd);
 	if (ret) {
 		kqp_id_free(kid);
-		return kqp_err(-ret);
+		return ret;
 	}
 	kid->handle = cmd.out_id;
 	*id = &kid->id;
@@ -171,7 +193,7 @@ KQP_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
 
 	qp_type = (ps == RDMA_PS_IPOIB || ps == RDMA_PS_UDP) ?
 		  IBV_QPT_UD : IBV_QPT_RC;
-	return kqp_create_id2(channel, id, context, ps, qp_type);
+	return kqp_ret(kqp_create_id_qpt(channel, id, context, ps, qp_type));
 }
 
 static int kqp_destroy_kern_id(int fd, uint32_t handle)
@@ -216,13 +238,14 @@ KQP_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 	return 0;
 }
 
-KQP_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
+/* rdma_destroy_id(); 0 or -errno. */
+static int kqp_destroy_id(struct rdma_cm_id *id)
 {
 	struct kqp_id *kid;
 	int reported;
 
 	if (!id)
-		return kqp_err(EINVAL);
+		return -EINVAL;
 	kid = to_kid(id);
 	/*
 	 * A QP left on the id: librdmacm leaves it working, for the caller
@@ -235,12 +258,12 @@ KQP_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		int ret = kqp_qp_destroy_kern(qp);
 
 		if (ret)
-			return kqp_err(-ret);
+			return ret;
 		qp->gone = true;
 	}
 	reported = kqp_destroy_kern_id(id->channel->fd, kid->handle);
 	if (reported < 0)
-		return kqp_err(-reported);
+		return reported;
 
 	if (id->event)
 		rdma_ack_cm_event(id->event);
@@ -254,10 +277,15 @@ KQP_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	return 0;
 }
 
+KQP_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	return kqp_ret(kqp_destroy_id(id));
+}
+
 /*
  * Refresh what librdmacm keeps in the id from the kernel: addresses, GIDs,
  * P_Key, and the first time the id is bound, its device and port.  With
- * @paths, the route's path records too.
+ * @paths, the route's path records too.  0 or -errno.
  */
 static int kqp_query(struct kqp_id *kid, bool paths)
 {
@@ -269,7 +297,7 @@ static int kqp_query(struct kqp_id *kid, bool paths)
 
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_QUERY_ID, &q);
 	if (ret)
-		return kqp_err(-ret);
+		return ret;
 
 	memcpy(&addr->src_storage, &q.out_src_addr, sizeof(addr->src_storage));
 	memcpy(&addr->dst_storage, &q.out_dst_addr, sizeof(addr->dst_storage));
@@ -281,14 +309,16 @@ static int kqp_query(struct kqp_id *kid, bool paths)
 	addr->addr.ibaddr.pkey = htobe16(q.out_pkey);
 	if (!kid->kctx) {
 		struct kqp_context *kctx;
+		struct ibv_pd *pd = NULL;
 
-		kctx = kqp_context_for_device(q.out_device_index);
-		if (!kctx)
-			return -1;
+		ret = kqp_context_for_device(q.out_device_index, &kctx);
+		if (ret)
+			return ret;
 		/* As librdmacm: a bound id comes with the device's PD. */
-		id->pd = kqp_context_get_default_pd(kctx);
-		if (!id->pd)
-			return -1;
+		ret = kqp_context_get_default_pd(kctx, &pd);
+		id->pd = pd;
+		if (ret)
+			return ret;
 		kid->holds_default_pd = true;
 		kid->kctx = kctx;
 		id->verbs = &kctx->ibv;
@@ -299,39 +329,22 @@ static int kqp_query(struct kqp_id *kid, bool paths)
 		return 0;
 	recs = calloc(q.out_num_paths, sizeof(*recs));
 	if (!recs)
-		return kqp_err(ENOMEM);
-	for (i = 0; i < q.out_num_paths; i++) {
-		struct kqp_path_rec *p = &q.out_paths[i];
-
-		memcpy(recs[i].dgid.raw, p->dgid, sizeof(p->dgid));
-		memcpy(recs[i].sgid.raw, p->sgid, sizeof(p->sgid));
-		recs[i].dlid = p->dlid;
-		recs[i].slid = p->slid;
-		recs[i].raw_traffic = p->raw_traffic;
-		recs[i].flow_label = p->flow_label;
-		recs[i].hop_limit = p->hop_limit;
-		recs[i].traffic_class = p->traffic_class;
-		recs[i].reversible = p->reversible;
-		recs[i].numb_path = p->numb_path;
-		recs[i].pkey = p->pkey;
-		recs[i].sl = p->sl;
-		recs[i].mtu_selector = p->mtu_selector;
-		recs[i].mtu = p->mtu;
-		recs[i].rate_selector = p->rate_selector;
-		recs[i].rate = p->rate;
-		recs[i].packet_life_time_selector = p->packet_life_time_selector;
-		recs[i].packet_life_time = p->packet_life_time;
-		recs[i].preference = p->preference;
-	}
+		return -ENOMEM;
+	for (i = 0; i < q.out_num_paths; i++)
+		kqp_path_rec_from_kern(&recs[i], &q.out_paths[i]);
 	free(id->route.path_rec);
 	id->route.path_rec = recs;
 	id->route.num_paths = q.out_num_paths;
 	return 0;
 }
 
+static int kqp_get_cm_event(struct rdma_event_channel *channel,
+			    struct rdma_cm_event **event);
+
 /*
  * A synchronous id waits for the event its call started and turns a
- * failed event into -1 and errno, as librdmacm's ucma_complete().
+ * failed event into an error, as librdmacm's ucma_complete(): 0 or
+ * -errno.
  */
 static int kqp_complete(struct kqp_id *kid)
 {
@@ -344,15 +357,15 @@ static int kqp_complete(struct kqp_id *kid)
 		rdma_ack_cm_event(id->event);
 		id->event = NULL;
 	}
-	ret = rdma_get_cm_event(id->channel, &id->event);
+	ret = kqp_get_cm_event(id->channel, &id->event);
 	if (ret)
 		return ret;
 	if (id->event->status) {
 		if (id->event->event == RDMA_CM_EVENT_REJECTED)
-			return kqp_err(ECONNREFUSED);
+			return -ECONNREFUSED;
 		if (id->event->status < 0)
-			return kqp_err(-id->event->status);
-		return kqp_err(id->event->status);
+			return id->event->status;
+		return -id->event->status;
 	}
 	return 0;
 }
@@ -370,7 +383,7 @@ KQP_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_BIND_ADDR, &cmd);
 	if (ret)
 		return kqp_err(-ret);
-	return kqp_query(kid, false);
+	return kqp_ret(kqp_query(kid, false));
 }
 
 KQP_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
@@ -392,7 +405,7 @@ KQP_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
 	if (ret)
 		return kqp_err(-ret);
 	memcpy(&id->route.addr.dst_storage, dst_addr, dst_len);
-	return kqp_complete(kid);
+	return kqp_ret(kqp_complete(kid));
 }
 
 KQP_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
@@ -407,7 +420,7 @@ KQP_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_RESOLVE_ROUTE, &cmd);
 	if (ret)
 		return kqp_err(-ret);
-	return kqp_complete(to_kid(id));
+	return kqp_ret(kqp_complete(to_kid(id)));
 }
 
 KQP_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
@@ -422,32 +435,36 @@ KQP_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_LISTEN, &cmd);
 	if (ret)
 		return kqp_err(-ret);
-	return kqp_query(to_kid(id), false);
+	return kqp_ret(kqp_query(to_kid(id), false));
 }
 
-/* librdmacm's checks: a TCP id needs a QP or a QP number, depths in range. */
+/*
+ * librdmacm's checks: a TCP id needs a QP or a QP number, depths in
+ * range.  0 or -EINVAL.
+ */
 static int kqp_valid_param(struct kqp_id *kid, struct rdma_conn_param *param)
 {
 	if (kid->id.ps != RDMA_PS_TCP)
 		return 0;
 	if (!kid->id.qp && !param)
-		return kqp_err(EINVAL);
+		return -EINVAL;
 	if (!param)
 		return 0;
 	if (!kid->kctx)
-		return kqp_err(EINVAL);
+		return -EINVAL;
 	if (param->responder_resources != RDMA_MAX_RESP_RES &&
 	    param->responder_resources > kid->kctx->kdev->max_qp_rd_atom)
-		return kqp_err(EINVAL);
+		return -EINVAL;
 	if (param->initiator_depth != RDMA_MAX_INIT_DEPTH &&
 	    param->initiator_depth > kid->kctx->kdev->max_qp_init_rd_atom)
-		return kqp_err(EINVAL);
+		return -EINVAL;
 	return 0;
 }
 
 /*
  * The kernel's connection parameters; private data from rdma_create_ep's
  * ai_connect comes first, then the caller's, as librdmacm sends them.
+ * 0 or -EINVAL.
  */
 static int kqp_conn_param(struct kqp_id *kid, struct kqp_conn_param *dst,
 			  struct rdma_conn_param *src, uint8_t *buf,
@@ -459,7 +476,7 @@ static int kqp_conn_param(struct kqp_id *kid, struct kqp_conn_param *dst,
 	if (src && src->private_data && src->private_data_len)
 		len += src->private_data_len;
 	if (len > KQP_MAX_PRIVATE_DATA)
-		return kqp_err(EINVAL);
+		return -EINVAL;
 	if (kid->connect_len)
 		memcpy(buf, kid->connect, kid->connect_len);
 	if (len > kid->connect_len)
@@ -492,8 +509,9 @@ KQP_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	uint8_t srq = conn_param ? conn_param->srq : 0;
 	int ret;
 
-	if (kqp_valid_param(kid, conn_param))
-		return -1;
+	ret = kqp_valid_param(kid, conn_param);
+	if (ret)
+		return kqp_err(-ret);
 	if (!kid->kctx)
 		return kqp_err(EINVAL);
 	if (conn_param && conn_param->initiator_depth != RDMA_MAX_INIT_DEPTH)
@@ -510,15 +528,16 @@ KQP_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	}
 
 	cmd.id = kid->handle;
-	if (kqp_conn_param(kid, &cmd.param, conn_param, pdata, qp_num, srq))
-		return -1;
+	ret = kqp_conn_param(kid, &cmd.param, conn_param, pdata, qp_num, srq);
+	if (ret)
+		return kqp_err(-ret);
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_CONNECT, &cmd);
 	if (ret)
 		return kqp_err(-ret);
 	free(kid->connect);
 	kid->connect = NULL;
 	kid->connect_len = 0;
-	return kqp_complete(kid);
+	return kqp_ret(kqp_complete(kid));
 }
 
 KQP_EXPORT int rdma_accept(struct rdma_cm_id *id,
@@ -535,8 +554,9 @@ KQP_EXPORT int rdma_accept(struct rdma_cm_id *id,
 		return kqp_err(EINVAL);
 	qp_num = id->qp ? id->qp->qp_num : conn_param->qp_num;
 	srq = id->qp ? !!id->qp->srq : conn_param->srq;
-	if (kqp_valid_param(kid, conn_param))
-		return -1;
+	ret = kqp_valid_param(kid, conn_param);
+	if (ret)
+		return kqp_err(-ret);
 	if (!kid->kctx)
 		return kqp_err(EINVAL);
 	if (!conn_param || conn_param->initiator_depth == RDMA_MAX_INIT_DEPTH) {
@@ -554,8 +574,9 @@ KQP_EXPORT int rdma_accept(struct rdma_cm_id *id,
 
 	cmd.id = kid->handle;
 	cmd.uid = (uintptr_t)kid;
-	if (kqp_conn_param(kid, &cmd.param, conn_param, pdata, qp_num, srq))
-		return -1;
+	ret = kqp_conn_param(kid, &cmd.param, conn_param, pdata, qp_num, srq);
+	if (ret)
+		return kqp_err(-ret);
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_ACCEPT, &cmd);
 	if (ret)
 		return kqp_err(-ret);
@@ -567,7 +588,7 @@ KQP_EXPORT int rdma_accept(struct rdma_cm_id *id,
 		}
 		return 0;
 	}
-	return kqp_complete(kid);
+	return kqp_ret(kqp_complete(kid));
 }
 
 KQP_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
@@ -610,7 +631,7 @@ KQP_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_DISCONNECT, &cmd);
 	if (ret)
 		return kqp_err(-ret);
-	return kqp_complete(to_kid(id));
+	return kqp_ret(kqp_complete(to_kid(id)));
 }
 
 KQP_EXPORT int rdma_establish(struct rdma_cm_id *id)
@@ -641,23 +662,6 @@ KQP_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname,
 	return kqp_ret(kqp_ioctl(id->channel->fd, KQP_IOCTL_SET_OPTION, &cmd));
 }
 
-static void kqp_ah_attr_from_kern(struct ibv_ah_attr *dst,
-				  const struct kqp_ah_attr *src)
-{
-	memset(dst, 0, sizeof(*dst));
-	memcpy(dst->grh.dgid.raw, src->dgid, sizeof(src->dgid));
-	dst->grh.flow_label = src->flow_label;
-	dst->grh.sgid_index = src->sgid_index;
-	dst->grh.hop_limit = src->hop_limit;
-	dst->grh.traffic_class = src->traffic_class;
-	dst->dlid = src->dlid;
-	dst->sl = src->sl;
-	dst->src_path_bits = src->src_path_bits;
-	dst->static_rate = src->static_rate;
-	dst->is_global = src->is_global;
-	dst->port_num = src->port_num;
-}
-
 KQP_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 				 struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
 {
@@ -666,41 +670,19 @@ KQP_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 		.id = to_kid(id)->handle,
 		.qp_state = qp_attr->qp_state,
 	};
-	struct kqp_qp_attr *a = &cmd.out_attr;
 	int ret;
 
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_INIT_QP_ATTR, &cmd);
 	if (ret)
 		return kqp_err(-ret);
-	qp_attr->cur_qp_state = a->cur_qp_state;
-	qp_attr->path_mtu = a->path_mtu;
-	qp_attr->path_mig_state = a->path_mig_state;
-	qp_attr->qkey = a->qkey;
-	qp_attr->rq_psn = a->rq_psn;
-	qp_attr->sq_psn = a->sq_psn;
-	qp_attr->dest_qp_num = a->dest_qp_num;
-	qp_attr->qp_access_flags = a->qp_access_flags;
-	kqp_ah_attr_from_kern(&qp_attr->ah_attr, &a->ah_attr);
-	kqp_ah_attr_from_kern(&qp_attr->alt_ah_attr, &a->alt_ah_attr);
-	qp_attr->pkey_index = a->pkey_index;
-	qp_attr->alt_pkey_index = a->alt_pkey_index;
-	qp_attr->en_sqd_async_notify = a->en_sqd_async_notify;
-	qp_attr->sq_draining = a->sq_draining;
-	qp_attr->max_rd_atomic = a->max_rd_atomic;
-	qp_attr->max_dest_rd_atomic = a->max_dest_rd_atomic;
-	qp_attr->min_rnr_timer = a->min_rnr_timer;
-	qp_attr->port_num = a->port_num;
-	qp_attr->timeout = a->timeout;
-	qp_attr->retry_cnt = a->retry_cnt;
-	qp_attr->rnr_retry = a->rnr_retry;
-	qp_attr->alt_port_num = a->alt_port_num;
-	qp_attr->alt_timeout = a->alt_timeout;
+	kqp_qp_attr_from_kern(qp_attr, &cmd.out_attr);
 	*qp_attr_mask = cmd.out_attr_mask;
 	return 0;
 }
 
-KQP_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
-			       struct rdma_event_channel *channel)
+/* rdma_migrate_id(); 0 or -errno. */
+static int kqp_migrate_id(struct rdma_cm_id *id,
+			  struct rdma_event_channel *channel)
 {
 	struct kqp_migrate_id cmd = { .size = sizeof(cmd) };
 	struct kqp_id *kid = to_kid(id);
@@ -708,16 +690,13 @@ KQP_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	int ret;
 
 	if (kid->sync && !channel)
-		return kqp_err(EINVAL);
-	if (channel) {
+		return -EINVAL;
+	if (channel)
 		ret = kqp_is_kqp_fd(channel->fd);
-		if (ret)
-			return kqp_err(-ret);
-	} else {
-		channel = rdma_create_event_channel();
-		if (!channel)
-			return -1;
-	}
+	else
+		ret = kqp_event_channel_new(&channel);
+	if (ret)
+		return ret;
 
 	cmd.id = kid->handle;
 	cmd.fd = channel->fd;
@@ -725,7 +704,7 @@ KQP_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	if (ret) {
 		if (sync)
 			rdma_destroy_event_channel(channel);
-		return kqp_err(-ret);
+		return ret;
 	}
 
 	if (kid->sync) {
@@ -745,17 +724,30 @@ KQP_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	return 0;
 }
 
+KQP_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
+			       struct rdma_event_channel *channel)
+{
+	return kqp_ret(kqp_migrate_id(id, channel));
+}
+
+/* The event's private data, copied into @evt; NULL if it has none. */
+static const void *kqp_event_private_data(struct kqp_cm_event *evt,
+					  const struct kqp_get_event *ge)
+{
+	if (!ge->out_private_data_len)
+		return NULL;
+	memcpy(evt->private_data, ge->out_private_data,
+	       ge->out_private_data_len);
+	return evt->private_data;
+}
+
 static void kqp_copy_conn_event(struct kqp_cm_event *evt,
 				const struct kqp_get_event *ge)
 {
 	struct rdma_conn_param *dst = &evt->event.param.conn;
 
 	dst->private_data_len = ge->out_private_data_len;
-	if (ge->out_private_data_len) {
-		memcpy(evt->private_data, ge->out_private_data,
-		       ge->out_private_data_len);
-		dst->private_data = evt->private_data;
-	}
+	dst->private_data = kqp_event_private_data(evt, ge);
 	dst->responder_resources = ge->out_responder_resources;
 	dst->initiator_depth = ge->out_initiator_depth;
 	dst->flow_control = ge->out_flow_control;
@@ -771,11 +763,7 @@ static void kqp_copy_ud_event(struct kqp_cm_event *evt,
 	struct rdma_ud_param *dst = &evt->event.param.ud;
 
 	dst->private_data_len = ge->out_private_data_len;
-	if (ge->out_private_data_len) {
-		memcpy(evt->private_data, ge->out_private_data,
-		       ge->out_private_data_len);
-		dst->private_data = evt->private_data;
-	}
+	dst->private_data = kqp_event_private_data(evt, ge);
 	kqp_ah_attr_from_kern(&dst->ah_attr, &ge->out_ah_attr);
 	dst->qp_num = ge->out_qp_num;
 	dst->qkey = ge->out_qkey;
@@ -794,16 +782,18 @@ static void kqp_copy_event_param(struct kqp_cm_event *evt,
  * The new id of a connection request, created on the listener's channel
  * (or, for a synchronous listener, on a channel of its own) before the
  * event is returned.  On failure the request is dropped: its kernel id is
- * destroyed, which the peer sees as a rejection or a timeout.
+ * destroyed, which the peer sees as a rejection or a timeout.  0 or
+ * -errno.
  */
 static int kqp_process_conn_req(struct kqp_cm_event *evt,
 				const struct kqp_get_event *ge)
 {
 	struct kqp_id *listen = evt->kid, *kid;
+	int ret;
 
-	kid = kqp_id_alloc(listen->id.channel, listen->id.context,
-			   listen->id.ps, listen->id.qp_type);
-	if (!kid) {
+	ret = kqp_id_alloc(listen->id.channel, listen->id.context,
+			   listen->id.ps, listen->id.qp_type, &kid);
+	if (ret) {
 		kqp_destroy_kern_id(listen->id.channel->fd, ge->out_id);
 		goto err;
 	}
@@ -813,17 +803,17 @@ static int kqp_process_conn_req(struct kqp_cm_event *evt,
 	evt->event.listen_id = &listen->id;
 	evt->event.id = &kid->id;
 
-	if (listen->sync && rdma_migrate_id(&kid->id, NULL))
-		goto err_destroy;
-	if (kqp_query(kid, true))
-		goto err_destroy;
-	return 0;
+	if (listen->sync)
+		ret = kqp_migrate_id(&kid->id, NULL);
+	if (!ret)
+		ret = kqp_query(kid, true);
+	if (!ret)
+		return 0;
 
-err_destroy:
-	rdma_destroy_id(&kid->id);
+	kqp_destroy_id(&kid->id);
 err:
 	kqp_complete_event(listen);
-	return -1;
+	return ret;
 }
 
 /*
@@ -842,46 +832,29 @@ static int kqp_process_join(struct kqp_cm_event *evt)
 	return ibv_attach_mcast(id->qp, &evt->mc->mgid, evt->mc->mlid);
 }
 
-KQP_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
-				 struct rdma_cm_event **event)
+/*
+ * Find the id (and group) of the kernel's event @ge and copy what the
+ * event carries; a connection request gets its new id.  False when the
+ * event is to be dropped: the request's id could not be made.
+ */
+static bool kqp_event_from_kern(struct kqp_cm_event *evt,
+				const struct kqp_get_event *ge)
 {
-	struct kqp_get_event ge;
-	struct kqp_cm_event *evt;
-	struct kqp_id *kid;
 	int ret;
 
-	if (!channel || !event)
-		return kqp_err(EINVAL);
-	ret = kqp_is_kqp_fd(channel->fd);
-	if (ret)
-		return kqp_err(-ret);
-	evt = malloc(sizeof(*evt));
-	if (!evt)
-		return kqp_err(ENOMEM);
+	evt->event.event = ge->out_event;
+	evt->event.status = ge->out_status;
 
-retry:
-	memset(evt, 0, sizeof(*evt));
-	memset(&ge, 0, sizeof(ge));
-	ge.size = sizeof(ge);
-	ret = kqp_ioctl(channel->fd, KQP_IOCTL_GET_EVENT, &ge);
-	if (ret) {
-		free(evt);
-		return kqp_err(-ret);
-	}
-
-	evt->event.event = ge.out_event;
-	evt->event.status = ge.out_status;
-
-	switch (ge.out_event) {
+	switch (ge->out_event) {
 	case RDMA_CM_EVENT_MULTICAST_JOIN:
 	case RDMA_CM_EVENT_MULTICAST_ERROR:
-		evt->mc = (struct kqp_mc *)(uintptr_t)ge.out_uid;
+		evt->mc = (struct kqp_mc *)(uintptr_t)ge->out_uid;
 		evt->kid = evt->mc->kid;
 		evt->event.id = &evt->kid->id;
-		kqp_copy_ud_event(evt, &ge);
+		kqp_copy_ud_event(evt, ge);
 		evt->event.param.ud.private_data = evt->mc->context;
 		evt->event.param.ud.private_data_len = 0;
-		if (ge.out_event == RDMA_CM_EVENT_MULTICAST_JOIN) {
+		if (ge->out_event == RDMA_CM_EVENT_MULTICAST_JOIN) {
 			ret = kqp_process_join(evt);
 			if (ret) {
 				evt->event.status = -ret;
@@ -890,54 +863,103 @@ retry:
 		}
 		break;
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
-		evt->kid = (struct kqp_id *)(uintptr_t)ge.out_uid;
-		kqp_copy_event_param(evt, &ge);
-		if (kqp_process_conn_req(evt, &ge))
-			goto retry;
+		evt->kid = (struct kqp_id *)(uintptr_t)ge->out_uid;
+		kqp_copy_event_param(evt, ge);
+		if (kqp_process_conn_req(evt, ge))
+			return false;
 		break;
 	default:
-		kid = (struct kqp_id *)(uintptr_t)ge.out_uid;
-		evt->kid = kid;
-		evt->event.id = &kid->id;
+		evt->kid = (struct kqp_id *)(uintptr_t)ge->out_uid;
+		evt->event.id = &evt->kid->id;
 		break;
 	}
+	return true;
+}
 
-	kid = evt->kid;
-	switch (ge.out_event) {
+/*
+ * What an event does to its id: a resolved address or route refreshes
+ * it (an error event if that fails).  False when the event is to be
+ * dropped: librdmacm hides what follows a failed connect.
+ */
+static bool kqp_event_update_id(struct kqp_cm_event *evt,
+				const struct kqp_get_event *ge)
+{
+	struct kqp_id *kid = evt->kid;
+	int ret;
+
+	switch (ge->out_event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		if (kqp_query(kid, false))
-			evt->event.status = -errno;
+		ret = kqp_query(kid, false);
+		if (ret)
+			evt->event.status = ret;
 		else if (!kid->id.verbs)
 			evt->event.status = -ENODEV;
 		if (evt->event.status)
 			evt->event.event = RDMA_CM_EVENT_ADDR_ERROR;
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		if (kqp_query(kid, true)) {
-			evt->event.status = -errno;
+		ret = kqp_query(kid, true);
+		if (ret) {
+			evt->event.status = ret;
 			evt->event.event = RDMA_CM_EVENT_ROUTE_ERROR;
 		}
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 	case RDMA_CM_EVENT_DISCONNECTED:
-		/* librdmacm hides what follows a failed connect. */
 		if (kid->connect_error) {
 			kqp_complete_event(kid);
-			goto retry;
+			return false;
 		}
-		kqp_copy_conn_event(evt, &ge);
+		kqp_copy_conn_event(evt, ge);
 		break;
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
 	case RDMA_CM_EVENT_MULTICAST_JOIN:
 	case RDMA_CM_EVENT_MULTICAST_ERROR:
 		break;
 	default:
-		kqp_copy_event_param(evt, &ge);
+		kqp_copy_event_param(evt, ge);
 		break;
 	}
+	return true;
+}
+
+/* rdma_get_cm_event(); 0 or -errno. */
+static int kqp_get_cm_event(struct rdma_event_channel *channel,
+			    struct rdma_cm_event **event)
+{
+	struct kqp_get_event ge;
+	struct kqp_cm_event *evt;
+	int ret;
+
+	if (!channel || !event)
+		return -EINVAL;
+	ret = kqp_is_kqp_fd(channel->fd);
+	if (ret)
+		return ret;
+	evt = malloc(sizeof(*evt));
+	if (!evt)
+		return -ENOMEM;
+
+	do {
+		memset(evt, 0, sizeof(*evt));
+		memset(&ge, 0, sizeof(ge));
+		ge.size = sizeof(ge);
+		ret = kqp_ioctl(channel->fd, KQP_IOCTL_GET_EVENT, &ge);
+		if (ret) {
+			free(evt);
+			return ret;
+		}
+	} while (!kqp_event_from_kern(evt, &ge) ||
+		 !kqp_event_update_id(evt, &ge));
 
 	*event = &evt->event;
 	return 0;
+}
+
+KQP_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
+				 struct rdma_cm_event **event)
+{
+	return kqp_ret(kqp_get_cm_event(channel, event));
 }
 
 KQP_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
@@ -978,7 +1000,7 @@ static int kqp_join_multicast2(struct rdma_cm_id *id, struct sockaddr *addr,
 
 	mc = calloc(1, sizeof(*mc));
 	if (!mc)
-		return kqp_err(ENOMEM);
+		return -ENOMEM;
 	mc->context = context;
 	mc->kid = kid;
 	mc->join_flags = join_flags;
@@ -1003,7 +1025,7 @@ static int kqp_join_multicast2(struct rdma_cm_id *id, struct sockaddr *addr,
 		pthread_mutex_unlock(&kid->mut);
 		pthread_cond_destroy(&mc->cond);
 		free(mc);
-		return kqp_err(-ret);
+		return ret;
 	}
 	mc->handle = cmd.out_mc_id;
 	return kqp_complete(kid);
@@ -1025,8 +1047,8 @@ KQP_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id,
 	addrlen = kqp_addrlen(attr->addr);
 	if (!addrlen)
 		return kqp_err(EINVAL);
-	return kqp_join_multicast2(id, attr->addr, addrlen, attr->join_flags,
-				   context);
+	return kqp_ret(kqp_join_multicast2(id, attr->addr, addrlen,
+					   attr->join_flags, context));
 }
 
 KQP_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr,
@@ -1036,8 +1058,9 @@ KQP_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr,
 
 	if (!addrlen)
 		return kqp_err(EINVAL);
-	return kqp_join_multicast2(id, addr, addrlen,
-				   RDMA_MC_JOIN_FLAG_FULLMEMBER, context);
+	return kqp_ret(kqp_join_multicast2(id, addr, addrlen,
+					   RDMA_MC_JOIN_FLAG_FULLMEMBER,
+					   context));
 }
 
 KQP_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
@@ -1090,9 +1113,9 @@ KQP_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **i
 		rdma_ack_cm_event(listen->event);
 		listen->event = NULL;
 	}
-	ret = rdma_get_cm_event(listen->channel, &event);
+	ret = kqp_get_cm_event(listen->channel, &event);
 	if (ret)
-		return ret;
+		return kqp_err(-ret);
 
 	if (event->event == RDMA_CM_EVENT_REJECTED) {
 		ret = kqp_err(ECONNREFUSED);
@@ -1145,249 +1168,4 @@ KQP_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)
 KQP_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
 {
 	return kqp_get_port(&id->route.addr.dst_addr);
-}
-
-/*
- * The CQs kqp made for an id's QP went with the QP: drop their wrappers
- * and channels, once every notification read for them was acked.
- */
-static void kqp_id_drop_auto_cqs(struct rdma_cm_id *id, uint32_t send_events,
-				 uint32_t recv_events)
-{
-	struct ibv_cq *cqs[2] = { id->send_cq, id->recv_cq };
-	struct ibv_comp_channel *chans[2] = { id->send_cq_channel,
-					      id->recv_cq_channel };
-	uint32_t events[2] = { send_events, recv_events };
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		struct kqp_lcq *cq;
-
-		if (!cqs[i] || to_lcq(cqs[i])->auto_id != id)
-			continue;
-		cq = to_lcq(cqs[i]);
-		pthread_mutex_lock(&cq->ibv.mutex);
-		while (cq->ibv.comp_events_completed != events[i])
-			pthread_cond_wait(&cq->ibv.cond, &cq->ibv.mutex);
-		pthread_mutex_unlock(&cq->ibv.mutex);
-		kqp_cq_unmap(cq);
-		free(cq);
-		if (chans[i])
-			ibv_destroy_comp_channel(chans[i]);
-		if (i == 0) {
-			id->send_cq = NULL;
-			id->send_cq_channel = NULL;
-		} else {
-			id->recv_cq = NULL;
-			id->recv_cq_channel = NULL;
-		}
-	}
-}
-
-/* Set up a CQ wrapper for a CQ kqp made for the id's QP. */
-static int kqp_id_auto_cq(struct rdma_cm_id *id, struct kqp_lcq *cq,
-			  const struct kqp_ring_info *ring, uint32_t handle,
-			  uint32_t cqe, int fd, struct ibv_comp_channel **chan)
-{
-	struct ibv_comp_channel *c;
-	int ret;
-
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		close(fd);
-		return -ENOMEM;
-	}
-	c->context = id->verbs;
-	c->fd = fd;
-	/* cq_context is the id, as librdmacm, for rdma_get_send_comp(). */
-	ret = kqp_cq_map(cq, ring, handle, cqe, id->verbs, c, id);
-	if (ret) {
-		close(fd);
-		free(c);
-		return ret;
-	}
-	cq->auto_id = id;
-	*chan = c;
-	return 0;
-}
-
-KQP_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
-				 struct ibv_qp_init_attr_ex *attr)
-{
-	struct kqp_create_qp cmd = { .size = sizeof(cmd) };
-	struct kqp_destroy_qp d = { .size = sizeof(d) };
-	struct kqp_lcq *scq = NULL, *rcq = NULL;
-	struct kqp_id *kid = to_kid(id);
-	struct ibv_pd *pd = NULL;
-	struct kqp_lqp *qp;
-	int ret;
-
-	/* rdma_create_qp(3): an unbound id has no device. */
-	if (!id->verbs || id->qp)
-		return kqp_err(EINVAL);
-	if ((attr->comp_mask & IBV_QP_INIT_ATTR_PD) && attr->pd) {
-		if (attr->pd->context != id->verbs)
-			return kqp_err(EINVAL);
-		pd = attr->pd;
-	}
-	if (attr->comp_mask & ~IBV_QP_INIT_ATTR_PD)
-		return kqp_err(EOPNOTSUPP);
-	if (attr->srq || (attr->qp_type != IBV_QPT_RC &&
-			  attr->qp_type != IBV_QPT_UD))
-		return kqp_err(EOPNOTSUPP);
-	if ((attr->send_cq && attr->send_cq->context != id->verbs) ||
-	    (attr->recv_cq && attr->recv_cq->context != id->verbs))
-		return kqp_err(EINVAL);
-
-	qp = calloc(1, sizeof(*qp));
-	if (!attr->send_cq)
-		scq = calloc(1, sizeof(*scq));
-	if (!attr->recv_cq)
-		rcq = calloc(1, sizeof(*rcq));
-	if (!qp || (!attr->send_cq && !scq) || (!attr->recv_cq && !rcq)) {
-		ret = -ENOMEM;
-		goto err_free;
-	}
-
-	/* No PD: the kernel uses the device's default PD, as id->pd. */
-	cmd.id = kid->handle;
-	cmd.pd = pd ? pd->handle : 0;
-	cmd.send_cq = attr->send_cq ? attr->send_cq->handle : 0;
-	cmd.recv_cq = attr->recv_cq ? attr->recv_cq->handle : 0;
-	cmd.qp_type = attr->qp_type == IBV_QPT_RC ? KQP_QPT_RC : KQP_QPT_UD;
-	cmd.flags = attr->sq_sig_all ? KQP_CREATE_QP_SQ_SIG_ALL : 0;
-	cmd.send_cq_uid = (uintptr_t)scq;
-	cmd.recv_cq_uid = (uintptr_t)rcq;
-	cmd.uid = (uintptr_t)qp;
-	cmd.cap.max_send_wr = attr->cap.max_send_wr;
-	cmd.cap.max_recv_wr = attr->cap.max_recv_wr;
-	cmd.cap.max_send_sge = attr->cap.max_send_sge;
-	cmd.cap.max_recv_sge = attr->cap.max_recv_sge;
-	cmd.cap.max_inline_data = attr->cap.max_inline_data;
-	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_CREATE_QP, &cmd);
-	if (ret)
-		goto err_free;
-
-	if (scq) {
-		ret = kqp_id_auto_cq(id, scq, &cmd.out_send_ring,
-				     cmd.out_send_cq, cmd.out_send_cqe,
-				     cmd.out_send_channel_fd,
-				     &id->send_cq_channel);
-		if (ret)
-			goto err_destroy;
-		id->send_cq = &scq->ibv;
-		attr->send_cq = id->send_cq;
-	}
-	if (rcq) {
-		ret = kqp_id_auto_cq(id, rcq, &cmd.out_recv_ring,
-				     cmd.out_recv_cq, cmd.out_recv_cqe,
-				     cmd.out_recv_channel_fd,
-				     &id->recv_cq_channel);
-		if (ret)
-			goto err_destroy;
-		id->recv_cq = &rcq->ibv;
-		attr->recv_cq = id->recv_cq;
-	}
-
-	/* What the device gave, written back as rdma_create_qp(3) says. */
-	attr->cap.max_send_wr = cmd.cap.max_send_wr;
-	attr->cap.max_recv_wr = cmd.cap.max_recv_wr;
-	attr->cap.max_send_sge = cmd.cap.max_send_sge;
-	attr->cap.max_recv_sge = cmd.cap.max_recv_sge;
-	attr->cap.max_inline_data = cmd.cap.max_inline_data;
-	if (!pd)
-		pd = id->pd;
-	attr->pd = pd;
-	attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
-
-	qp->cap = attr->cap;
-	qp->id = id;
-	qp->ibv.context = id->verbs;
-	qp->ibv.qp_context = attr->qp_context;
-	qp->ibv.pd = pd;
-	qp->ibv.send_cq = attr->send_cq;
-	qp->ibv.recv_cq = attr->recv_cq;
-	qp->ibv.handle = cmd.out_qp;
-	qp->ibv.qp_num = cmd.out_qp_num;
-	qp->ibv.qp_type = attr->qp_type;
-	/* rdma_cm moved it: RTS for UD, INIT (receives) for RC. */
-	qp->ibv.state = attr->qp_type == IBV_QPT_UD ? IBV_QPS_RTS :
-						     IBV_QPS_INIT;
-	pthread_mutex_init(&qp->ibv.mutex, NULL);
-	pthread_cond_init(&qp->ibv.cond, NULL);
-	id->qp = &qp->ibv;
-	id->pd = pd;
-	return 0;
-
-err_destroy:
-	d.qp = cmd.out_qp;
-	kqp_ioctl(id->channel->fd, KQP_IOCTL_DESTROY_QP, &d);
-	kqp_id_drop_auto_cqs(id, d.out_send_cq_events, d.out_recv_cq_events);
-	/* The fds of CQs that never got a wrapper. */
-	if (scq && !scq->ring)
-		close(cmd.out_send_channel_fd);
-	if (rcq && !rcq->ring)
-		close(cmd.out_recv_channel_fd);
-err_free:
-	if (scq && scq->ring)
-		scq = NULL;
-	if (rcq && rcq->ring)
-		rcq = NULL;
-	free(scq);
-	free(rcq);
-	free(qp);
-	return kqp_err(-ret);
-}
-
-KQP_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
-			      struct ibv_qp_init_attr *qp_init_attr)
-{
-	struct ibv_qp_init_attr_ex attr_ex;
-	int ret;
-
-	if (!qp_init_attr)
-		return kqp_err(EINVAL);
-	memset(&attr_ex, 0, sizeof(attr_ex));
-	memcpy(&attr_ex, qp_init_attr, sizeof(*qp_init_attr));
-	/*
-	 * The copy brought the caller's trailing padding into comp_mask,
-	 * which ibv_qp_init_attr_ex has where the padding was: set it.
-	 */
-	attr_ex.comp_mask = 0;
-	if (pd) {
-		attr_ex.comp_mask = IBV_QP_INIT_ATTR_PD;
-		attr_ex.pd = pd;
-	}
-	ret = rdma_create_qp_ex(id, &attr_ex);
-	if (!ret)
-		memcpy(qp_init_attr, &attr_ex, sizeof(*qp_init_attr));
-	return ret;
-}
-
-KQP_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
-{
-	if (!id || !id->qp)
-		return;
-	ibv_destroy_qp(id->qp);
-}
-
-/* ibv_destroy_qp() of an id's QP: the id lets go of it and its CQs. */
-void kqp_id_qp_gone_counts(struct rdma_cm_id *id, uint32_t send_events,
-			   uint32_t recv_events)
-{
-	id->qp = NULL;
-	kqp_id_drop_auto_cqs(id, send_events, recv_events);
-}
-
-/* rdma_create_ep() and its kin, in addrinfo.c, need these. */
-int kqp_create_id_qpt(struct rdma_event_channel *channel,
-		      struct rdma_cm_id **id, void *context,
-		      enum rdma_port_space ps, enum ibv_qp_type qp_type)
-{
-	return kqp_create_id2(channel, id, context, ps, qp_type);
-}
-
-int kqp_complete_id(struct rdma_cm_id *id)
-{
-	return kqp_complete(to_kid(id));
 }

@@ -15,26 +15,23 @@ static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kqp_context *contexts;
 
 /*
- * A new context on @kdev, whose reference it takes over; NULL with errno
- * set.  Every context of the process issues its commands on the session's
- * fd, so objects made through any of them can be used together.
+ * A new context on @kdev, whose reference it takes over, in *@kctxp; 0
+ * or -errno.  Every context of the process issues its commands on the
+ * session's fd, so objects made through any of them can be used together.
  */
-static struct kqp_context *kqp_context_alloc(struct kqp_ibv_device *kdev)
+static int kqp_context_alloc(struct kqp_ibv_device *kdev,
+			     struct kqp_context **kctxp)
 {
 	struct kqp_context *kctx;
 	int cmd_fd, async_fd;
 
 	cmd_fd = kqp_session_fd();
 	async_fd = kqp_session_async_fd();
-	if (cmd_fd < 0 || async_fd < 0) {
-		errno = cmd_fd < 0 ? -cmd_fd : -async_fd;
-		return NULL;
-	}
+	if (cmd_fd < 0 || async_fd < 0)
+		return cmd_fd < 0 ? cmd_fd : async_fd;
 	kctx = calloc(1, sizeof(*kctx));
-	if (!kctx) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!kctx)
+		return -ENOMEM;
 	kctx->ibv.cmd_fd = cmd_fd;
 	kctx->ibv.async_fd = async_fd;
 	kctx->kdev = kdev;
@@ -47,7 +44,23 @@ static struct kqp_context *kqp_context_alloc(struct kqp_ibv_device *kdev)
 	kctx->ibv.ops.post_recv = kqp_post_recv;
 	pthread_mutex_init(&kctx->ibv.mutex, NULL);
 	pthread_mutex_init(&kctx->pd_lock, NULL);
-	return kctx;
+	*kctxp = kctx;
+	return 0;
+}
+
+/* A new context on the device with kernel index @index; 0 or -errno. */
+static int kqp_context_new(uint32_t index, struct kqp_context **kctxp)
+{
+	struct kqp_ibv_device *kdev;
+	int ret;
+
+	ret = kqp_device_get_by_index(index, &kdev);
+	if (ret)
+		return ret;
+	ret = kqp_context_alloc(kdev, kctxp);
+	if (ret)
+		kqp_device_put(kdev);
+	return ret;
 }
 
 /*
@@ -71,31 +84,30 @@ void kqp_contexts_forget(void)
 	contexts = NULL;
 }
 
-/* The process's context for the device with kernel index @index. */
-struct kqp_context *kqp_context_for_device(uint32_t index)
+/*
+ * The process's context for the device with kernel index @index, in
+ * *@kctxp; 0 or -errno.
+ */
+int kqp_context_for_device(uint32_t index, struct kqp_context **kctxp)
 {
 	struct kqp_context *kctx;
-	struct kqp_ibv_device *kdev;
+	int ret = 0;
 
 	pthread_mutex_lock(&contexts_lock);
 	for (kctx = contexts; kctx; kctx = kctx->next)
 		if (kctx->kdev->index == index)
 			goto out;
 
-	kdev = kqp_device_get_by_index(index);
-	if (!kdev)
+	ret = kqp_context_new(index, &kctx);
+	if (ret)
 		goto out;
-	kctx = kqp_context_alloc(kdev);
-	if (!kctx) {
-		kqp_device_put(kdev);
-		goto out;
-	}
 	kctx->shared = true;
 	kctx->next = contexts;
 	contexts = kctx;
 out:
 	pthread_mutex_unlock(&contexts_lock);
-	return kctx;
+	*kctxp = kctx;
+	return ret;
 }
 
 /*
@@ -104,15 +116,12 @@ out:
  */
 KQP_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
-	struct kqp_ibv_device *kdev;
 	struct kqp_context *kctx;
+	int ret;
 
-	kdev = kqp_device_get_by_index(to_kdev(device)->index);
-	if (!kdev)
-		return NULL;
-	kctx = kqp_context_alloc(kdev);
-	if (!kctx) {
-		kqp_device_put(kdev);
+	ret = kqp_context_new(to_kdev(device)->index, &kctx);
+	if (ret) {
+		errno = -ret;
 		return NULL;
 	}
 	return &kctx->ibv;
@@ -138,36 +147,35 @@ KQP_EXPORT int ibv_close_device(struct ibv_context *context)
 }
 
 /*
- * The process's default PD on the device, one more id using it; librdmacm
- * sets id->pd to it when an id is bound.  The table's default PD is the
- * same one a QP created on an id without a PD gets.
+ * The process's default PD on the device, one more id using it, in
+ * *@pdp; 0 or -errno.  librdmacm sets id->pd to it when an id is bound.
+ * The table's default PD is the same one a QP created on an id without a
+ * PD gets.
  */
-struct ibv_pd *kqp_context_get_default_pd(struct kqp_context *kctx)
+int kqp_context_get_default_pd(struct kqp_context *kctx, struct ibv_pd **pdp)
 {
 	struct kqp_alloc_pd cmd = {
 		.size = sizeof(cmd),
 		.flags = KQP_ALLOC_PD_DEFAULT,
 		.device_index = kctx->kdev->index,
 	};
-	struct kqp_lpd *pd = NULL;
-	int ret;
+	struct kqp_lpd *pd;
+	int ret = 0;
 
 	pthread_mutex_lock(&kctx->pd_lock);
-	if (kctx->default_pd) {
+	pd = kctx->default_pd;
+	if (pd) {
 		kctx->default_pd_refs++;
-		pd = kctx->default_pd;
 		goto out;
 	}
 	pd = calloc(1, sizeof(*pd));
 	if (!pd) {
-		errno = ENOMEM;
+		ret = -ENOMEM;
 		goto out;
 	}
 	ret = kqp_ioctl(kctx->ibv.cmd_fd, KQP_IOCTL_ALLOC_PD, &cmd);
 	if (ret) {
 		free(pd);
-		pd = NULL;
-		errno = -ret;
 		goto out;
 	}
 	pd->ibv.context = &kctx->ibv;
@@ -176,8 +184,10 @@ struct ibv_pd *kqp_context_get_default_pd(struct kqp_context *kctx)
 	kctx->default_pd = pd;
 	kctx->default_pd_refs = 1;
 out:
+	if (!ret)
+		*pdp = &pd->ibv;
 	pthread_mutex_unlock(&kctx->pd_lock);
-	return pd ? &pd->ibv : NULL;
+	return ret;
 }
 
 /* An id using the default PD is gone; the PD goes with the last one. */
@@ -274,32 +284,18 @@ KQP_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
 	struct kqp_device_info *infos;
 	struct ibv_context **list;
 	uint32_t n, i, got = 0;
-	int fd, ret;
+	int ret;
 
-	if (num_devices)
-		*num_devices = 0;
-	fd = kqp_dev_open();
-	if (fd < 0) {
-		errno = -fd;
-		return NULL;
-	}
-	ret = kqp_query_devices(fd, &infos, &n);
-	close(fd);
-	if (ret) {
+	list = kqp_device_list_new(num_devices, &infos, &n, &ret);
+	if (!list) {
 		errno = -ret;
 		return NULL;
 	}
-	list = calloc(n + 1, sizeof(*list));
-	if (!list) {
-		free(infos);
-		errno = ENOMEM;
-		return NULL;
-	}
 	for (i = 0; i < n; i++) {
-		struct kqp_context *kctx = kqp_context_for_device(infos[i].index);
+		struct kqp_context *kctx;
 
 		/* A device that left since the query is simply not listed. */
-		if (kctx)
+		if (!kqp_context_for_device(infos[i].index, &kctx))
 			list[got++] = &kctx->ibv;
 	}
 	free(infos);

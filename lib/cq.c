@@ -18,14 +18,9 @@ KQP_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 	struct ibv_comp_channel *channel;
 	int ret;
 
-	channel = calloc(1, sizeof(*channel));
+	channel = kqp_ioctl_new(context->cmd_fd, KQP_IOCTL_CREATE_COMP_CHANNEL,
+				&cmd, sizeof(*channel), &ret);
 	if (!channel) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_CREATE_COMP_CHANNEL, &cmd);
-	if (ret) {
-		free(channel);
 		errno = -ret;
 		return NULL;
 	}
@@ -66,7 +61,7 @@ int kqp_cq_map(struct kqp_lcq *cq, const struct kqp_ring_info *info,
 	cq->flags = (uint32_t *)((char *)ring + info->off_flags);
 	cq->cqes = (struct kqp_cqe *)((char *)ring + info->off_cqes);
 	cq->mask = info->entries - 1;
-	cq->head_cache = *cq->head;
+	cq->head_cache = kqp_ring_load_head(cq->head);
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 
 	cq->ibv.context = ctx;
@@ -184,6 +179,19 @@ KQP_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 	pthread_cond_signal(&cq->cond);
 	pthread_mutex_unlock(&cq->mutex);
 }
+
+/* A completion's opcode and flags reach the caller as the kernel wrote them. */
+KQP_SAME_AS_IBV(KQP_WC_OP_SEND, IBV_WC_SEND);
+KQP_SAME_AS_IBV(KQP_WC_OP_RDMA_WRITE, IBV_WC_RDMA_WRITE);
+KQP_SAME_AS_IBV(KQP_WC_OP_RDMA_READ, IBV_WC_RDMA_READ);
+KQP_SAME_AS_IBV(KQP_WC_OP_COMP_SWAP, IBV_WC_COMP_SWAP);
+KQP_SAME_AS_IBV(KQP_WC_OP_FETCH_ADD, IBV_WC_FETCH_ADD);
+KQP_SAME_AS_IBV(KQP_WC_OP_RECV, IBV_WC_RECV);
+KQP_SAME_AS_IBV(KQP_WC_OP_RECV_RDMA_WITH_IMM, IBV_WC_RECV_RDMA_WITH_IMM);
+KQP_SAME_AS_IBV(KQP_WC_FLAG_GRH, IBV_WC_GRH);
+KQP_SAME_AS_IBV(KQP_WC_FLAG_WITH_IMM, IBV_WC_WITH_IMM);
+KQP_SAME_AS_IBV(KQP_WC_FLAG_IP_CSUM_OK, IBV_WC_IP_CSUM_OK);
+KQP_SAME_AS_IBV(KQP_WC_FLAG_WITH_INV, IBV_WC_WITH_INV);
 
 static void kqp_wc_from_cqe(struct ibv_wc *wc, const struct kqp_cqe *e)
 {

@@ -101,27 +101,20 @@ static void kdev_put(struct kqp_ibv_device *kdev)
 }
 
 /*
- * The device with kernel index @index, referenced; NULL with errno ENODEV
- * when the kernel does not list it (it went away), or another errno.
+ * The device with kernel index @index, referenced, in *@kdevp.  0, or
+ * -ENODEV when the kernel does not list it (it went away), or another
+ * -errno.
  */
-struct kqp_ibv_device *kqp_device_get_by_index(uint32_t index)
+int kqp_device_get_by_index(uint32_t index, struct kqp_ibv_device **kdevp)
 {
 	struct kqp_device_info *infos;
 	struct kqp_ibv_device *kdev = NULL;
 	uint32_t n, i;
-	int fd, ret;
+	int ret;
 
-	fd = kqp_dev_open();
-	if (fd < 0) {
-		errno = -fd;
-		return NULL;
-	}
-	ret = kqp_query_devices(fd, &infos, &n);
-	close(fd);
-	if (ret) {
-		errno = -ret;
-		return NULL;
-	}
+	ret = kqp_query_devices_once(&infos, &n);
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&devices_lock);
 	for (i = 0; i < n; i++) {
 		if (infos[i].index == index) {
@@ -132,8 +125,9 @@ struct kqp_ibv_device *kqp_device_get_by_index(uint32_t index)
 	pthread_mutex_unlock(&devices_lock);
 	free(infos);
 	if (!kdev)
-		errno = i == n ? ENODEV : ENOMEM;
-	return kdev;
+		return i == n ? -ENODEV : -ENOMEM;
+	*kdevp = kdev;
+	return 0;
 }
 
 void kqp_device_put(struct kqp_ibv_device *kdev)
@@ -148,26 +142,11 @@ KQP_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 	struct kqp_device_info *infos;
 	struct ibv_device **list;
 	uint32_t n, i;
-	int fd, ret;
+	int ret;
 
-	if (num_devices)
-		*num_devices = 0;
-	fd = kqp_dev_open();
-	if (fd < 0) {
-		errno = -fd;
-		return NULL;
-	}
-	ret = kqp_query_devices(fd, &infos, &n);
-	close(fd);
-	if (ret) {
-		errno = -ret;
-		return NULL;
-	}
-
-	list = calloc(n + 1, sizeof(*list));
+	list = kqp_device_list_new(num_devices, &infos, &n, &ret);
 	if (!list) {
-		free(infos);
-		errno = ENOMEM;
+		errno = -ret;
 		return NULL;
 	}
 	pthread_mutex_lock(&devices_lock);

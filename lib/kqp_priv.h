@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
- * libkqp internals.  Helpers here return 0 or a negative errno; only the
- * public librdmacm/libibverbs entry points turn that into -1 and errno.
+ * libkqp internals.  Helpers here return 0 or a negative errno (a helper
+ * that makes something hands it back through an out parameter, or returns
+ * it with the -errno in *err); only the public librdmacm/libibverbs entry
+ * points turn that into -1 and errno, or into the errno value libibverbs
+ * returns.  An entry point that another needs is a static kqp_ helper
+ * with a thin exported wrapper.
  */
 #ifndef KQP_PRIV_H
 #define KQP_PRIV_H
@@ -21,6 +25,14 @@
 
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/*
+ * A kqp wire value that libkqp passes through as libibverbs' own (work
+ * request and completion opcodes and flags): they must stay equal.
+ */
+#define KQP_SAME_AS_IBV(kqp, ibv) \
+	_Static_assert((unsigned int)(kqp) == (unsigned int)(ibv), \
+		       #kqp " must equal " #ibv)
 
 /* librdmacm's convention: set errno, return -1. */
 static inline int kqp_err(int err)
@@ -45,14 +57,34 @@ int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 int ibv_dontfork_range(void *base, size_t size);
 int ibv_dofork_range(void *base, size_t size);
 
-/* dev.c */
+/* marshall.c: kernel structures to and from the verbs ones */
+void kqp_path_rec_from_kern(struct ibv_sa_path_rec *dst,
+			    const struct kqp_path_rec *src);
+void kqp_ah_attr_to_kern(struct kqp_ah_attr *dst,
+			 const struct ibv_ah_attr *src);
+void kqp_ah_attr_from_kern(struct ibv_ah_attr *dst,
+			   const struct kqp_ah_attr *src);
+void kqp_qp_attr_to_kern(struct kqp_qp_attr *dst,
+			 const struct ibv_qp_attr *src);
+void kqp_qp_attr_from_kern(struct ibv_qp_attr *dst,
+			   const struct kqp_qp_attr *src);
+void kqp_qp_cap_to_kern(struct kqp_qp_cap *dst, const struct ibv_qp_cap *src);
+void kqp_qp_cap_from_kern(struct ibv_qp_cap *dst,
+			  const struct kqp_qp_cap *src);
+
+/* session.c */
 int kqp_dev_open(void);
 int kqp_session_fd(void);
 int kqp_session_async_fd(void);
 int kqp_channel_open(void);
 int kqp_is_kqp_fd(int fd);
 int kqp_ioctl(int fd, unsigned long req, void *arg);
+void *kqp_ioctl_new(int fd, unsigned long req, void *cmd, size_t size,
+		    int *err);
 int kqp_query_devices(int fd, struct kqp_device_info **infos, uint32_t *n);
+int kqp_query_devices_once(struct kqp_device_info **infos, uint32_t *n);
+void *kqp_device_list_new(int *num_devices, struct kqp_device_info **infos,
+			  uint32_t *n, int *err);
 
 /* device.c */
 struct kqp_ibv_device {
@@ -71,7 +103,7 @@ static inline struct kqp_ibv_device *to_kdev(struct ibv_device *dev)
 	return container_of(dev, struct kqp_ibv_device, ibv);
 }
 
-struct kqp_ibv_device *kqp_device_get_by_index(uint32_t index);
+int kqp_device_get_by_index(uint32_t index, struct kqp_ibv_device **kdevp);
 void kqp_device_put(struct kqp_ibv_device *kdev);
 
 /* context.c */
@@ -104,11 +136,11 @@ static inline struct kqp_context *to_kctx(struct ibv_context *ctx)
 	return container_of(ctx, struct kqp_context, ibv);
 }
 
-struct kqp_context *kqp_context_for_device(uint32_t index);
+int kqp_context_for_device(uint32_t index, struct kqp_context **kctxp);
 void kqp_contexts_lock(void);
 void kqp_contexts_unlock(void);
 void kqp_contexts_forget(void);
-struct ibv_pd *kqp_context_get_default_pd(struct kqp_context *kctx);
+int kqp_context_get_default_pd(struct kqp_context *kctx, struct ibv_pd **pdp);
 void kqp_context_put_default_pd(struct kqp_context *kctx);
 
 static inline uint32_t kqp_dev_index(struct ibv_context *ctx)
@@ -200,14 +232,24 @@ int kqp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad_wr);
 int kqp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr);
+void kqp_qp_cmd_init(struct kqp_create_qp *cmd, struct kqp_lqp *qp,
+		     enum ibv_qp_type type, int sq_sig_all,
+		     const struct ibv_qp_cap *cap);
+void kqp_qp_init(struct kqp_lqp *qp, const struct kqp_create_qp *cmd,
+		 struct ibv_context *ctx, struct ibv_pd *pd,
+		 const struct ibv_qp_init_attr *attr, enum ibv_qp_state state);
 int kqp_qp_wait_events(struct kqp_lqp *qp, uint32_t reported);
 int kqp_qp_destroy_kern(struct kqp_lqp *qp);
 
-/* cma.c */
+/* cma_qp.c */
 void kqp_id_qp_gone_counts(struct rdma_cm_id *id, uint32_t send_events,
 			   uint32_t recv_events);
 
 /* cma.c */
+int kqp_create_id_qpt(struct rdma_event_channel *channel,
+		      struct rdma_cm_id **id, void *context,
+		      enum rdma_port_space ps, enum ibv_qp_type qp_type);
+
 struct kqp_mc {
 	struct kqp_mc *next;
 	struct kqp_id *kid;

@@ -10,10 +10,6 @@
 
 #include "kqp_priv.h"
 
-void kqp_qp_attr_to_kern(struct kqp_qp_attr *dst, const struct ibv_qp_attr *src);
-void kqp_ah_attr_from_kern(struct ibv_ah_attr *dst,
-			   const struct kqp_ah_attr *src);
-
 /* Wait until every async event reported for the QP was acked. */
 int kqp_qp_wait_events(struct kqp_lqp *qp, uint32_t reported)
 {
@@ -22,6 +18,39 @@ int kqp_qp_wait_events(struct kqp_lqp *qp, uint32_t reported)
 		pthread_cond_wait(&qp->ibv.cond, &qp->ibv.mutex);
 	pthread_mutex_unlock(&qp->ibv.mutex);
 	return 0;
+}
+
+/* What every KQP_IOCTL_CREATE_QP says of the QP; the caller adds the rest. */
+void kqp_qp_cmd_init(struct kqp_create_qp *cmd, struct kqp_lqp *qp,
+		     enum ibv_qp_type type, int sq_sig_all,
+		     const struct ibv_qp_cap *cap)
+{
+	cmd->qp_type = type == IBV_QPT_RC ? KQP_QPT_RC : KQP_QPT_UD;
+	cmd->flags = sq_sig_all ? KQP_CREATE_QP_SQ_SIG_ALL : 0;
+	cmd->uid = (uintptr_t)qp;
+	kqp_qp_cap_to_kern(&cmd->cap, cap);
+}
+
+/*
+ * Fill in the ibv_qp of a QP the kernel made with @cmd, in @state; of
+ * @attr, only qp_context, the CQs and qp_type are used.
+ */
+void kqp_qp_init(struct kqp_lqp *qp, const struct kqp_create_qp *cmd,
+		 struct ibv_context *ctx, struct ibv_pd *pd,
+		 const struct ibv_qp_init_attr *attr, enum ibv_qp_state state)
+{
+	kqp_qp_cap_from_kern(&qp->cap, &cmd->cap);
+	qp->ibv.context = ctx;
+	qp->ibv.qp_context = attr->qp_context;
+	qp->ibv.pd = pd;
+	qp->ibv.send_cq = attr->send_cq;
+	qp->ibv.recv_cq = attr->recv_cq;
+	qp->ibv.handle = cmd->out_qp;
+	qp->ibv.qp_num = cmd->out_qp_num;
+	qp->ibv.state = state;
+	qp->ibv.qp_type = attr->qp_type;
+	pthread_mutex_init(&qp->ibv.mutex, NULL);
+	pthread_cond_init(&qp->ibv.cond, NULL);
 }
 
 KQP_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
@@ -48,40 +77,18 @@ KQP_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 		errno = ENOMEM;
 		return NULL;
 	}
+	kqp_qp_cmd_init(&cmd, qp, attr->qp_type, attr->sq_sig_all, &attr->cap);
 	cmd.pd = pd->handle;
 	cmd.send_cq = attr->send_cq->handle;
 	cmd.recv_cq = attr->recv_cq->handle;
-	cmd.qp_type = attr->qp_type == IBV_QPT_RC ? KQP_QPT_RC : KQP_QPT_UD;
-	cmd.flags = attr->sq_sig_all ? KQP_CREATE_QP_SQ_SIG_ALL : 0;
-	cmd.uid = (uintptr_t)qp;
-	cmd.cap.max_send_wr = attr->cap.max_send_wr;
-	cmd.cap.max_recv_wr = attr->cap.max_recv_wr;
-	cmd.cap.max_send_sge = attr->cap.max_send_sge;
-	cmd.cap.max_recv_sge = attr->cap.max_recv_sge;
-	cmd.cap.max_inline_data = attr->cap.max_inline_data;
 	ret = kqp_ioctl(pd->context->cmd_fd, KQP_IOCTL_CREATE_QP, &cmd);
 	if (ret) {
 		free(qp);
 		errno = -ret;
 		return NULL;
 	}
-	attr->cap.max_send_wr = cmd.cap.max_send_wr;
-	attr->cap.max_recv_wr = cmd.cap.max_recv_wr;
-	attr->cap.max_send_sge = cmd.cap.max_send_sge;
-	attr->cap.max_recv_sge = cmd.cap.max_recv_sge;
-	attr->cap.max_inline_data = cmd.cap.max_inline_data;
-	qp->cap = attr->cap;
-	qp->ibv.context = pd->context;
-	qp->ibv.qp_context = attr->qp_context;
-	qp->ibv.pd = pd;
-	qp->ibv.send_cq = attr->send_cq;
-	qp->ibv.recv_cq = attr->recv_cq;
-	qp->ibv.handle = cmd.out_qp;
-	qp->ibv.qp_num = cmd.out_qp_num;
-	qp->ibv.state = IBV_QPS_RESET;
-	qp->ibv.qp_type = attr->qp_type;
-	pthread_mutex_init(&qp->ibv.mutex, NULL);
-	pthread_cond_init(&qp->ibv.cond, NULL);
+	kqp_qp_cap_from_kern(&attr->cap, &cmd.cap);
+	kqp_qp_init(qp, &cmd, pd->context, pd, attr, IBV_QPS_RESET);
 	return &qp->ibv;
 }
 
@@ -124,34 +131,8 @@ KQP_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		return -ret;
 	memset(attr, 0, sizeof(*attr));
 	attr->qp_state = a->qp_state;
-	attr->cur_qp_state = a->cur_qp_state;
-	attr->path_mtu = a->path_mtu;
-	attr->path_mig_state = a->path_mig_state;
-	attr->qkey = a->qkey;
-	attr->rq_psn = a->rq_psn;
-	attr->sq_psn = a->sq_psn;
-	attr->dest_qp_num = a->dest_qp_num;
-	attr->qp_access_flags = a->qp_access_flags;
-	attr->cap.max_send_wr = cmd.out_cap.max_send_wr;
-	attr->cap.max_recv_wr = cmd.out_cap.max_recv_wr;
-	attr->cap.max_send_sge = cmd.out_cap.max_send_sge;
-	attr->cap.max_recv_sge = cmd.out_cap.max_recv_sge;
-	attr->cap.max_inline_data = cmd.out_cap.max_inline_data;
-	kqp_ah_attr_from_kern(&attr->ah_attr, &a->ah_attr);
-	kqp_ah_attr_from_kern(&attr->alt_ah_attr, &a->alt_ah_attr);
-	attr->pkey_index = a->pkey_index;
-	attr->alt_pkey_index = a->alt_pkey_index;
-	attr->en_sqd_async_notify = a->en_sqd_async_notify;
-	attr->sq_draining = a->sq_draining;
-	attr->max_rd_atomic = a->max_rd_atomic;
-	attr->max_dest_rd_atomic = a->max_dest_rd_atomic;
-	attr->min_rnr_timer = a->min_rnr_timer;
-	attr->port_num = a->port_num;
-	attr->timeout = a->timeout;
-	attr->retry_cnt = a->retry_cnt;
-	attr->rnr_retry = a->rnr_retry;
-	attr->alt_port_num = a->alt_port_num;
-	attr->alt_timeout = a->alt_timeout;
+	kqp_qp_attr_from_kern(attr, a);
+	kqp_qp_cap_from_kern(&attr->cap, &cmd.out_cap);
 	if (init_attr) {
 		memset(init_attr, 0, sizeof(*init_attr));
 		init_attr->qp_context = qp->qp_context;
@@ -212,33 +193,49 @@ static int kqp_qp_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 	};
 
 	if (!gid)
-		return EINVAL;
+		return -EINVAL;
 	if (to_lqp(qp)->gone)
-		return ENOENT;
+		return -ENOENT;
 	memcpy(cmd.gid, gid->raw, sizeof(cmd.gid));
-	return -kqp_ioctl(qp->context->cmd_fd, req, &cmd);
+	return kqp_ioctl(qp->context->cmd_fd, req, &cmd);
 }
 
 /* As libibverbs: 0, or the errno value. */
 KQP_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 				uint16_t lid)
 {
-	return kqp_qp_mcast(qp, gid, lid, KQP_IOCTL_ATTACH_MCAST);
+	return -kqp_qp_mcast(qp, gid, lid, KQP_IOCTL_ATTACH_MCAST);
 }
 
 KQP_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 				uint16_t lid)
 {
-	return kqp_qp_mcast(qp, gid, lid, KQP_IOCTL_DETACH_MCAST);
+	return -kqp_qp_mcast(qp, gid, lid, KQP_IOCTL_DETACH_MCAST);
 }
 
-/* Bytes a request takes in the kernel's list. */
+/* A request's opcode and flags go to the kernel as the caller wrote them. */
+KQP_SAME_AS_IBV(KQP_WR_OP_RDMA_WRITE, IBV_WR_RDMA_WRITE);
+KQP_SAME_AS_IBV(KQP_WR_OP_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_WRITE_WITH_IMM);
+KQP_SAME_AS_IBV(KQP_WR_OP_SEND, IBV_WR_SEND);
+KQP_SAME_AS_IBV(KQP_WR_OP_SEND_WITH_IMM, IBV_WR_SEND_WITH_IMM);
+KQP_SAME_AS_IBV(KQP_WR_OP_RDMA_READ, IBV_WR_RDMA_READ);
+KQP_SAME_AS_IBV(KQP_WR_OP_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP);
+KQP_SAME_AS_IBV(KQP_WR_OP_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD);
+KQP_SAME_AS_IBV(KQP_SEND_FLAG_FENCE, IBV_SEND_FENCE);
+KQP_SAME_AS_IBV(KQP_SEND_FLAG_SIGNALED, IBV_SEND_SIGNALED);
+KQP_SAME_AS_IBV(KQP_SEND_FLAG_SOLICITED, IBV_SEND_SOLICITED);
+KQP_SAME_AS_IBV(KQP_SEND_FLAG_INLINE, IBV_SEND_INLINE);
+
+/*
+ * Bytes a request takes in the kernel's list; the kernel reads the layout
+ * from the flags as they pass through.
+ */
 static size_t kqp_send_wr_size(const struct ibv_send_wr *wr)
 {
 	size_t len = 0;
 	int i;
 
-	if (!(wr->send_flags & IBV_SEND_INLINE))
+	if (!(wr->send_flags & KQP_SEND_FLAG_INLINE))
 		return sizeof(struct kqp_send_wr) +
 		       (size_t)wr->num_sge * sizeof(struct kqp_sge);
 	for (i = 0; i < wr->num_sge; i++)
@@ -261,17 +258,17 @@ static void kqp_send_wr_fill(void *p, const struct ibv_qp *qp,
 	k->opcode = wr->opcode;
 	k->send_flags = wr->send_flags;
 	k->imm_data = wr->imm_data;
-	switch (wr->opcode) {
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	switch (k->opcode) {
+	case KQP_WR_OP_ATOMIC_CMP_AND_SWP:
+	case KQP_WR_OP_ATOMIC_FETCH_AND_ADD:
 		k->wr.atomic.remote_addr = wr->wr.atomic.remote_addr;
 		k->wr.atomic.compare_add = wr->wr.atomic.compare_add;
 		k->wr.atomic.swap = wr->wr.atomic.swap;
 		k->wr.atomic.rkey = wr->wr.atomic.rkey;
 		break;
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-	case IBV_WR_RDMA_READ:
+	case KQP_WR_OP_RDMA_WRITE:
+	case KQP_WR_OP_RDMA_WRITE_WITH_IMM:
+	case KQP_WR_OP_RDMA_READ:
 		k->wr.rdma.remote_addr = wr->wr.rdma.remote_addr;
 		k->wr.rdma.rkey = wr->wr.rdma.rkey;
 		break;
@@ -284,7 +281,7 @@ static void kqp_send_wr_fill(void *p, const struct ibv_qp *qp,
 		}
 		break;
 	}
-	if (wr->send_flags & IBV_SEND_INLINE) {
+	if (k->send_flags & KQP_SEND_FLAG_INLINE) {
 		char *d = (char *)(k + 1);
 
 		for (i = 0; i < wr->num_sge; i++) {
@@ -305,7 +302,10 @@ static void kqp_send_wr_fill(void *p, const struct ibv_qp *qp,
 	}
 }
 
-/* Hand a built list to the kernel; on failure point at the culprit. */
+/*
+ * Hand a built list to the kernel; on failure point at the culprit.
+ * 0 or -errno.
+ */
 static int kqp_post_list(struct ibv_qp *qp, unsigned long req, void *buf,
 			 size_t len, uint32_t count, void *first,
 			 void **bad, bool recv)
@@ -330,7 +330,7 @@ static int kqp_post_list(struct ibv_qp *qp, unsigned long req, void *buf,
 			   (void *)((struct ibv_send_wr *)w)->next;
 	if (bad)
 		*bad = w;
-	return -ret;
+	return ret;
 }
 
 static size_t kqp_recv_wr_size(const struct ibv_recv_wr *wr)
@@ -427,7 +427,7 @@ static const struct kqp_post_kind kqp_recv_kind = {
  * Post a list in as few ioctls as it takes: one, unless it is longer than
  * KQP_POST_MAX_BYTES in the kernel's form.  A request that cannot be
  * expressed (negative num_sge, larger than a whole list may be) stops the
- * list there, as the kernel stops at one it refuses.
+ * list there, as the kernel stops at one it refuses.  0 or -errno.
  */
 static int kqp_post(struct ibv_qp *qp, const struct kqp_post_kind *kind,
 		    void *wr, void **bad)
@@ -440,7 +440,7 @@ static int kqp_post(struct ibv_qp *qp, const struct kqp_post_kind *kind,
 	if (to_lqp(qp)->gone) {
 		if (bad)
 			*bad = wr;
-		return ENOENT;
+		return -ENOENT;
 	}
 	while (wr) {
 		size_t len = 0, off = 0, sz;
@@ -463,7 +463,7 @@ static int kqp_post(struct ibv_qp *qp, const struct kqp_post_kind *kind,
 				void *p = malloc(len);
 
 				if (!p) {
-					ret = ENOMEM;
+					ret = -ENOMEM;
 					invalid = wr;
 					break;
 				}
@@ -482,7 +482,7 @@ static int kqp_post(struct ibv_qp *qp, const struct kqp_post_kind *kind,
 				goto out;
 		}
 		if (invalid) {
-			ret = EINVAL;
+			ret = -EINVAL;
 			break;
 		}
 		wr = w;
@@ -499,12 +499,12 @@ out:
 int kqp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad_wr)
 {
-	return kqp_post(qp, &kqp_send_kind, wr, (void **)bad_wr);
+	return -kqp_post(qp, &kqp_send_kind, wr, (void **)bad_wr);
 }
 
 /* The context op behind ibv_post_recv(). */
 int kqp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr)
 {
-	return kqp_post(qp, &kqp_recv_kind, wr, (void **)bad_wr);
+	return -kqp_post(qp, &kqp_recv_kind, wr, (void **)bad_wr);
 }

@@ -2,6 +2,10 @@
 /*
  * The consumer side of a CQ ring (the kernel is the producer; see
  * kqp-abi.h and kernel/cq.c).  Hot path: everything here is inline.
+ *
+ * Every access to the shared header is an atomic one, so that none is
+ * torn or merged by the compiler; each says what it pairs with in
+ * kernel/cq.c and why its ordering is enough.
  */
 #ifndef KQP_RING_H
 #define KQP_RING_H
@@ -9,8 +13,9 @@
 #include <stdint.h>
 
 /*
- * Pairs with the kernel's smp_store_release() of the tail after writing
- * the entries it covers: entries below the tail read here are complete.
+ * Pairs with kqp_cq_produce()'s smp_store_release() of the tail after
+ * writing the entries it covers: entries below the tail read here are
+ * complete.
  */
 static inline uint32_t kqp_ring_load_tail(const uint32_t *tail)
 {
@@ -18,8 +23,19 @@ static inline uint32_t kqp_ring_load_tail(const uint32_t *tail)
 }
 
 /*
- * Pairs with the kernel's smp_load_acquire() of the head: the entries
- * below it were read and the kernel may overwrite them.
+ * The head is ours: the kernel only reads it.  Reading back our own last
+ * store needs no ordering against anything, only an untorn access, so
+ * relaxed is enough (the kernel's smp_load_acquire() of it pairs with
+ * kqp_ring_store_head(), not with this).
+ */
+static inline uint32_t kqp_ring_load_head(const uint32_t *head)
+{
+	return __atomic_load_n(head, __ATOMIC_RELAXED);
+}
+
+/*
+ * Pairs with kqp_cq_produce()'s smp_load_acquire() of the head: the
+ * entries below it were read and the kernel may overwrite them.
  */
 static inline void kqp_ring_store_head(uint32_t *head, uint32_t v)
 {
@@ -28,8 +44,9 @@ static inline void kqp_ring_store_head(uint32_t *head, uint32_t v)
 
 /*
  * Arm, then a full barrier before the caller looks at the tail again.
- * Pairs with the kernel's smp_mb() between storing the tail and reading
- * the arm word: either we see its new entries, or it sees this arm.
+ * Pairs with kqp_cq_produce()'s smp_mb() between storing the tail and
+ * READ_ONCE() of the arm word: either we see its new entries, or it sees
+ * this arm.  The store itself can be relaxed: the fence orders it.
  */
 static inline void kqp_ring_arm(uint32_t *arm, uint32_t v)
 {
@@ -37,7 +54,14 @@ static inline void kqp_ring_arm(uint32_t *arm, uint32_t v)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
-/* Written by the kernel; a plain load is enough for a hint. */
+/*
+ * The flags are the kernel's: kqp_cq_drain() sets KQP_CQ_RING_OVERFLOW and
+ * kqp_flush_cq() clears it, with WRITE_ONCE(), under the CQ's lock.  A
+ * relaxed load pairs with those: it is untorn, and it needs no ordering,
+ * because the flag guards no data we then read; it only says to call
+ * KQP_IOCTL_FLUSH_CQ, which takes that lock.  A stale value costs one
+ * needless ioctl, or defers the flush to the next poll.
+ */
 static inline uint32_t kqp_ring_flags(const uint32_t *flags)
 {
 	return __atomic_load_n(flags, __ATOMIC_RELAXED);

@@ -24,14 +24,9 @@ KQP_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	struct kqp_lpd *pd;
 	int ret;
 
-	pd = calloc(1, sizeof(*pd));
+	pd = kqp_ioctl_new(context->cmd_fd, KQP_IOCTL_ALLOC_PD, &cmd,
+			   sizeof(*pd), &ret);
 	if (!pd) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_ALLOC_PD, &cmd);
-	if (ret) {
-		free(pd);
 		errno = -ret;
 		return NULL;
 	}
@@ -71,14 +66,9 @@ KQP_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
 	struct kqp_lmr *mr;
 	int ret;
 
-	mr = calloc(1, sizeof(*mr));
+	mr = kqp_ioctl_new(pd->context->cmd_fd, KQP_IOCTL_REG_MR, &cmd,
+			   sizeof(*mr), &ret);
 	if (!mr) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	ret = kqp_ioctl(pd->context->cmd_fd, KQP_IOCTL_REG_MR, &cmd);
-	if (ret) {
-		free(mr);
 		errno = -ret;
 		return NULL;
 	}
@@ -125,69 +115,6 @@ KQP_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	return 0;
 }
 
-static void kqp_ah_attr_to_kern(struct kqp_ah_attr *dst,
-				const struct ibv_ah_attr *src)
-{
-	memset(dst, 0, sizeof(*dst));
-	memcpy(dst->dgid, src->grh.dgid.raw, sizeof(dst->dgid));
-	dst->flow_label = src->grh.flow_label;
-	dst->sgid_index = src->grh.sgid_index;
-	dst->hop_limit = src->grh.hop_limit;
-	dst->traffic_class = src->grh.traffic_class;
-	dst->dlid = src->dlid;
-	dst->sl = src->sl;
-	dst->src_path_bits = src->src_path_bits;
-	dst->static_rate = src->static_rate;
-	dst->is_global = src->is_global;
-	dst->port_num = src->port_num;
-}
-
-void kqp_ah_attr_from_kern(struct ibv_ah_attr *dst,
-			   const struct kqp_ah_attr *src)
-{
-	memset(dst, 0, sizeof(*dst));
-	memcpy(dst->grh.dgid.raw, src->dgid, sizeof(src->dgid));
-	dst->grh.flow_label = src->flow_label;
-	dst->grh.sgid_index = src->sgid_index;
-	dst->grh.hop_limit = src->hop_limit;
-	dst->grh.traffic_class = src->traffic_class;
-	dst->dlid = src->dlid;
-	dst->sl = src->sl;
-	dst->src_path_bits = src->src_path_bits;
-	dst->static_rate = src->static_rate;
-	dst->is_global = src->is_global;
-	dst->port_num = src->port_num;
-}
-
-void kqp_qp_attr_to_kern(struct kqp_qp_attr *dst, const struct ibv_qp_attr *src)
-{
-	memset(dst, 0, sizeof(*dst));
-	dst->qp_state = src->qp_state;
-	dst->cur_qp_state = src->cur_qp_state;
-	dst->path_mtu = src->path_mtu;
-	dst->path_mig_state = src->path_mig_state;
-	dst->qkey = src->qkey;
-	dst->rq_psn = src->rq_psn;
-	dst->sq_psn = src->sq_psn;
-	dst->dest_qp_num = src->dest_qp_num;
-	dst->qp_access_flags = src->qp_access_flags;
-	dst->pkey_index = src->pkey_index;
-	dst->alt_pkey_index = src->alt_pkey_index;
-	dst->en_sqd_async_notify = src->en_sqd_async_notify;
-	dst->sq_draining = src->sq_draining;
-	dst->max_rd_atomic = src->max_rd_atomic;
-	dst->max_dest_rd_atomic = src->max_dest_rd_atomic;
-	dst->min_rnr_timer = src->min_rnr_timer;
-	dst->port_num = src->port_num;
-	dst->timeout = src->timeout;
-	dst->retry_cnt = src->retry_cnt;
-	dst->rnr_retry = src->rnr_retry;
-	dst->alt_port_num = src->alt_port_num;
-	dst->alt_timeout = src->alt_timeout;
-	kqp_ah_attr_to_kern(&dst->ah_attr, &src->ah_attr);
-	kqp_ah_attr_to_kern(&dst->alt_ah_attr, &src->alt_ah_attr);
-}
-
 KQP_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 					struct ibv_ah_attr *attr)
 {
@@ -195,15 +122,10 @@ KQP_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 	struct kqp_lah *ah;
 	int ret;
 
-	ah = calloc(1, sizeof(*ah));
-	if (!ah) {
-		errno = ENOMEM;
-		return NULL;
-	}
 	kqp_ah_attr_to_kern(&cmd.attr, attr);
-	ret = kqp_ioctl(pd->context->cmd_fd, KQP_IOCTL_CREATE_AH, &cmd);
-	if (ret) {
-		free(ah);
+	ah = kqp_ioctl_new(pd->context->cmd_fd, KQP_IOCTL_CREATE_AH, &cmd,
+			   sizeof(*ah), &ret);
+	if (!ah) {
 		errno = -ret;
 		return NULL;
 	}
@@ -213,24 +135,43 @@ KQP_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 	return &ah->ibv;
 }
 
-/* The index of @gid of @type in the port's table, or -errno. */
-static int kqp_find_gid(struct ibv_context *context, uint8_t port_num,
-			const union ibv_gid *gid, uint32_t type)
+/* One GID table entry, unused ones too (all zero); 0 or -errno. */
+static int kqp_gid_entry(struct ibv_context *context, uint32_t port_num,
+			 uint32_t index, struct ibv_gid_entry *entry)
 {
 	struct kqp_query_gid q = {
 		.size = sizeof(q),
 		.device_index = kqp_dev_index(context),
 		.port_num = port_num,
+		.index = index,
 	};
 	int ret;
 
-	for (;; q.index++) {
-		ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_QUERY_GID, &q);
+	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_QUERY_GID, &q);
+	if (ret)
+		return ret;
+	memset(entry, 0, sizeof(*entry));
+	memcpy(entry->gid.raw, q.out_gid, sizeof(entry->gid.raw));
+	entry->gid_index = index;
+	entry->port_num = port_num;
+	entry->gid_type = q.out_gid_type;
+	return 0;
+}
+
+/* The index of @gid of @type in the port's table, or -errno. */
+static int kqp_find_gid(struct ibv_context *context, uint8_t port_num,
+			const union ibv_gid *gid, uint32_t type)
+{
+	struct ibv_gid_entry e;
+	uint32_t index;
+	int ret;
+
+	for (index = 0;; index++) {
+		ret = kqp_gid_entry(context, port_num, index, &e);
 		if (ret)
 			return ret == -EINVAL ? -ENOENT : ret;
-		if (q.out_gid_type == type &&
-		    !memcmp(q.out_gid, gid->raw, sizeof(q.out_gid)))
-			return q.index;
+		if (e.gid_type == type && !memcmp(&e.gid, gid, sizeof(*gid)))
+			return index;
 	}
 }
 
@@ -502,21 +443,16 @@ KQP_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 KQP_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num,
 			     int index, union ibv_gid *gid)
 {
-	struct kqp_query_gid q = {
-		.size = sizeof(q),
-		.device_index = kqp_dev_index(context),
-		.port_num = port_num,
-		.index = index,
-	};
+	struct ibv_gid_entry e;
 	int ret;
 
 	/* As libibverbs: this one is -1 and errno. */
 	if (index < 0)
 		return kqp_err(EINVAL);
-	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_QUERY_GID, &q);
+	ret = kqp_gid_entry(context, port_num, index, &e);
 	if (ret)
 		return kqp_err(-ret);
-	memcpy(gid->raw, q.out_gid, sizeof(gid->raw));
+	*gid = e.gid;
 	return 0;
 }
 
@@ -572,29 +508,6 @@ static uint32_t kqp_gid_ifindex(struct ibv_context *context,
 	return if_nametoindex(name);
 }
 
-/* One GID entry; 0 or an errno value. */
-static int kqp_gid_entry(struct ibv_context *context, uint32_t port_num,
-			 uint32_t index, struct ibv_gid_entry *entry)
-{
-	struct kqp_query_gid q = {
-		.size = sizeof(q),
-		.device_index = kqp_dev_index(context),
-		.port_num = port_num,
-		.index = index,
-	};
-	int ret;
-
-	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_QUERY_GID, &q);
-	if (ret)
-		return -ret;
-	memset(entry, 0, sizeof(*entry));
-	memcpy(entry->gid.raw, q.out_gid, sizeof(entry->gid.raw));
-	entry->gid_index = index;
-	entry->port_num = port_num;
-	entry->gid_type = q.out_gid_type;
-	return 0;
-}
-
 static bool kqp_gid_is_zero(const union ibv_gid *gid)
 {
 	static const union ibv_gid zero;
@@ -620,7 +533,7 @@ KQP_EXPORT int _ibv_query_gid_ex(struct ibv_context *context,
 		return EINVAL;
 	ret = kqp_gid_entry(context, port_num, gid_index, &e);
 	if (ret)
-		return ret;
+		return -ret;
 	if (kqp_gid_is_zero(&e.gid))
 		return ENODATA;
 	e.ndev_ifindex = kqp_gid_ifindex(context, port_num, gid_index);
@@ -661,7 +574,7 @@ KQP_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
 
 			ret = kqp_gid_entry(context, port, i, &e);
 			if (ret)
-				return -ret;
+				return ret;
 			if (kqp_gid_is_zero(&e.gid))
 				continue;
 			if (n == max_entries)
@@ -719,7 +632,7 @@ KQP_EXPORT int ibv_query_gid_type(struct ibv_context *context,
 
 	ret = kqp_gid_entry(context, port_num, index, &e);
 	if (ret)
-		return kqp_err(ret);
+		return kqp_err(-ret);
 	*type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? 1 : 0;
 	return 0;
 }

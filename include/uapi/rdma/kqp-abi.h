@@ -72,7 +72,57 @@
 /* The InfiniBand subsystem's ioctl type; ib_uverbs uses number 1 of it. */
 #define KQP_IOCTL_TYPE 0x1b
 
-enum {
+/**
+ * enum kqp_cmd - the command numbers of the KQP_IOCTL_* ioctls
+ * @KQP_CMD_BASE: the first, well clear of ib_uverbs' number 1
+ * @KQP_CMD_QUERY: KQP_IOCTL_QUERY
+ * @KQP_CMD_CREATE_ID: KQP_IOCTL_CREATE_ID
+ * @KQP_CMD_DESTROY_ID: KQP_IOCTL_DESTROY_ID
+ * @KQP_CMD_BIND_ADDR: KQP_IOCTL_BIND_ADDR
+ * @KQP_CMD_RESOLVE_ADDR: KQP_IOCTL_RESOLVE_ADDR
+ * @KQP_CMD_RESOLVE_ROUTE: KQP_IOCTL_RESOLVE_ROUTE
+ * @KQP_CMD_QUERY_ID: KQP_IOCTL_QUERY_ID
+ * @KQP_CMD_LISTEN: KQP_IOCTL_LISTEN
+ * @KQP_CMD_CONNECT: KQP_IOCTL_CONNECT
+ * @KQP_CMD_ACCEPT: KQP_IOCTL_ACCEPT
+ * @KQP_CMD_REJECT: KQP_IOCTL_REJECT
+ * @KQP_CMD_DISCONNECT: KQP_IOCTL_DISCONNECT
+ * @KQP_CMD_SET_OPTION: KQP_IOCTL_SET_OPTION
+ * @KQP_CMD_INIT_QP_ATTR: KQP_IOCTL_INIT_QP_ATTR
+ * @KQP_CMD_NOTIFY: KQP_IOCTL_NOTIFY
+ * @KQP_CMD_ESTABLISH: KQP_IOCTL_ESTABLISH
+ * @KQP_CMD_JOIN_MCAST: KQP_IOCTL_JOIN_MCAST
+ * @KQP_CMD_LEAVE_MCAST: KQP_IOCTL_LEAVE_MCAST
+ * @KQP_CMD_MIGRATE_ID: KQP_IOCTL_MIGRATE_ID
+ * @KQP_CMD_GET_EVENT: KQP_IOCTL_GET_EVENT
+ * @KQP_CMD_ATTACH: KQP_IOCTL_ATTACH
+ * @KQP_CMD_CTX_INFO: KQP_IOCTL_CTX_INFO
+ * @KQP_CMD_QUERY_DEVICE: KQP_IOCTL_QUERY_DEVICE
+ * @KQP_CMD_QUERY_PORT: KQP_IOCTL_QUERY_PORT
+ * @KQP_CMD_QUERY_GID: KQP_IOCTL_QUERY_GID
+ * @KQP_CMD_QUERY_PKEY: KQP_IOCTL_QUERY_PKEY
+ * @KQP_CMD_ALLOC_PD: KQP_IOCTL_ALLOC_PD
+ * @KQP_CMD_DEALLOC_PD: KQP_IOCTL_DEALLOC_PD
+ * @KQP_CMD_CREATE_COMP_CHANNEL: KQP_IOCTL_CREATE_COMP_CHANNEL
+ * @KQP_CMD_CREATE_CQ: KQP_IOCTL_CREATE_CQ
+ * @KQP_CMD_DESTROY_CQ: KQP_IOCTL_DESTROY_CQ
+ * @KQP_CMD_FLUSH_CQ: KQP_IOCTL_FLUSH_CQ
+ * @KQP_CMD_CREATE_QP: KQP_IOCTL_CREATE_QP
+ * @KQP_CMD_DESTROY_QP: KQP_IOCTL_DESTROY_QP
+ * @KQP_CMD_MODIFY_QP: KQP_IOCTL_MODIFY_QP
+ * @KQP_CMD_QUERY_QP: KQP_IOCTL_QUERY_QP
+ * @KQP_CMD_POST_SEND: KQP_IOCTL_POST_SEND
+ * @KQP_CMD_POST_RECV: KQP_IOCTL_POST_RECV
+ * @KQP_CMD_CREATE_ASYNC_FD: KQP_IOCTL_CREATE_ASYNC_FD
+ * @KQP_CMD_REG_MR: KQP_IOCTL_REG_MR
+ * @KQP_CMD_DEREG_MR: KQP_IOCTL_DEREG_MR
+ * @KQP_CMD_CREATE_AH: KQP_IOCTL_CREATE_AH
+ * @KQP_CMD_DESTROY_AH: KQP_IOCTL_DESTROY_AH
+ * @KQP_CMD_ATTACH_MCAST: KQP_IOCTL_ATTACH_MCAST
+ * @KQP_CMD_DETACH_MCAST: KQP_IOCTL_DETACH_MCAST
+ * @KQP_CMD_MAX: one past the last command
+ */
+enum kqp_cmd {
 	KQP_CMD_BASE = 0x80,
 	KQP_CMD_QUERY = KQP_CMD_BASE,
 	KQP_CMD_CREATE_ID,
@@ -119,10 +169,13 @@ enum {
 	KQP_CMD_DESTROY_AH,
 	KQP_CMD_ATTACH_MCAST,
 	KQP_CMD_DETACH_MCAST,
-	KQP_CMD_MAX,	/* one past the last command */
+	KQP_CMD_MAX,
 };
 
-/* Feature bits reported by KQP_IOCTL_QUERY; none are defined yet. */
+/**
+ * enum kqp_features - feature bits reported by KQP_IOCTL_QUERY
+ * @KQP_FEATURES_NONE: none are defined yet
+ */
 enum kqp_features {
 	KQP_FEATURES_NONE = 0,
 };
@@ -317,6 +370,26 @@ struct kqp_resolve_route {
 
 /**
  * struct kqp_path_rec - one path of an id's route
+ * @dgid: destination GID
+ * @sgid: source GID
+ * @dlid: destination LID
+ * @slid: source LID
+ * @flow_label: GRH flow label
+ * @pkey: P_Key
+ * @raw_traffic: 1 for raw (non-IB) traffic
+ * @hop_limit: GRH hop limit
+ * @traffic_class: GRH traffic class
+ * @reversible: 1 if the path can be used in the other direction
+ * @numb_path: paths requested or found
+ * @sl: service level
+ * @mtu_selector: how @mtu is compared (SA selector)
+ * @mtu: path MTU, enum ibv_mtu
+ * @rate_selector: how @rate is compared (SA selector)
+ * @rate: static rate, enum ibv_rate
+ * @packet_life_time_selector: how @packet_life_time is compared
+ * @packet_life_time: packet lifetime, 4.096 us * 2^value
+ * @preference: the SA's order of preference
+ * @__reserved: zero
  *
  * The fields of struct ibv_sa_path_rec; multi-byte fields are in network
  * byte order as there.
@@ -549,6 +622,18 @@ struct kqp_set_option {
 
 /**
  * struct kqp_ah_attr - an address handle's attributes, as struct ibv_ah_attr
+ * @dgid: GRH: destination GID
+ * @flow_label: GRH: flow label
+ * @dlid: destination LID
+ * @sgid_index: GRH: source GID index in the port's table
+ * @hop_limit: GRH: hop limit
+ * @traffic_class: GRH: traffic class
+ * @sl: service level
+ * @src_path_bits: source path bits
+ * @static_rate: static rate, enum ibv_rate
+ * @is_global: 1: the GRH fields are used (always on RoCE)
+ * @port_num: the port, from 1
+ * @__reserved: zero
  */
 struct kqp_ah_attr {
 	__u8 dgid[16];
@@ -567,6 +652,31 @@ struct kqp_ah_attr {
 
 /**
  * struct kqp_qp_attr - QP attributes, as struct ibv_qp_attr
+ * @qp_state: enum ibv_qp_state
+ * @cur_qp_state: enum ibv_qp_state
+ * @path_mtu: enum ibv_mtu
+ * @path_mig_state: enum ibv_mig_state
+ * @qkey: Q_Key (UD)
+ * @rq_psn: receive queue PSN
+ * @sq_psn: send queue PSN
+ * @dest_qp_num: the peer's QP number (RC)
+ * @qp_access_flags: enum ibv_access_flags
+ * @pkey_index: P_Key index
+ * @alt_pkey_index: alternate path's P_Key index
+ * @en_sqd_async_notify: notify when the send queue drained
+ * @sq_draining: the send queue is draining (query only)
+ * @max_rd_atomic: outstanding RDMA reads and atomics as initiator
+ * @max_dest_rd_atomic: outstanding RDMA reads and atomics as target
+ * @min_rnr_timer: minimum RNR NAK timer (IBTA encoding)
+ * @port_num: primary path's port
+ * @timeout: local ack timeout, 4.096 us * 2^value
+ * @retry_cnt: transport retries
+ * @rnr_retry: RNR retries (7: infinite)
+ * @alt_port_num: alternate path's port
+ * @alt_timeout: alternate path's local ack timeout
+ * @__reserved: zero
+ * @ah_attr: primary path's address vector
+ * @alt_ah_attr: alternate path's address vector
  *
  * Only the attributes named by the accompanying mask (enum ibv_qp_attr_mask
  * bits) are meaningful.
@@ -805,7 +915,15 @@ struct kqp_get_event {
  * EBUSY: destroying an object that another object still uses.
  */
 
-/* KQP_IOCTL_ATTACH: share @fd's table.  EBUSY if this file has objects. */
+/**
+ * struct kqp_attach - ioctl(KQP_IOCTL_ATTACH): share @fd's table
+ * @size: sizeof(struct kqp_attach)
+ * @flags: must be 0
+ * @fd: an open file of /dev/kqp whose table this file is to use
+ * @__reserved: zero
+ *
+ * EBUSY if this file has objects.
+ */
 struct kqp_attach {
 	__u32 size;
 	__u32 flags;
@@ -850,6 +968,49 @@ struct kqp_ctx_info {
 
 /**
  * struct kqp_query_device - ioctl(KQP_IOCTL_QUERY_DEVICE)
+ * @size: sizeof(struct kqp_query_device)
+ * @flags: must be 0
+ * @device_index: the device
+ * @__reserved: zero
+ * @out_fw_ver: firmware version: bits 63..32, 31..16 and 15..0 are its
+ *	three numbers
+ * @out_node_guid: node GUID, network byte order
+ * @out_sys_image_guid: system image GUID, network byte order
+ * @out_max_mr_size: largest MR, in bytes
+ * @out_page_size_cap: page sizes the device supports, a bit each
+ * @out_device_cap_flags: enum ibv_device_cap_flags
+ * @out_vendor_id: IEEE vendor ID
+ * @out_vendor_part_id: vendor's part ID
+ * @out_hw_ver: hardware version
+ * @out_max_qp: QPs
+ * @out_max_qp_wr: work requests per queue
+ * @out_max_sge: SGEs per work request
+ * @out_max_sge_rd: SGEs per RDMA read
+ * @out_max_cq: CQs
+ * @out_max_cqe: entries per CQ
+ * @out_max_mr: MRs
+ * @out_max_pd: PDs
+ * @out_max_qp_rd_atom: RDMA reads and atomics a QP takes as target
+ * @out_max_ee_rd_atom: likewise per EE context
+ * @out_max_res_rd_atom: resources for incoming RDMA reads and atomics
+ * @out_max_qp_init_rd_atom: RDMA reads and atomics a QP issues at once
+ * @out_max_ee_init_rd_atom: likewise per EE context
+ * @out_atomic_cap: enum ibv_atomic_cap
+ * @out_max_ee: EE contexts
+ * @out_max_rdd: RD domains
+ * @out_max_mw: memory windows
+ * @out_max_raw_ipv6_qp: raw IPv6 QPs
+ * @out_max_raw_ethy_qp: raw Ethertype QPs
+ * @out_max_mcast_grp: multicast groups
+ * @out_max_mcast_qp_attach: QPs per multicast group
+ * @out_max_total_mcast_qp_attach: QP attachments to groups in all
+ * @out_max_ah: AHs
+ * @out_max_srq: SRQs
+ * @out_max_srq_wr: work requests per SRQ
+ * @out_max_srq_sge: SGEs per SRQ work request
+ * @out_max_pkeys: P_Key table entries
+ * @out_local_ca_ack_delay: local CA ack delay (IBTA encoding)
+ * @out_phys_port_cnt: physical ports, numbered from 1
  *
  * The device's attributes, as struct ibv_device_attr.  ENODEV if
  * @device_index names no device.
@@ -902,6 +1063,32 @@ struct kqp_query_device {
 
 /**
  * struct kqp_query_port - ioctl(KQP_IOCTL_QUERY_PORT)
+ * @size: sizeof(struct kqp_query_port)
+ * @flags: must be 0
+ * @device_index: the device
+ * @port_num: the port, from 1
+ * @out_state: enum ibv_port_state
+ * @out_max_mtu: enum ibv_mtu
+ * @out_active_mtu: enum ibv_mtu
+ * @out_gid_tbl_len: GID table entries
+ * @out_port_cap_flags: enum ibv_port_cap_flags
+ * @out_max_msg_sz: largest message, in bytes
+ * @out_bad_pkey_cntr: bad P_Key counter
+ * @out_qkey_viol_cntr: Q_Key violation counter
+ * @out_lid: the port's LID, host byte order
+ * @out_sm_lid: the subnet manager's LID
+ * @out_pkey_tbl_len: P_Key table entries
+ * @out_active_speed: as ibv_port_attr's active_speed
+ * @out_lmc: LID mask control
+ * @out_max_vl_num: virtual lanes
+ * @out_sm_sl: the subnet manager's service level
+ * @out_subnet_timeout: subnet propagation delay (IBTA encoding)
+ * @out_init_type_reply: InitTypeReply
+ * @out_active_width: as ibv_port_attr's active_width
+ * @out_phys_state: physical port state (IBTA encoding)
+ * @out_link_layer: KQP_LINK_LAYER_*
+ * @out_port_cap_flags2: enum ibv_port_cap_flags2
+ * @__reserved: zero
  *
  * A port's attributes, as struct ibv_port_attr.  EINVAL for a port the
  * device does not have.
@@ -942,6 +1129,13 @@ struct kqp_query_port {
 
 /**
  * struct kqp_query_gid - ioctl(KQP_IOCTL_QUERY_GID)
+ * @size: sizeof(struct kqp_query_gid)
+ * @flags: must be 0
+ * @device_index: the device
+ * @port_num: the port, from 1
+ * @index: the entry
+ * @out_gid_type: enum ibv_gid_type
+ * @out_gid: the GID, network byte order
  *
  * One GID table entry and its type (IB, RoCE v1, RoCE v2: the values of
  * enum ibv_gid_type).  EINVAL for an index past the table; an unused
@@ -958,7 +1152,15 @@ struct kqp_query_gid {
 };
 #define KQP_IOCTL_QUERY_GID _IO(KQP_IOCTL_TYPE, KQP_CMD_QUERY_GID)
 
-/* struct kqp_query_pkey - ioctl(KQP_IOCTL_QUERY_PKEY): one P_Key, host order */
+/**
+ * struct kqp_query_pkey - ioctl(KQP_IOCTL_QUERY_PKEY): one P_Key
+ * @size: sizeof(struct kqp_query_pkey)
+ * @flags: must be 0
+ * @device_index: the device
+ * @port_num: the port, from 1
+ * @index: the P_Key table entry
+ * @out_pkey: the P_Key, host byte order
+ */
 struct kqp_query_pkey {
 	__u32 size;
 	__u32 flags;
@@ -981,6 +1183,7 @@ struct kqp_query_pkey {
  * @out_local_dma_lkey: the PD's local_dma_lkey, which lets the device
  *	reach any memory the kernel can map.  It is reported so that callers
  *	can see that kqp refuses it: a work request naming it gets EINVAL.
+ * @__reserved: zero
  *
  * With KQP_ALLOC_PD_DEFAULT, the device's default PD in this table, one
  * per device: the same handle each time, one more reference each time.
@@ -997,9 +1200,15 @@ struct kqp_alloc_pd {
 };
 #define KQP_IOCTL_ALLOC_PD _IO(KQP_IOCTL_TYPE, KQP_CMD_ALLOC_PD)
 
-/*
- * KQP_IOCTL_DEALLOC_PD: EBUSY while a QP uses the PD (or, for the default
- * PD, EINVAL when no reference from KQP_ALLOC_PD_DEFAULT is left).
+/**
+ * struct kqp_dealloc_pd - ioctl(KQP_IOCTL_DEALLOC_PD)
+ * @size: sizeof(struct kqp_dealloc_pd)
+ * @flags: must be 0
+ * @pd: handle
+ * @__reserved: zero
+ *
+ * EBUSY while a QP uses the PD (or, for the default PD, EINVAL when no
+ * reference from KQP_ALLOC_PD_DEFAULT is left).
  */
 struct kqp_dealloc_pd {
 	__u32 size;
@@ -1028,13 +1237,19 @@ struct kqp_create_comp_channel {
 	_IO(KQP_IOCTL_TYPE, KQP_CMD_CREATE_COMP_CHANNEL)
 
 /*
- * What read() of a completion channel gives: an armed CQ fired.  A CQ
- * keeps at most KQP_CQ_MAX_PENDING_EVENTS unread notifications on its
+ * A CQ keeps at most KQP_CQ_MAX_PENDING_EVENTS unread notifications on its
  * channel; the reader was woken by the first of them, and further ones
  * are dropped until it reads some.
  */
 #define KQP_CQ_MAX_PENDING_EVENTS 4096
 
+/**
+ * struct kqp_comp_event - what read() of a completion channel gives: an
+ *	armed CQ fired
+ * @cq_uid: the CQ's uid (struct kqp_create_cq)
+ * @cq: the CQ's handle
+ * @__reserved: zero
+ */
 struct kqp_comp_event {
 	__aligned_u64 cq_uid;
 	__u32 cq;
@@ -1050,8 +1265,10 @@ struct kqp_comp_event {
  * struct kqp_cq_ring_hdr - the start of a CQ ring mapping
  * @head: consumer index, written by userspace
  * @arm: arm word, written by userspace
+ * @__pad0: keeps the consumer's half on its own line
  * @tail: producer index, written by the kernel
  * @flags: KQP_CQ_RING_*, written by the kernel
+ * @__pad1: keeps the producer's half on its own line
  *
  * Indices count entries since creation and wrap at 2^32; entry i is at
  * cqes[i & (entries - 1)].  The two halves are on separate 128-byte
@@ -1066,7 +1283,68 @@ struct kqp_cq_ring_hdr {
 	__u8 __pad1[120];
 };
 
-/* A completion, as struct ibv_wc; numbering and flags are libibverbs'. */
+/**
+ * enum kqp_wc_opcode - what a completion (struct kqp_cqe) completed
+ * @KQP_WC_OP_SEND: a send
+ * @KQP_WC_OP_RDMA_WRITE: an RDMA write, with or without immediate data
+ * @KQP_WC_OP_RDMA_READ: an RDMA read
+ * @KQP_WC_OP_COMP_SWAP: an atomic compare and swap
+ * @KQP_WC_OP_FETCH_ADD: an atomic fetch and add
+ * @KQP_WC_OP_RECV: a receive; also the bit every receive opcode has
+ * @KQP_WC_OP_RECV_RDMA_WITH_IMM: a receive consumed by an RDMA write with
+ *	immediate data
+ *
+ * The values are libibverbs' enum ibv_wc_opcode, and ib_core's enum
+ * ib_wc_opcode: a completion's opcode passes through both unchanged.
+ */
+enum kqp_wc_opcode {
+	KQP_WC_OP_SEND = 0,
+	KQP_WC_OP_RDMA_WRITE = 1,
+	KQP_WC_OP_RDMA_READ = 2,
+	KQP_WC_OP_COMP_SWAP = 3,
+	KQP_WC_OP_FETCH_ADD = 4,
+	KQP_WC_OP_RECV = 1 << 7,
+	KQP_WC_OP_RECV_RDMA_WITH_IMM = (1 << 7) + 1,
+};
+
+/**
+ * enum kqp_wc_flags - struct kqp_cqe's wc_flags
+ * @KQP_WC_FLAG_GRH: the receive buffer starts with the 40 bytes of a GRH
+ *	(or, RoCE v2 over IPv4, the IPv4 header in their last 20)
+ * @KQP_WC_FLAG_WITH_IMM: imm_data holds immediate data
+ * @KQP_WC_FLAG_IP_CSUM_OK: the device checked the IP checksum
+ * @KQP_WC_FLAG_WITH_INV: imm_data holds the rkey a send invalidated
+ *
+ * The values are libibverbs' enum ibv_wc_flags.
+ */
+enum kqp_wc_flags {
+	KQP_WC_FLAG_GRH = 1 << 0,
+	KQP_WC_FLAG_WITH_IMM = 1 << 1,
+	KQP_WC_FLAG_IP_CSUM_OK = 1 << 2,
+	KQP_WC_FLAG_WITH_INV = 1 << 3,
+};
+
+/**
+ * struct kqp_cqe - a completion, as struct ibv_wc
+ * @wr_id: the work request's wr_id
+ * @status: enum ibv_wc_status (ib_core's enum ib_wc_status: the same
+ *	numbering)
+ * @opcode: enum kqp_wc_opcode
+ * @vendor_err: the device's own error code
+ * @byte_len: bytes received (receives)
+ * @imm_data: with KQP_WC_FLAG_WITH_IMM, the immediate data (network byte
+ *	order); with KQP_WC_FLAG_WITH_INV, the invalidated rkey
+ * @qp_num: the QP's number
+ * @src_qp: the sender's QP number (UD receives)
+ * @wc_flags: enum kqp_wc_flags
+ * @slid: the sender's LID (UD receives)
+ * @pkey_index: the P_Key index (GSI QPs)
+ * @sl: the sender's service level (UD receives)
+ * @dlid_path_bits: the destination LID's path bits (UD receives)
+ * @__reserved: zero
+ *
+ * Numbering and flags are libibverbs'.
+ */
 struct kqp_cqe {
 	__aligned_u64 wr_id;
 	__u32 status;
@@ -1137,8 +1415,12 @@ struct kqp_create_cq {
 
 /**
  * struct kqp_destroy_cq - ioctl(KQP_IOCTL_DESTROY_CQ)
+ * @size: sizeof(struct kqp_destroy_cq)
+ * @flags: must be 0
+ * @cq: handle
  * @out_comp_events_reported: channel notifications read for the CQ
  * @out_async_events_reported: async events read for the CQ
+ * @__reserved: zero
  *
  * EBUSY while a QP uses the CQ.  The ring stays mapped where it is mapped
  * (it is freed with the last mapping) but is never written again.
@@ -1153,9 +1435,15 @@ struct kqp_destroy_cq {
 };
 #define KQP_IOCTL_DESTROY_CQ _IO(KQP_IOCTL_TYPE, KQP_CMD_DESTROY_CQ)
 
-/*
- * KQP_IOCTL_FLUSH_CQ: after KQP_CQ_RING_OVERFLOW, move the completions
- * that wait in the kernel into the room the consumer made.
+/**
+ * struct kqp_flush_cq - ioctl(KQP_IOCTL_FLUSH_CQ)
+ * @size: sizeof(struct kqp_flush_cq)
+ * @flags: must be 0
+ * @cq: handle
+ * @__reserved: zero
+ *
+ * After KQP_CQ_RING_OVERFLOW, move the completions that wait in the
+ * kernel into the room the consumer made.
  */
 struct kqp_flush_cq {
 	__u32 size;
@@ -1165,7 +1453,15 @@ struct kqp_flush_cq {
 };
 #define KQP_IOCTL_FLUSH_CQ _IO(KQP_IOCTL_TYPE, KQP_CMD_FLUSH_CQ)
 
-/* QP capabilities, as struct ibv_qp_cap. */
+/**
+ * struct kqp_qp_cap - QP capabilities, as struct ibv_qp_cap
+ * @max_send_wr: outstanding send work requests
+ * @max_recv_wr: outstanding receive work requests
+ * @max_send_sge: SGEs per send work request
+ * @max_recv_sge: SGEs per receive work request
+ * @max_inline_data: bytes of inline data per send work request
+ * @__reserved: zero
+ */
 struct kqp_qp_cap {
 	__u32 max_send_wr;
 	__u32 max_recv_wr;
@@ -1188,6 +1484,7 @@ struct kqp_qp_cap {
  * @send_cq: the send CQ, or 0 (on an id only) to have one made
  * @recv_cq: the receive CQ, or 0 (on an id only) to have one made
  * @qp_type: KQP_QPT_RC or KQP_QPT_UD; on an id, the id's
+ * @__reserved: zero
  * @send_cq_uid: the uid of a send CQ made here
  * @recv_cq_uid: the uid of a receive CQ made here
  * @uid: the caller's value, reported with the QP's async events
@@ -1202,6 +1499,7 @@ struct kqp_qp_cap {
  * @out_recv_channel_fd: likewise for the receive CQ
  * @out_send_cqe: depth of a send CQ made here
  * @out_recv_cqe: depth of a receive CQ made here
+ * @__reserved2: zero
  * @out_send_ring: ring of a send CQ made here
  * @out_recv_ring: ring of a receive CQ made here
  *
@@ -1246,11 +1544,13 @@ struct kqp_create_qp {
 
 /**
  * struct kqp_destroy_qp - ioctl(KQP_IOCTL_DESTROY_QP)
+ * @size: sizeof(struct kqp_destroy_qp)
+ * @flags: must be 0
+ * @qp: handle
  * @out_events_reported: async events read for the QP
  * @out_send_cq_events: channel notifications read for a send CQ made for
  *	the QP, which goes with it
  * @out_recv_cq_events: likewise for the receive CQ
- * @__reserved: zero
  *
  * Work still posted is discarded with the QP.  CQs made for it go too.
  */
@@ -1266,13 +1566,17 @@ struct kqp_destroy_qp {
 
 /**
  * struct kqp_modify_qp - ioctl(KQP_IOCTL_MODIFY_QP)
+ * @size: sizeof(struct kqp_modify_qp)
+ * @flags: must be 0
+ * @qp: handle
  * @attr_mask: enum ibv_qp_attr_mask bits naming the fields of @attr to use
  * @attr: as struct ibv_qp_attr
  *
  * For a QP on an id, rdma_cm moves it from state to state: a new state
  * other than ERR is refused (EINVAL); attributes the current state lets
- * change (RTS to RTS) are not.  Unknown mask bits: EOPNOTSUPP.  A privileged Q_Key
- * (bit 31 set) needs CAP_NET_RAW: EPERM otherwise, as with ib_uverbs.
+ * change (RTS to RTS) are not.  Unknown mask bits: EOPNOTSUPP.  A
+ * privileged Q_Key (bit 31 set) needs CAP_NET_RAW: EPERM otherwise, as
+ * with ib_uverbs.
  */
 struct kqp_modify_qp {
 	__u32 size;
@@ -1285,6 +1589,9 @@ struct kqp_modify_qp {
 
 /**
  * struct kqp_query_qp - ioctl(KQP_IOCTL_QUERY_QP)
+ * @size: sizeof(struct kqp_query_qp)
+ * @flags: must be 0
+ * @qp: handle
  * @attr_mask: the attributes wanted, enum ibv_qp_attr_mask
  * @out_attr: the attributes
  * @out_cap: the capabilities
@@ -1303,7 +1610,12 @@ struct kqp_query_qp {
 };
 #define KQP_IOCTL_QUERY_QP _IO(KQP_IOCTL_TYPE, KQP_CMD_QUERY_QP)
 
-/* A scatter/gather element: a range of a registered MR. */
+/**
+ * struct kqp_sge - a scatter/gather element: a range of a registered MR
+ * @addr: the start, as the MR's iova
+ * @length: bytes
+ * @lkey: the MR's local key
+ */
 struct kqp_sge {
 	__aligned_u64 addr;
 	__u32 length;
@@ -1311,12 +1623,53 @@ struct kqp_sge {
 };
 
 /**
+ * enum kqp_wr_opcode - a send work request's operation (struct kqp_send_wr)
+ * @KQP_WR_OP_RDMA_WRITE: RDMA write (RC)
+ * @KQP_WR_OP_RDMA_WRITE_WITH_IMM: RDMA write with immediate data (RC)
+ * @KQP_WR_OP_SEND: send
+ * @KQP_WR_OP_SEND_WITH_IMM: send with immediate data
+ * @KQP_WR_OP_RDMA_READ: RDMA read (RC)
+ * @KQP_WR_OP_ATOMIC_CMP_AND_SWP: atomic compare and swap (RC)
+ * @KQP_WR_OP_ATOMIC_FETCH_AND_ADD: atomic fetch and add (RC)
+ *
+ * The values are libibverbs' enum ibv_wr_opcode, so a caller's opcode
+ * passes through unchanged; others are EINVAL.  A UD QP takes only the
+ * two sends.
+ */
+enum kqp_wr_opcode {
+	KQP_WR_OP_RDMA_WRITE = 0,
+	KQP_WR_OP_RDMA_WRITE_WITH_IMM = 1,
+	KQP_WR_OP_SEND = 2,
+	KQP_WR_OP_SEND_WITH_IMM = 3,
+	KQP_WR_OP_RDMA_READ = 4,
+	KQP_WR_OP_ATOMIC_CMP_AND_SWP = 5,
+	KQP_WR_OP_ATOMIC_FETCH_AND_ADD = 6,
+};
+
+/**
+ * enum kqp_send_flags - struct kqp_send_wr's send_flags
+ * @KQP_SEND_FLAG_FENCE: wait for earlier RDMA reads and atomics first
+ * @KQP_SEND_FLAG_SIGNALED: complete with a completion (always, on a QP
+ *	created with KQP_CREATE_QP_SQ_SIG_ALL)
+ * @KQP_SEND_FLAG_SOLICITED: the peer's receive completion is solicited
+ * @KQP_SEND_FLAG_INLINE: the data follows the request, not SGEs
+ *
+ * The values are libibverbs' enum ibv_send_flags; other bits are EINVAL.
+ */
+enum kqp_send_flags {
+	KQP_SEND_FLAG_FENCE = 1 << 0,
+	KQP_SEND_FLAG_SIGNALED = 1 << 1,
+	KQP_SEND_FLAG_SOLICITED = 1 << 2,
+	KQP_SEND_FLAG_INLINE = 1 << 3,
+};
+
+/**
  * struct kqp_send_wr - one send work request in a KQP_IOCTL_POST_SEND list
  * @wr_id: reported back in the request's completion
- * @opcode: enum ibv_wr_opcode
- * @send_flags: enum ibv_send_flags
+ * @opcode: enum kqp_wr_opcode
+ * @send_flags: enum kqp_send_flags
  * @num_sge: SGEs following this header
- * @inline_len: with IBV_SEND_INLINE, the bytes following this header
+ * @inline_len: with KQP_SEND_FLAG_INLINE, the bytes following this header
  *	(and no SGEs); at most the QP's max_inline_data
  * @imm_data: immediate data, network byte order
  * @__reserved: zero
@@ -1354,7 +1707,12 @@ struct kqp_send_wr {
 	} wr;
 };
 
-/* One receive work request, followed by its SGEs. */
+/**
+ * struct kqp_recv_wr - one receive work request, followed by its SGEs
+ * @wr_id: reported back in the request's completion
+ * @num_sge: SGEs following this header
+ * @__reserved: zero
+ */
 struct kqp_recv_wr {
 	__aligned_u64 wr_id;
 	__u32 num_sge;
@@ -1408,8 +1766,11 @@ struct kqp_post {
 
 /**
  * struct kqp_create_async_fd - ioctl(KQP_IOCTL_CREATE_ASYNC_FD)
+ * @size: sizeof(struct kqp_create_async_fd)
+ * @flags: must be 0
  * @out_fd: a new fd (O_CLOEXEC), poll()able; read() gives one struct
  *	kqp_async_event per call.  One per table: EBUSY for a second.
+ * @__reserved: zero
  */
 struct kqp_create_async_fd {
 	__u32 size;
@@ -1474,7 +1835,15 @@ struct kqp_reg_mr {
 };
 #define KQP_IOCTL_REG_MR _IO(KQP_IOCTL_TYPE, KQP_CMD_REG_MR)
 
-/* KQP_IOCTL_DEREG_MR: work still in flight on it completes in error. */
+/**
+ * struct kqp_dereg_mr - ioctl(KQP_IOCTL_DEREG_MR)
+ * @size: sizeof(struct kqp_dereg_mr)
+ * @flags: must be 0
+ * @mr: handle
+ * @__reserved: zero
+ *
+ * Work still in flight on the MR completes in error.
+ */
 struct kqp_dereg_mr {
 	__u32 size;
 	__u32 flags;
@@ -1485,10 +1854,14 @@ struct kqp_dereg_mr {
 
 /**
  * struct kqp_create_ah - ioctl(KQP_IOCTL_CREATE_AH)
+ * @size: sizeof(struct kqp_create_ah)
+ * @flags: must be 0
  * @pd: the PD
+ * @__reserved: zero
  * @attr: where to send; on Ethernet (RoCE) a GRH is required and the
  *	peer's MAC address is resolved from its GID
  * @out_ah: handle, for UD send work requests
+ * @__reserved2: zero
  */
 struct kqp_create_ah {
 	__u32 size;
@@ -1501,6 +1874,13 @@ struct kqp_create_ah {
 };
 #define KQP_IOCTL_CREATE_AH _IO(KQP_IOCTL_TYPE, KQP_CMD_CREATE_AH)
 
+/**
+ * struct kqp_destroy_ah - ioctl(KQP_IOCTL_DESTROY_AH)
+ * @size: sizeof(struct kqp_destroy_ah)
+ * @flags: must be 0
+ * @ah: handle
+ * @__reserved: zero
+ */
 struct kqp_destroy_ah {
 	__u32 size;
 	__u32 flags;

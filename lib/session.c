@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * Access to /dev/kqp: opening it, checking the module's ABI, and the
- * QUERY command.
+ * The process-wide /dev/kqp session, and access to /dev/kqp: opening it,
+ * checking the module's ABI, and the QUERY command.  (device.c is the
+ * libibverbs device list.)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,30 @@ int kqp_ioctl(int fd, unsigned long req, void *arg)
 	if (ioctl(fd, req, arg))
 		return -errno;
 	return 0;
+}
+
+/*
+ * Issue @req, a command that makes a kernel object, with @size zeroed
+ * bytes for the library's side of it allocated first (so that nothing
+ * is left in the kernel when that fails).  Returns the memory, or NULL
+ * with -errno in *@err.
+ */
+void *kqp_ioctl_new(int fd, unsigned long req, void *cmd, size_t size,
+		    int *err)
+{
+	void *obj;
+
+	obj = calloc(1, size);
+	if (!obj) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	*err = kqp_ioctl(fd, req, cmd);
+	if (*err) {
+		free(obj);
+		return NULL;
+	}
+	return obj;
 }
 
 /*
@@ -216,4 +241,44 @@ int kqp_query_devices(int fd, struct kqp_device_info **infos, uint32_t *n)
 		}
 		cap = q.num_devices;
 	}
+}
+
+/*
+ * The device table, through a file of /dev/kqp opened for the purpose.
+ * 0 or -errno.
+ */
+int kqp_query_devices_once(struct kqp_device_info **infos, uint32_t *n)
+{
+	int fd, ret;
+
+	fd = kqp_dev_open();
+	if (fd < 0)
+		return fd;
+	ret = kqp_query_devices(fd, infos, n);
+	close(fd);
+	return ret;
+}
+
+/*
+ * The start of a device list (ibv_get_device_list(), rdma_get_devices()):
+ * zero the caller's count, fetch the device table into *@infos and *@n,
+ * and return a zeroed array of @n + 1 pointers; NULL with -errno in
+ * *@err.
+ */
+void *kqp_device_list_new(int *num_devices, struct kqp_device_info **infos,
+			  uint32_t *n, int *err)
+{
+	void **list;
+
+	if (num_devices)
+		*num_devices = 0;
+	*err = kqp_query_devices_once(infos, n);
+	if (*err)
+		return NULL;
+	list = calloc(*n + 1, sizeof(*list));
+	if (!list) {
+		free(*infos);
+		*err = -ENOMEM;
+	}
+	return list;
 }
