@@ -32,56 +32,50 @@ static u64 kqp_wrid(struct kqp_qp *qp, u32 slot, bool recv)
 	       (slot & KQP_WRID_SLOT_MASK);
 }
 
-/* enum ibv_wr_opcode: the requests a send queue can carry. */
-enum {
-	KQP_WR_RDMA_WRITE,
-	KQP_WR_RDMA_WRITE_WITH_IMM,
-	KQP_WR_SEND,
-	KQP_WR_SEND_WITH_IMM,
-	KQP_WR_RDMA_READ,
-	KQP_WR_ATOMIC_CMP_AND_SWP,
-	KQP_WR_ATOMIC_FETCH_AND_ADD,
-};
+/*
+ * The completion opcodes a kernel ib_wc carries are passed to the ring as
+ * they are; the uapi's names for them must therefore be ib_core's values.
+ */
+#define KQP_SAME_AS_IB(kqp, ib) static_assert((int)(kqp) == (int)(ib))
+KQP_SAME_AS_IB(KQP_WC_OP_SEND, IB_WC_SEND);
+KQP_SAME_AS_IB(KQP_WC_OP_RDMA_WRITE, IB_WC_RDMA_WRITE);
+KQP_SAME_AS_IB(KQP_WC_OP_RDMA_READ, IB_WC_RDMA_READ);
+KQP_SAME_AS_IB(KQP_WC_OP_COMP_SWAP, IB_WC_COMP_SWAP);
+KQP_SAME_AS_IB(KQP_WC_OP_FETCH_ADD, IB_WC_FETCH_ADD);
+KQP_SAME_AS_IB(KQP_WC_OP_RECV, IB_WC_RECV);
+KQP_SAME_AS_IB(KQP_WC_OP_RECV_RDMA_WITH_IMM, IB_WC_RECV_RDMA_WITH_IMM);
 
-/* enum ibv_send_flags */
-enum {
-	KQP_SEND_FENCE = 1 << 0,
-	KQP_SEND_SIGNALED = 1 << 1,
-	KQP_SEND_SOLICITED = 1 << 2,
-	KQP_SEND_INLINE = 1 << 3,
-};
-
-/* enum ibv_wc_opcode of a send request's completion */
+/* The completion opcode of a send request, for a completion in error. */
 static u32 kqp_wc_opcode_of_wr(u32 opcode)
 {
 	switch (opcode) {
-	case KQP_WR_RDMA_WRITE:
-	case KQP_WR_RDMA_WRITE_WITH_IMM:
-		return IB_WC_RDMA_WRITE;
-	case KQP_WR_RDMA_READ:
-		return IB_WC_RDMA_READ;
-	case KQP_WR_ATOMIC_CMP_AND_SWP:
-		return IB_WC_COMP_SWAP;
-	case KQP_WR_ATOMIC_FETCH_AND_ADD:
-		return IB_WC_FETCH_ADD;
+	case KQP_WR_OP_RDMA_WRITE:
+	case KQP_WR_OP_RDMA_WRITE_WITH_IMM:
+		return KQP_WC_OP_RDMA_WRITE;
+	case KQP_WR_OP_RDMA_READ:
+		return KQP_WC_OP_RDMA_READ;
+	case KQP_WR_OP_ATOMIC_CMP_AND_SWP:
+		return KQP_WC_OP_COMP_SWAP;
+	case KQP_WR_OP_ATOMIC_FETCH_AND_ADD:
+		return KQP_WC_OP_FETCH_ADD;
 	default:
-		return IB_WC_SEND;
+		return KQP_WC_OP_SEND;
 	}
 }
 
-/* ib_wc_flags to enum ibv_wc_flags */
+/* ib_wc_flags to enum kqp_wc_flags */
 static u32 kqp_wc_flags(int flags)
 {
 	u32 out = 0;
 
 	if (flags & IB_WC_GRH)
-		out |= 1 << 0;
+		out |= KQP_WC_FLAG_GRH;
 	if (flags & IB_WC_WITH_IMM)
-		out |= 1 << 1;
+		out |= KQP_WC_FLAG_WITH_IMM;
 	if (flags & IB_WC_IP_CSUM_OK)
-		out |= 1 << 2;
+		out |= KQP_WC_FLAG_IP_CSUM_OK;
 	if (flags & IB_WC_WITH_INVALIDATE)
-		out |= 1 << 3;
+		out |= KQP_WC_FLAG_WITH_INV;
 	return out;
 }
 
@@ -122,7 +116,7 @@ void kqp_qp_complete(struct kqp_ucontext *uctx, struct ib_wc *wc,
 	if (wc->status == IB_WC_SUCCESS)
 		cqe->opcode = wc->opcode;
 	else
-		cqe->opcode = recv ? IB_WC_RECV :
+		cqe->opcode = recv ? KQP_WC_OP_RECV :
 				     kqp_wc_opcode_of_wr(slot->opcode);
 	cqe->vendor_err = wc->vendor_err;
 	cqe->byte_len = wc->byte_len;
@@ -1084,7 +1078,7 @@ static int kqp_build_send_remote(struct kqp_qp *qp, struct kqp_post_ctx *pc,
 				 const struct kqp_send_wr *hdr,
 				 union kqp_kwr *kwr)
 {
-	bool inl = hdr->send_flags & KQP_SEND_INLINE;
+	bool inl = hdr->send_flags & KQP_SEND_FLAG_INLINE;
 	struct ib_send_wr *wr = &kwr->send;
 
 	if (qp->qp_type == IB_QPT_UD) {
@@ -1142,8 +1136,8 @@ static long kqp_build_send(struct kqp_qp *qp, struct kqp_post_ctx *pc,
 			   struct ib_sge *ksge, void **inline_buf, u32 *opcode)
 {
 	const struct kqp_send_wr *hdr = p;
-	const unsigned int allowed = KQP_SEND_FENCE | KQP_SEND_SIGNALED |
-				     KQP_SEND_SOLICITED | KQP_SEND_INLINE;
+	const unsigned int allowed = KQP_SEND_FLAG_FENCE | KQP_SEND_FLAG_SIGNALED |
+				     KQP_SEND_FLAG_SOLICITED | KQP_SEND_FLAG_INLINE;
 	struct ib_send_wr *wr = &kwr->send;
 	bool inl;
 	size_t need;
@@ -1156,7 +1150,7 @@ static long kqp_build_send(struct kqp_qp *qp, struct kqp_post_ctx *pc,
 		return -EOPNOTSUPP;
 	if (hdr->send_flags & ~allowed)
 		return -EINVAL;
-	inl = hdr->send_flags & KQP_SEND_INLINE;
+	inl = hdr->send_flags & KQP_SEND_FLAG_INLINE;
 	if (inl) {
 		if (hdr->num_sge || hdr->inline_len > qp->cap.max_inline_data)
 			return -EINVAL;
@@ -1171,27 +1165,27 @@ static long kqp_build_send(struct kqp_qp *qp, struct kqp_post_ctx *pc,
 
 	memset(kwr, 0, sizeof(*kwr));
 	switch (hdr->opcode) {
-	case KQP_WR_SEND:
+	case KQP_WR_OP_SEND:
 		wr->opcode = IB_WR_SEND;
 		break;
-	case KQP_WR_SEND_WITH_IMM:
+	case KQP_WR_OP_SEND_WITH_IMM:
 		wr->opcode = IB_WR_SEND_WITH_IMM;
 		break;
-	case KQP_WR_RDMA_WRITE:
+	case KQP_WR_OP_RDMA_WRITE:
 		wr->opcode = IB_WR_RDMA_WRITE;
 		break;
-	case KQP_WR_RDMA_WRITE_WITH_IMM:
+	case KQP_WR_OP_RDMA_WRITE_WITH_IMM:
 		wr->opcode = IB_WR_RDMA_WRITE_WITH_IMM;
 		break;
-	case KQP_WR_RDMA_READ:
+	case KQP_WR_OP_RDMA_READ:
 		wr->opcode = IB_WR_RDMA_READ;
 		access = IB_ACCESS_LOCAL_WRITE;
 		break;
-	case KQP_WR_ATOMIC_CMP_AND_SWP:
+	case KQP_WR_OP_ATOMIC_CMP_AND_SWP:
 		wr->opcode = IB_WR_ATOMIC_CMP_AND_SWP;
 		access = IB_ACCESS_LOCAL_WRITE;
 		break;
-	case KQP_WR_ATOMIC_FETCH_AND_ADD:
+	case KQP_WR_OP_ATOMIC_FETCH_AND_ADD:
 		wr->opcode = IB_WR_ATOMIC_FETCH_AND_ADD;
 		access = IB_ACCESS_LOCAL_WRITE;
 		break;
@@ -1224,11 +1218,11 @@ static long kqp_build_send(struct kqp_qp *qp, struct kqp_post_ctx *pc,
 	}
 	wr->sg_list = ksge;
 	wr->ex.imm_data = (__force __be32)hdr->imm_data;
-	if (hdr->send_flags & KQP_SEND_FENCE)
+	if (hdr->send_flags & KQP_SEND_FLAG_FENCE)
 		wr->send_flags |= IB_SEND_FENCE;
-	if ((hdr->send_flags & KQP_SEND_SIGNALED) || qp->sq_sig_all)
+	if ((hdr->send_flags & KQP_SEND_FLAG_SIGNALED) || qp->sq_sig_all)
 		wr->send_flags |= IB_SEND_SIGNALED;
-	if (hdr->send_flags & KQP_SEND_SOLICITED)
+	if (hdr->send_flags & KQP_SEND_FLAG_SOLICITED)
 		wr->send_flags |= IB_SEND_SOLICITED;
 	*opcode = hdr->opcode;
 	return need;
