@@ -236,6 +236,7 @@ struct kqp_query {
 	__u32 device_info_size;
 	__u32 __reserved;
 };
+
 #define KQP_IOCTL_QUERY _IO(KQP_IOCTL_TYPE, KQP_CMD_QUERY)
 
 /**
@@ -289,6 +290,7 @@ struct kqp_create_id {
 	__u32 out_id;
 	__u32 __reserved;
 };
+
 #define KQP_IOCTL_CREATE_ID _IO(KQP_IOCTL_TYPE, KQP_CMD_CREATE_ID)
 
 /**
@@ -311,6 +313,7 @@ struct kqp_destroy_id {
 	__u32 id;
 	__u32 out_events_reported;
 };
+
 #define KQP_IOCTL_DESTROY_ID _IO(KQP_IOCTL_TYPE, KQP_CMD_DESTROY_ID)
 
 /**
@@ -328,6 +331,7 @@ struct kqp_bind_addr {
 	__u32 __reserved;
 	struct __kernel_sockaddr_storage addr;
 };
+
 #define KQP_IOCTL_BIND_ADDR _IO(KQP_IOCTL_TYPE, KQP_CMD_BIND_ADDR)
 
 /**
@@ -349,6 +353,7 @@ struct kqp_resolve_addr {
 	struct __kernel_sockaddr_storage src_addr;
 	struct __kernel_sockaddr_storage dst_addr;
 };
+
 #define KQP_IOCTL_RESOLVE_ADDR _IO(KQP_IOCTL_TYPE, KQP_CMD_RESOLVE_ADDR)
 
 /**
@@ -366,6 +371,7 @@ struct kqp_resolve_route {
 	__u32 id;
 	__u32 timeout_ms;
 };
+
 #define KQP_IOCTL_RESOLVE_ROUTE _IO(KQP_IOCTL_TYPE, KQP_CMD_RESOLVE_ROUTE)
 
 /**
@@ -453,6 +459,7 @@ struct kqp_query_id {
 	struct __kernel_sockaddr_storage out_dst_addr;
 	struct kqp_path_rec out_paths[KQP_MAX_PATHS];
 };
+
 #define KQP_IOCTL_QUERY_ID _IO(KQP_IOCTL_TYPE, KQP_CMD_QUERY_ID)
 
 /**
@@ -473,6 +480,7 @@ struct kqp_listen {
 	__u32 id;
 	__u32 backlog;
 };
+
 #define KQP_IOCTL_LISTEN _IO(KQP_IOCTL_TYPE, KQP_CMD_LISTEN)
 
 /**
@@ -520,6 +528,7 @@ struct kqp_connect {
 	__u32 __reserved;
 	struct kqp_conn_param param;
 };
+
 #define KQP_IOCTL_CONNECT _IO(KQP_IOCTL_TYPE, KQP_CMD_CONNECT)
 
 /**
@@ -541,6 +550,7 @@ struct kqp_accept {
 	__aligned_u64 uid;
 	struct kqp_conn_param param;
 };
+
 #define KQP_IOCTL_ACCEPT _IO(KQP_IOCTL_TYPE, KQP_CMD_ACCEPT)
 
 /**
@@ -569,6 +579,7 @@ struct kqp_reject {
 	__u32 private_data_len;
 	__aligned_u64 private_data;
 };
+
 #define KQP_IOCTL_REJECT _IO(KQP_IOCTL_TYPE, KQP_CMD_REJECT)
 
 /**
@@ -584,6 +595,7 @@ struct kqp_id_cmd {
 	__u32 id;
 	__u32 __reserved;
 };
+
 #define KQP_IOCTL_DISCONNECT _IO(KQP_IOCTL_TYPE, KQP_CMD_DISCONNECT)
 #define KQP_IOCTL_ESTABLISH _IO(KQP_IOCTL_TYPE, KQP_CMD_ESTABLISH)
 
@@ -618,6 +630,7 @@ struct kqp_set_option {
 	__u32 optlen;
 	__aligned_u64 optval;
 };
+
 #define KQP_IOCTL_SET_OPTION _IO(KQP_IOCTL_TYPE, KQP_CMD_SET_OPTION)
 
 /**
@@ -731,6 +744,7 @@ struct kqp_init_qp_attr {
 	__u32 __reserved;
 	struct kqp_qp_attr out_attr;
 };
+
 #define KQP_IOCTL_INIT_QP_ATTR _IO(KQP_IOCTL_TYPE, KQP_CMD_INIT_QP_ATTR)
 
 /**
@@ -752,6 +766,7 @@ struct kqp_notify {
 	__u32 id;
 	__u32 event;
 };
+
 #define KQP_IOCTL_NOTIFY _IO(KQP_IOCTL_TYPE, KQP_CMD_NOTIFY)
 
 /**
@@ -783,6 +798,7 @@ struct kqp_join_mcast {
 	__u32 __reserved;
 	struct __kernel_sockaddr_storage addr;
 };
+
 #define KQP_IOCTL_JOIN_MCAST _IO(KQP_IOCTL_TYPE, KQP_CMD_JOIN_MCAST)
 
 /**
@@ -802,6 +818,7 @@ struct kqp_leave_mcast {
 	__u32 out_events_reported;
 	__u32 __reserved;
 };
+
 #define KQP_IOCTL_LEAVE_MCAST _IO(KQP_IOCTL_TYPE, KQP_CMD_LEAVE_MCAST)
 
 /**
@@ -825,6 +842,7 @@ struct kqp_migrate_id {
 	__u32 out_id;
 	__u32 out_events_reported;
 };
+
 #define KQP_IOCTL_MIGRATE_ID _IO(KQP_IOCTL_TYPE, KQP_CMD_MIGRATE_ID)
 
 /**
@@ -882,6 +900,7 @@ struct kqp_get_event {
 	struct kqp_ah_attr out_ah_attr;
 	__u8 out_private_data[KQP_MAX_PRIVATE_DATA];
 };
+
 #define KQP_IOCTL_GET_EVENT _IO(KQP_IOCTL_TYPE, KQP_CMD_GET_EVENT)
 
 /**
@@ -930,6 +949,7 @@ struct kqp_attach {
 	__s32 fd;
 	__u32 __reserved;
 };
+
 #define KQP_IOCTL_ATTACH _IO(KQP_IOCTL_TYPE, KQP_CMD_ATTACH)
 
 /**
@@ -964,6 +984,7 @@ struct kqp_ctx_info {
 	__u32 __reserved;
 	__aligned_u64 out_mr_bytes;
 };
+
 #define KQP_IOCTL_CTX_INFO _IO(KQP_IOCTL_TYPE, KQP_CMD_CTX_INFO)
 
 /**
@@ -1059,6 +1080,7 @@ struct kqp_query_device {
 	__u8 out_local_ca_ack_delay;
 	__u8 out_phys_port_cnt;
 };
+
 #define KQP_IOCTL_QUERY_DEVICE _IO(KQP_IOCTL_TYPE, KQP_CMD_QUERY_DEVICE)
 
 /**
@@ -1121,6 +1143,7 @@ struct kqp_query_port {
 	__u32 out_port_cap_flags2;
 	__u32 __reserved;
 };
+
 #define KQP_IOCTL_QUERY_PORT _IO(KQP_IOCTL_TYPE, KQP_CMD_QUERY_PORT)
 
 /* Link layers, as IBV_LINK_LAYER_*. */
@@ -1150,6 +1173,7 @@ struct kqp_query_gid {
 	__u32 out_gid_type;
 	__u8 out_gid[16];
 };
+
 #define KQP_IOCTL_QUERY_GID _IO(KQP_IOCTL_TYPE, KQP_CMD_QUERY_GID)
 
 /**
@@ -1169,6 +1193,7 @@ struct kqp_query_pkey {
 	__u32 index;
 	__u32 out_pkey;
 };
+
 #define KQP_IOCTL_QUERY_PKEY _IO(KQP_IOCTL_TYPE, KQP_CMD_QUERY_PKEY)
 
 /* Get the table's default PD for the device instead of a new PD. */
@@ -1198,6 +1223,7 @@ struct kqp_alloc_pd {
 	__u32 out_local_dma_lkey;
 	__u32 __reserved;
 };
+
 #define KQP_IOCTL_ALLOC_PD _IO(KQP_IOCTL_TYPE, KQP_CMD_ALLOC_PD)
 
 /**
@@ -1216,6 +1242,7 @@ struct kqp_dealloc_pd {
 	__u32 pd;
 	__u32 __reserved;
 };
+
 #define KQP_IOCTL_DEALLOC_PD _IO(KQP_IOCTL_TYPE, KQP_CMD_DEALLOC_PD)
 
 /**
@@ -1233,6 +1260,7 @@ struct kqp_create_comp_channel {
 	__s32 out_fd;
 	__u32 __reserved;
 };
+
 #define KQP_IOCTL_CREATE_COMP_CHANNEL \
 	_IO(KQP_IOCTL_TYPE, KQP_CMD_CREATE_COMP_CHANNEL)
 
@@ -1411,6 +1439,7 @@ struct kqp_create_cq {
 	__u32 out_cqe;
 	struct kqp_ring_info out_ring;
 };
+
 #define KQP_IOCTL_CREATE_CQ _IO(KQP_IOCTL_TYPE, KQP_CMD_CREATE_CQ)
 
 /**
@@ -1433,6 +1462,7 @@ struct kqp_destroy_cq {
 	__u32 out_async_events_reported;
 	__u32 __reserved;
 };
+
 #define KQP_IOCTL_DESTROY_CQ _IO(KQP_IOCTL_TYPE, KQP_CMD_DESTROY_CQ)
 
 /**
@@ -1451,6 +1481,7 @@ struct kqp_flush_cq {
 	__u32 cq;
 	__u32 __reserved;
 };
+
 #define KQP_IOCTL_FLUSH_CQ _IO(KQP_IOCTL_TYPE, KQP_CMD_FLUSH_CQ)
 
 /**
@@ -1540,6 +1571,7 @@ struct kqp_create_qp {
 	struct kqp_ring_info out_send_ring;
 	struct kqp_ring_info out_recv_ring;
 };
+
 #define KQP_IOCTL_CREATE_QP _IO(KQP_IOCTL_TYPE, KQP_CMD_CREATE_QP)
 
 /**
@@ -1562,6 +1594,7 @@ struct kqp_destroy_qp {
 	__u32 out_send_cq_events;
 	__u32 out_recv_cq_events;
 };
+
 #define KQP_IOCTL_DESTROY_QP _IO(KQP_IOCTL_TYPE, KQP_CMD_DESTROY_QP)
 
 /**
@@ -1585,6 +1618,7 @@ struct kqp_modify_qp {
 	__u32 attr_mask;
 	struct kqp_qp_attr attr;
 };
+
 #define KQP_IOCTL_MODIFY_QP _IO(KQP_IOCTL_TYPE, KQP_CMD_MODIFY_QP)
 
 /**
@@ -1608,6 +1642,7 @@ struct kqp_query_qp {
 	__u32 out_qp_type;
 	__u32 out_sq_sig_all;
 };
+
 #define KQP_IOCTL_QUERY_QP _IO(KQP_IOCTL_TYPE, KQP_CMD_QUERY_QP)
 
 /**
@@ -1759,6 +1794,7 @@ struct kqp_post {
 	__u32 wrs_len;
 	__u32 out_posted;
 };
+
 #define KQP_IOCTL_POST_SEND _IO(KQP_IOCTL_TYPE, KQP_CMD_POST_SEND)
 #define KQP_IOCTL_POST_RECV _IO(KQP_IOCTL_TYPE, KQP_CMD_POST_RECV)
 
@@ -1778,6 +1814,7 @@ struct kqp_create_async_fd {
 	__s32 out_fd;
 	__u32 __reserved;
 };
+
 #define KQP_IOCTL_CREATE_ASYNC_FD _IO(KQP_IOCTL_TYPE, KQP_CMD_CREATE_ASYNC_FD)
 
 /* What an async event is about. */
@@ -1833,6 +1870,7 @@ struct kqp_reg_mr {
 	__u32 out_rkey;
 	__u32 __reserved;
 };
+
 #define KQP_IOCTL_REG_MR _IO(KQP_IOCTL_TYPE, KQP_CMD_REG_MR)
 
 /**
@@ -1850,6 +1888,7 @@ struct kqp_dereg_mr {
 	__u32 mr;
 	__u32 __reserved;
 };
+
 #define KQP_IOCTL_DEREG_MR _IO(KQP_IOCTL_TYPE, KQP_CMD_DEREG_MR)
 
 /**
@@ -1872,6 +1911,7 @@ struct kqp_create_ah {
 	__u32 out_ah;
 	__u32 __reserved2;
 };
+
 #define KQP_IOCTL_CREATE_AH _IO(KQP_IOCTL_TYPE, KQP_CMD_CREATE_AH)
 
 /**
@@ -1887,6 +1927,7 @@ struct kqp_destroy_ah {
 	__u32 ah;
 	__u32 __reserved;
 };
+
 #define KQP_IOCTL_DESTROY_AH _IO(KQP_IOCTL_TYPE, KQP_CMD_DESTROY_AH)
 
 /**
@@ -1916,6 +1957,7 @@ struct kqp_mcast_attach {
 	__u16 __reserved;
 	__u8 gid[16];
 };
+
 #define KQP_IOCTL_ATTACH_MCAST _IO(KQP_IOCTL_TYPE, KQP_CMD_ATTACH_MCAST)
 #define KQP_IOCTL_DETACH_MCAST _IO(KQP_IOCTL_TYPE, KQP_CMD_DETACH_MCAST)
 
