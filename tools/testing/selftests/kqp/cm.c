@@ -578,6 +578,48 @@ TEST_F_TIMEOUT(cm, udp_sidr, 60)
 	EXPECT_EQ(0, rdma_destroy_id(lid));
 }
 
+/*
+ * A synchronous UD listener: rdma_accept() answers the request and leaves
+ * its event in sid->event, as librdmacm does, so the server can still
+ * read param.ud; rdma_destroy_id() acks it.
+ */
+TEST_F_TIMEOUT(cm, udp_sidr_sync_accept_keeps_event, 60)
+{
+	struct rdma_conn_param cp = { 0 }, sp = { .qp_num = 0x998 };
+	struct sockaddr_in sin = cm_addr(self->port);
+	struct rdma_cm_id *lid, *cid, *sid;
+	struct rdma_cm_event *ev;
+
+	ASSERT_EQ(0, rdma_create_id(NULL, &lid, NULL, RDMA_PS_UDP));
+	ASSERT_EQ(0, rdma_bind_addr(lid, (struct sockaddr *)&sin));
+	ASSERT_EQ(0, rdma_listen(lid, 4));
+	cid = resolved(self->cch, self->port, RDMA_PS_UDP);
+	ASSERT_NE(NULL, cid);
+	cp.private_data = req_data;
+	cp.private_data_len = sizeof(req_data);
+	ASSERT_EQ(0, rdma_connect(cid, &cp));
+
+	ASSERT_EQ(0, rdma_get_request(lid, &sid)) TH_LOG("%s", strerror(errno));
+	ev = sid->event;
+	ASSERT_NE(NULL, ev);
+	EXPECT_EQ(RDMA_CM_EVENT_CONNECT_REQUEST, ev->event);
+	ASSERT_EQ(0, rdma_accept(sid, &sp));
+	ASSERT_EQ(ev, sid->event);
+	EXPECT_EQ(RDMA_CM_EVENT_CONNECT_REQUEST, sid->event->event);
+	EXPECT_TRUE(sid->event->param.ud.private_data_len >= sizeof(req_data) &&
+		    !memcmp(sid->event->param.ud.private_data, req_data,
+			    sizeof(req_data)));
+
+	ev = cm_expect(self->cch, RDMA_CM_EVENT_ESTABLISHED);
+	ASSERT_NE(NULL, ev);
+	EXPECT_EQ(0x998, ev->param.ud.qp_num);
+	rdma_ack_cm_event(ev);
+
+	EXPECT_EQ(0, rdma_destroy_id(sid));
+	EXPECT_EQ(0, rdma_destroy_id(cid));
+	EXPECT_EQ(0, rdma_destroy_id(lid));
+}
+
 TEST_F_TIMEOUT(cm, multicast, 60)
 {
 	struct sockaddr_in sin = cm_addr(self->port), grp = cm_addr(0);

@@ -5,7 +5,10 @@
  * (qp) and against rdma-core (qp_rdmacm), and both run in every guest.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 
 #include "qp_test.h"
 
@@ -242,6 +245,154 @@ TEST_F_TIMEOUT(cm, rc_connect_moves_states, 90)
 	qp_pair_close(&p);
 }
 
+/*
+ * id->qp->state as librdmacm keeps it, read without ibv_query_qp():
+ * INIT once made, RTS once accepted (passive side) or established
+ * (active side), ERR after rdma_disconnect(); a DISCONNECTED event leaves
+ * it alone.  Programs test it (state > INIT) before disconnecting.
+ */
+TEST_F_TIMEOUT(cm, rc_qp_state_field, 90)
+{
+	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct ibv_qp_init_attr attr;
+	struct rdma_cm_id *lid, *cid, *sid;
+	struct rdma_cm_event *ev;
+
+	lid = listener(self->sch, self->port, RDMA_PS_TCP, 4);
+	ASSERT_NE(NULL, lid);
+	cid = resolved(self->cch, self->port, RDMA_PS_TCP);
+	ASSERT_NE(NULL, cid);
+	qp_pair_attr(&attr);
+	ASSERT_EQ(0, rdma_create_qp(cid, NULL, &attr));
+	EXPECT_EQ(IBV_QPS_INIT, cid->qp->state);
+	ASSERT_EQ(0, rdma_connect(cid, &param));
+	EXPECT_EQ(IBV_QPS_INIT, cid->qp->state);
+
+	sid = cm_expect_request(self->sch);
+	ASSERT_NE(NULL, sid);
+	qp_pair_attr(&attr);
+	ASSERT_EQ(0, rdma_create_qp(sid, NULL, &attr));
+	EXPECT_EQ(IBV_QPS_INIT, sid->qp->state);
+	ASSERT_EQ(0, rdma_accept(sid, &param));
+	EXPECT_EQ(IBV_QPS_RTS, sid->qp->state);
+
+	ev = cm_expect(self->cch, RDMA_CM_EVENT_ESTABLISHED);
+	ASSERT_NE(NULL, ev);
+	EXPECT_EQ(IBV_QPS_RTS, cid->qp->state);
+	rdma_ack_cm_event(ev);
+	ASSERT_EQ(0, cm_expect_ack(self->sch, RDMA_CM_EVENT_ESTABLISHED));
+	EXPECT_EQ(IBV_QPS_RTS, sid->qp->state);
+
+	ASSERT_EQ(0, rdma_disconnect(cid));
+	EXPECT_EQ(IBV_QPS_ERR, cid->qp->state);
+	ASSERT_EQ(0, cm_expect_ack(self->sch, RDMA_CM_EVENT_DISCONNECTED));
+	EXPECT_EQ(IBV_QPS_RTS, sid->qp->state);
+	ASSERT_EQ(0, rdma_disconnect(sid));
+	EXPECT_EQ(IBV_QPS_ERR, sid->qp->state);
+	EXPECT_EQ(0, cm_expect_ack(self->cch, RDMA_CM_EVENT_DISCONNECTED));
+
+	rdma_destroy_qp(sid);
+	EXPECT_EQ(0, rdma_destroy_id(sid));
+	rdma_destroy_qp(cid);
+	EXPECT_EQ(0, rdma_destroy_id(cid));
+	EXPECT_EQ(0, rdma_destroy_id(lid));
+}
+
+/* A rejected connection: the active side's QP is in ERR. */
+TEST_F_TIMEOUT(cm, rc_qp_state_rejected, 90)
+{
+	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct ibv_qp_init_attr attr;
+	struct rdma_cm_id *lid, *cid, *sid;
+	struct rdma_cm_event *ev;
+
+	lid = listener(self->sch, self->port, RDMA_PS_TCP, 4);
+	ASSERT_NE(NULL, lid);
+	cid = resolved(self->cch, self->port, RDMA_PS_TCP);
+	ASSERT_NE(NULL, cid);
+	qp_pair_attr(&attr);
+	ASSERT_EQ(0, rdma_create_qp(cid, NULL, &attr));
+	ASSERT_EQ(0, rdma_connect(cid, &param));
+	sid = cm_expect_request(self->sch);
+	ASSERT_NE(NULL, sid);
+	ASSERT_EQ(0, rdma_reject(sid, NULL, 0));
+	ev = cm_expect(self->cch, RDMA_CM_EVENT_REJECTED);
+	ASSERT_NE(NULL, ev);
+	EXPECT_EQ(IBV_QPS_ERR, cid->qp->state);
+	rdma_ack_cm_event(ev);
+
+	EXPECT_EQ(0, rdma_destroy_id(sid));
+	rdma_destroy_qp(cid);
+	EXPECT_EQ(0, rdma_destroy_id(cid));
+	EXPECT_EQ(0, rdma_destroy_id(lid));
+}
+
+struct accept_one {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *sid;
+	int step;
+};
+
+/* The passive side of rc_qp_state_sync_connect, in a thread. */
+static void *accept_one(void *arg)
+{
+	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct accept_one *a = arg;
+	struct ibv_qp_init_attr attr;
+
+	a->step = 1;
+	a->sid = cm_expect_request(a->ch);
+	if (!a->sid)
+		return NULL;
+	a->step = 2;
+	qp_pair_attr(&attr);
+	if (rdma_create_qp(a->sid, NULL, &attr))
+		return NULL;
+	a->step = 3;
+	if (rdma_accept(a->sid, &param))
+		return NULL;
+	a->step = 4;
+	if (cm_expect_ack(a->ch, RDMA_CM_EVENT_ESTABLISHED))
+		return NULL;
+	a->step = 0;
+	return NULL;
+}
+
+/* A synchronous rdma_connect() returns with the QP in RTS. */
+TEST_F_TIMEOUT(cm, rc_qp_state_sync_connect, 90)
+{
+	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct accept_one a = { .ch = self->sch };
+	struct sockaddr_in sin = cm_addr(self->port);
+	struct ibv_qp_init_attr attr;
+	struct rdma_cm_id *lid, *cid;
+	pthread_t t;
+
+	lid = listener(self->sch, self->port, RDMA_PS_TCP, 4);
+	ASSERT_NE(NULL, lid);
+	ASSERT_EQ(0, rdma_create_id(NULL, &cid, NULL, RDMA_PS_TCP));
+	ASSERT_EQ(0, rdma_resolve_addr(cid, NULL, (struct sockaddr *)&sin,
+				       2000));
+	ASSERT_EQ(0, rdma_resolve_route(cid, 2000));
+	qp_pair_attr(&attr);
+	ASSERT_EQ(0, rdma_create_qp(cid, NULL, &attr));
+	ASSERT_EQ(0, pthread_create(&t, NULL, accept_one, &a));
+	ASSERT_EQ(0, rdma_connect(cid, &param)) TH_LOG("%s", strerror(errno));
+	ASSERT_NE(NULL, cid->event);
+	EXPECT_EQ(RDMA_CM_EVENT_ESTABLISHED, cid->event->event);
+	EXPECT_EQ(IBV_QPS_RTS, cid->qp->state);
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, a.step) TH_LOG("passive side failed at step %d", a.step);
+
+	if (a.sid) {
+		rdma_destroy_qp(a.sid);
+		EXPECT_EQ(0, rdma_destroy_id(a.sid));
+	}
+	rdma_destroy_qp(cid);
+	EXPECT_EQ(0, rdma_destroy_id(cid));
+	EXPECT_EQ(0, rdma_destroy_id(lid));
+}
+
 /* A caller's send CQ and a made recv CQ; the caller's is never freed. */
 TEST_F_TIMEOUT(cm, user_send_cq_auto_recv, 60)
 {
@@ -359,6 +510,99 @@ TEST_F_TIMEOUT(cm, caps_too_large_einval, 60)
 	EXPECT_EQ(NULL, id->send_cq);
 	EXPECT_EQ(NULL, id->recv_cq);
 	/* The id is unharmed: a sane QP still works. */
+	qp_pair_attr(&attr);
+	EXPECT_EQ(0, rdma_create_qp(id, NULL, &attr));
+	rdma_destroy_qp(id);
+	EXPECT_EQ(0, rdma_destroy_id(id));
+}
+
+/*
+ * close() as libc's, counting the calls that find no such fd while
+ * close_watch is set: a library that closes an fd twice would, in a
+ * threaded program, close one another thread just opened.
+ */
+static int close_watch, close_ebadf;
+
+int close(int fd)
+{
+	long ret = syscall(SYS_close, fd);
+
+	if (ret < 0 && errno == EBADF && close_watch)
+		close_ebadf++;
+	return ret < 0 ? -1 : 0;
+}
+
+/* This process's address space in bytes, as RLIMIT_AS counts it. */
+static long long vm_size(void)
+{
+	char line[256];
+	long long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmSize: %lld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb < 0 ? -1 : kb * 1024;
+}
+
+/*
+ * Completion queues made for the QP that cannot be mapped (RLIMIT_AS
+ * leaves no room for a large one): the call fails, and closes each
+ * completion channel it made once, whether the send CQ or the receive
+ * CQ was the one that failed.
+ */
+TEST_F_TIMEOUT(cm, auto_cq_fails_closes_once, 60)
+{
+	struct ibv_device_attr da;
+	struct ibv_qp_init_attr attr;
+	struct rdma_cm_id *id;
+	struct rlimit old, lim;
+	long long vm;
+	int big, recv, ret, err;
+
+	id = resolved(self->cch, self->port, RDMA_PS_TCP);
+	ASSERT_NE(NULL, id);
+	ASSERT_EQ(0, ibv_query_device(id->verbs, &da));
+	big = 4096;
+	if (big > da.max_qp_wr)
+		big = da.max_qp_wr;
+	if (big > da.max_cqe)
+		big = da.max_cqe;
+	ASSERT_EQ(0, getrlimit(RLIMIT_AS, &old));
+	for (recv = 0; recv < 2; recv++) {
+		qp_pair_attr(&attr);
+		if (recv)
+			attr.cap.max_recv_wr = big;
+		else
+			attr.cap.max_send_wr = big;
+		/* Room on the heap for small allocations, none for a ring. */
+		free(malloc(1 << 16));
+		vm = vm_size();
+		ASSERT_LT(0, vm);
+		lim = old;
+		lim.rlim_cur = vm + (64 << 10);
+		close_ebadf = 0;
+		close_watch = 1;
+		ASSERT_EQ(0, setrlimit(RLIMIT_AS, &lim));
+		ret = rdma_create_qp(id, NULL, &attr);
+		err = errno;
+		setrlimit(RLIMIT_AS, &old);
+		close_watch = 0;
+		EXPECT_EQ(-1, ret) TH_LOG("recv %d", recv);
+		EXPECT_EQ(ENOMEM, err) TH_LOG("recv %d", recv);
+		EXPECT_EQ(0, close_ebadf) TH_LOG("recv %d: closed twice", recv);
+		EXPECT_EQ(NULL, id->qp);
+		EXPECT_EQ(NULL, id->send_cq);
+		EXPECT_EQ(NULL, id->recv_cq);
+		EXPECT_EQ(NULL, id->send_cq_channel);
+		EXPECT_EQ(NULL, id->recv_cq_channel);
+		if (!ret)
+			rdma_destroy_qp(id);
+	}
+	/* The id is unharmed. */
 	qp_pair_attr(&attr);
 	EXPECT_EQ(0, rdma_create_qp(id, NULL, &attr));
 	rdma_destroy_qp(id);

@@ -8,6 +8,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <kqp/kqp.h>
 
 #include "qp_test.h"
@@ -322,6 +323,102 @@ TEST_F_TIMEOUT(cm, ring_full_loses_nothing, 90)
 	EXPECT_EQ(0, ibv_dereg_mr(mr));
 	EXPECT_EQ(0, ibv_destroy_cq(rcq));
 	EXPECT_EQ(0, ibv_destroy_cq(scq));
+	EXPECT_EQ(0, rdma_destroy_id(id));
+}
+
+struct destroy_qp_bg {
+	struct rdma_cm_id *id;
+	int done;
+};
+
+static void *destroy_qp_bg(void *arg)
+{
+	struct destroy_qp_bg *d = arg;
+
+	rdma_destroy_qp(d->id);
+	__atomic_store_n(&d->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * An IBV_EVENT_CQ_ERR for a CQ made for the id's QP (its ring filled):
+ * rdma_destroy_qp() frees that CQ only once the event was acked, as
+ * ibv_destroy_cq() would, so the ack never touches freed memory.
+ */
+TEST_F_TIMEOUT(cm, auto_cq_async_event_acked_before_free, 90)
+{
+	enum { N = 4 };
+	struct sockaddr_in sin = cm_addr(self->port);
+	/* Room for the sends: only the receive ring fills. */
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 4 * N, .max_recv_wr = N,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_ah_attr ah_attr = { .is_global = 1, .port_num = 1 };
+	struct pollfd pfd = { .events = POLLIN };
+	static char buf[N][64];
+	struct ibv_recv_wr rwr = { .num_sge = 1 }, *brw;
+	struct ibv_send_wr swr = { .num_sge = 0 }, *bsw;
+	struct destroy_qp_bg d = { 0 };
+	struct ibv_async_event aev;
+	struct ibv_wc wc[N];
+	struct rdma_cm_id *id;
+	struct ibv_sge sge;
+	struct ibv_mr *mr;
+	struct ibv_ah *ah;
+	int i, round, fired = 0;
+	pthread_t t;
+
+	ASSERT_EQ(0, rdma_create_id(self->cch, &id, NULL, RDMA_PS_UDP));
+	ASSERT_EQ(0, rdma_bind_addr(id, (struct sockaddr *)&sin));
+	ASSERT_EQ(0, rdma_create_qp(id, NULL, &attr));
+	ASSERT_NE(NULL, id->recv_cq);
+	mr = ibv_reg_mr(id->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NE(NULL, mr);
+	ah_attr.grh.dgid = id->route.addr.addr.ibaddr.sgid;
+	ah_attr.grh.sgid_index = qp_gid_index(id->verbs, 1, &ah_attr.grh.dgid);
+	ah_attr.grh.hop_limit = 64;
+	ah = ibv_create_ah(id->pd, &ah_attr);
+	ASSERT_NE(NULL, ah);
+	rwr.sg_list = &sge;
+	swr.opcode = IBV_WR_SEND;
+	swr.send_flags = IBV_SEND_SIGNALED;
+	swr.wr.ud.ah = ah;
+	swr.wr.ud.remote_qpn = id->qp->qp_num;
+	swr.wr.ud.remote_qkey = RDMA_UDP_QKEY;
+	pfd.fd = id->verbs->async_fd;
+
+	/* N receives a round, never polled, until the receive ring fills. */
+	for (round = 0; round < 4 && !fired; round++) {
+		for (i = 0; i < N; i++) {
+			sge = (struct ibv_sge){ (uintptr_t)buf[i], 64, mr->lkey };
+			rwr.wr_id = i;
+			ASSERT_EQ(0, ibv_post_recv(id->qp, &rwr, &brw));
+		}
+		for (i = 0; i < N; i++)
+			ASSERT_EQ(0, ibv_post_send(id->qp, &swr, &bsw));
+		ASSERT_EQ(N, qp_poll(id->send_cq, wc, N, 20000));
+		fired = poll(&pfd, 1, 2000) == 1;
+	}
+	ASSERT_TRUE(fired);
+	ASSERT_EQ(0, ibv_get_async_event(id->verbs, &aev));
+	EXPECT_EQ(IBV_EVENT_CQ_ERR, aev.event_type);
+	EXPECT_EQ(id->recv_cq, aev.element.cq);
+
+	/* Not acked: the QP goes, the CQ waits. */
+	d.id = id;
+	ASSERT_EQ(0, pthread_create(&t, NULL, destroy_qp_bg, &d));
+	usleep(500 * 1000);
+	EXPECT_EQ(0, __atomic_load_n(&d.done, __ATOMIC_ACQUIRE));
+	ibv_ack_async_event(&aev);
+	pthread_join(t, NULL);
+	EXPECT_EQ(1, d.done);
+	EXPECT_EQ(NULL, id->qp);
+	EXPECT_EQ(NULL, id->recv_cq);
+
+	EXPECT_EQ(0, ibv_destroy_ah(ah));
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
 	EXPECT_EQ(0, rdma_destroy_id(id));
 }
 
