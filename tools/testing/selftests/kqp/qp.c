@@ -517,6 +517,30 @@ TEST_F_TIMEOUT(cm, caps_too_large_einval, 60)
 }
 
 /*
+ * rdma_create_ep() whose QP cannot be made: -1 with the errno of that
+ * failure, which undoing the endpoint leaves alone.
+ */
+TEST_F_TIMEOUT(cm, create_ep_qp_fails_keeps_errno, 60)
+{
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res;
+	struct ibv_qp_init_attr attr;
+	struct rdma_cm_id *id = NULL;
+	char port[16];
+	int ret;
+
+	snprintf(port, sizeof(port), "%u", self->port);
+	ASSERT_EQ(0, rdma_getaddrinfo(getenv("KQP_TEST_ADDR") ?: "192.0.2.1",
+				      port, &hints, &res));
+	qp_pair_attr(&attr);
+	attr.cap.max_send_sge = 1 << 20;	/* more than any device has */
+	errno = 0;
+	ret = rdma_create_ep(&id, res, NULL, &attr);
+	EXPECT_EQ(-1, ret);
+	EXPECT_EQ(EINVAL, errno);
+	rdma_freeaddrinfo(res);
+}
+
+/*
  * close() as libc's, counting the calls that find no such fd while
  * close_watch is set: a library that closes an fd twice would, in a
  * threaded program, close one another thread just opened.
