@@ -581,13 +581,9 @@ KQP_EXPORT int rdma_accept(struct rdma_cm_id *id,
 	if (ret)
 		return kqp_err(-ret);
 
-	if (id->qp_type == IBV_QPT_UD) {
-		if (kid->sync && id->event) {
-			rdma_ack_cm_event(id->event);
-			id->event = NULL;
-		}
+	/* As librdmacm: a UD id keeps the request's event, even a sync one. */
+	if (id->qp_type == IBV_QPT_UD)
 		return 0;
-	}
 	return kqp_ret(kqp_complete(kid));
 }
 
