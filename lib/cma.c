@@ -439,6 +439,17 @@ KQP_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 }
 
 /*
+ * The state librdmacm leaves an id's QP in: it moves the QP itself where
+ * kqp's kernel (rdma_cm) moves it, and a caller reads id->qp->state
+ * without ibv_query_qp().
+ */
+static void kqp_id_qp_state(struct rdma_cm_id *id, enum ibv_qp_state state)
+{
+	if (id->qp)
+		id->qp->state = state;
+}
+
+/*
  * librdmacm's checks: a TCP id needs a QP or a QP number, depths in
  * range.  0 or -EINVAL.
  */
@@ -534,6 +545,7 @@ KQP_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_CONNECT, &cmd);
 	if (ret)
 		return kqp_err(-ret);
+	kid->active = true;
 	free(kid->connect);
 	kid->connect = NULL;
 	kid->connect_len = 0;
@@ -578,12 +590,16 @@ KQP_EXPORT int rdma_accept(struct rdma_cm_id *id,
 	if (ret)
 		return kqp_err(-ret);
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_ACCEPT, &cmd);
-	if (ret)
+	if (ret) {
+		if (id->qp_type != IBV_QPT_UD)
+			kqp_id_qp_state(id, IBV_QPS_ERR);
 		return kqp_err(-ret);
+	}
 
 	/* As librdmacm: a UD id keeps the request's event, even a sync one. */
 	if (id->qp_type == IBV_QPT_UD)
 		return 0;
+	kqp_id_qp_state(id, IBV_QPS_RTS);
 	return kqp_ret(kqp_complete(kid));
 }
 
@@ -624,6 +640,9 @@ KQP_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	/* librdmacm refuses an id that is not bound to a device. */
 	if (!id->verbs)
 		return kqp_err(EINVAL);
+	/* librdmacm moves the QP first, whatever the kernel then says. */
+	kqp_id_qp_state(id, id->verbs->device->transport_type ==
+			    IBV_TRANSPORT_IWARP ? IBV_QPS_SQD : IBV_QPS_ERR);
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_DISCONNECT, &cmd);
 	if (ret)
 		return kqp_err(-ret);
@@ -907,6 +926,20 @@ static bool kqp_event_update_id(struct kqp_cm_event *evt,
 			return false;
 		}
 		kqp_copy_conn_event(evt, ge);
+		if (ge->out_event == RDMA_CM_EVENT_REJECTED)
+			kqp_id_qp_state(&kid->id, IBV_QPS_ERR);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		kqp_copy_event_param(evt, ge);
+		/*
+		 * The connect response: where librdmacm moves the active
+		 * side's QP to RTS (ERR if that fails), kqp's kernel did.
+		 */
+		if (kid->active && kid->id.qp_type != IBV_QPT_UD)
+			kqp_id_qp_state(&kid->id, ge->out_event ==
+					RDMA_CM_EVENT_ESTABLISHED ?
+					IBV_QPS_RTS : IBV_QPS_ERR);
 		break;
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
 	case RDMA_CM_EVENT_MULTICAST_JOIN:

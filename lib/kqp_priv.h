@@ -268,6 +268,7 @@ struct kqp_id {
 	struct kqp_context *kctx;
 	uint32_t handle;
 	bool sync;
+	bool active;		/* rdma_connect()ed: ESTABLISHED answers it */
 	bool connect_error;
 	int events_completed;
 	pthread_mutex_t mut;
