@@ -50,7 +50,8 @@ static void kqp_id_drop_auto_cqs(struct rdma_cm_id *id, uint32_t send_events,
 
 /*
  * Set up @cq, the wrapper of the send (or with @recv, the receive) CQ kqp
- * made for the id's QP with @cmd, and hand it to the id.  0 or -errno.
+ * made for the id's QP with @cmd, and hand it to the id.  0 or -errno;
+ * on failure the channel's fd is left for kqp_id_qp_undo() to close.
  */
 static int kqp_id_auto_cq(struct rdma_cm_id *id, struct kqp_lcq *cq,
 			  const struct kqp_create_qp *cmd, bool recv)
@@ -64,16 +65,13 @@ static int kqp_id_auto_cq(struct rdma_cm_id *id, struct kqp_lcq *cq,
 	int ret;
 
 	c = calloc(1, sizeof(*c));
-	if (!c) {
-		close(fd);
+	if (!c)
 		return -ENOMEM;
-	}
 	c->context = id->verbs;
 	c->fd = fd;
 	/* cq_context is the id, as librdmacm, for rdma_get_send_comp(). */
 	ret = kqp_cq_map(cq, ring, handle, cqe, id->verbs, c, id);
 	if (ret) {
-		close(fd);
 		free(c);
 		return ret;
 	}
@@ -145,29 +143,30 @@ static int kqp_id_qp_auto_cqs(struct rdma_cm_id *id,
 
 /*
  * Undo a failed rdma_create_qp_ex(): with @created, destroy the kernel's
- * QP (and with it the CQs made for it) and close the channel fds of CQs
- * that never got a wrapper; then free what was allocated and not handed
- * over.
+ * QP (and with it the CQs made for it).  A CQ that got its wrapper went
+ * to the id, whose channel is closed and wrapper freed with the id's
+ * automatic CQs; for one that did not, close the channel fd the kernel
+ * gave (only here: kqp_id_auto_cq() leaves it) and free the wrapper.
  */
 static void kqp_id_qp_undo(struct rdma_cm_id *id, bool created,
 			   const struct kqp_create_qp *cmd, struct kqp_lqp *qp,
 			   struct kqp_lcq *scq, struct kqp_lcq *rcq)
 {
 	struct kqp_destroy_qp d = { .size = sizeof(d), .qp = cmd->out_qp };
+	bool s_wrapped = scq && scq->ring, r_wrapped = rcq && rcq->ring;
 
 	if (created) {
 		kqp_ioctl(id->channel->fd, KQP_IOCTL_DESTROY_QP, &d);
 		kqp_id_drop_auto_cqs(id, d.out_send_cq_events,
 				     d.out_recv_cq_events);
-		if (scq && !scq->ring)
+		if (scq && !s_wrapped)
 			close(cmd->out_send_channel_fd);
-		if (rcq && !rcq->ring)
+		if (rcq && !r_wrapped)
 			close(cmd->out_recv_channel_fd);
 	}
-	/* A mapped CQ was freed with the id's automatic CQs. */
-	if (scq && !scq->ring)
+	if (!s_wrapped)
 		free(scq);
-	if (rcq && !rcq->ring)
+	if (!r_wrapped)
 		free(rcq);
 	free(qp);
 }
