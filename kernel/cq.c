@@ -590,16 +590,17 @@ void kqp_cq_put_user(struct kqp_cq *cq)
 }
 
 /*
- * Free a CQ made for a QP on an id, with the QP; returns the notifications
- * read for it.
+ * Free a CQ made for a QP on an id, with the QP; @counts gets the
+ * notifications and async events read for it, which userspace waits to
+ * see acked before it frees its side of the CQ.
  */
-u32 kqp_cq_destroy_auto(struct kqp_ucontext *uctx, struct kqp_cq *cq)
+void kqp_cq_destroy_auto(struct kqp_ucontext *uctx, struct kqp_cq *cq,
+			 struct kqp_cq_counts *counts)
 {
-	u32 comp = 0;
-
+	counts->comp = 0;
+	counts->async = 0;
 	if (kqp_object_claim(uctx, &cq->vobj.obj))
-		kqp_cq_free(uctx, cq, &comp, NULL);
-	return comp;
+		kqp_cq_free(uctx, cq, &counts->comp, &counts->async);
 }
 
 int kqp_flush_cq_ioctl(struct kqp_ucmd *ucmd)

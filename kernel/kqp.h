@@ -689,7 +689,18 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 void kqp_cq_fill_ring_info(struct kqp_cq *cq, struct kqp_ring_info *info);
 struct kqp_cq *kqp_cq_take(struct kqp_ucontext *uctx, u32 handle);
 void kqp_cq_put_user(struct kqp_cq *cq);
-u32 kqp_cq_destroy_auto(struct kqp_ucontext *uctx, struct kqp_cq *cq);
+/**
+ * struct kqp_cq_counts - what was read for a CQ made for a QP, as it goes
+ * @comp: completion channel notifications
+ * @async: async events
+ */
+struct kqp_cq_counts {
+	u32 comp;
+	u32 async;
+};
+
+void kqp_cq_destroy_auto(struct kqp_ucontext *uctx, struct kqp_cq *cq,
+			 struct kqp_cq_counts *counts);
 void kqp_cq_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 void kqp_cq_stats_read(struct kqp_cq_stats *st);
 int kqp_cq_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma);

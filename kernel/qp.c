@@ -247,10 +247,11 @@ static void kqp_qp_free_rcu(struct rcu_head *rcu)
 
 /*
  * Drop the CQs, PD and id a QP used; it is no longer on the device.  CQs
- * made for it are destroyed; @cq_events gets their notification counts.
+ * made for it are destroyed; @cq_counts (send, receive) gets what was
+ * read for them.
  */
 static void kqp_qp_release_deps(struct kqp_ucontext *uctx, struct kqp_qp *qp,
-				u32 *cq_events)
+				struct kqp_cq_counts *cq_counts)
 {
 	struct kqp_cq *cqs[2] = { qp->send_cq, qp->recv_cq };
 	int i;
@@ -260,7 +261,7 @@ static void kqp_qp_release_deps(struct kqp_ucontext *uctx, struct kqp_qp *qp,
 		if (!cqs[i])
 			continue;
 		if (cqs[i]->auto_qp)
-			cq_events[i] = kqp_cq_destroy_auto(uctx, cqs[i]);
+			kqp_cq_destroy_auto(uctx, cqs[i], &cq_counts[i]);
 		else
 			kqp_cq_put_user(cqs[i]);
 	}
@@ -275,11 +276,12 @@ static void kqp_qp_release_deps(struct kqp_ucontext *uctx, struct kqp_qp *qp,
  * events were read for it.
  */
 static u32 kqp_qp_free(struct kqp_ucontext *uctx, struct kqp_object *obj,
-		       u32 *cq_events)
+		       struct kqp_cq_counts *cq_counts)
 {
 	struct kqp_qp *qp = container_of(obj, struct kqp_qp, vobj.obj);
 	struct kqp_cm_id *cm = qp->cm;
-	u32 reported, dummy[2];
+	struct kqp_cq_counts dummy[2];
+	u32 reported;
 
 	kqp_object_drain(obj);
 	if (cm) {
@@ -298,7 +300,7 @@ static u32 kqp_qp_free(struct kqp_ucontext *uctx, struct kqp_object *obj,
 	spin_unlock_irq(&qp->lock);
 	kqp_async_forget(uctx, &qp->async_reported);
 	reported = qp->async_reported;
-	kqp_qp_release_deps(uctx, qp, cq_events ? cq_events : dummy);
+	kqp_qp_release_deps(uctx, qp, cq_counts ? cq_counts : dummy);
 	kqp_object_release_id(uctx, obj);
 	kqp_device_put(qp->vobj.kdev);
 	call_rcu(&qp->rcu, kqp_qp_free_rcu);
@@ -709,7 +711,7 @@ int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_cm_id *cm = NULL;
 	struct kqp_device *kdev;
 	struct kqp_qp *qp;
-	u32 unused[2];
+	struct kqp_cq_counts unused[2];
 	int ret;
 
 	if (cmd->__reserved || cmd->__reserved2 || cmd->cap.__reserved)
@@ -773,14 +775,16 @@ int kqp_destroy_qp_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_destroy_qp *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;
 	struct kqp_object *obj;
-	u32 cq_events[2] = {};
+	struct kqp_cq_counts cq_counts[2] = {};
 
 	obj = kqp_object_claim_id(uctx, cmd->qp, KQP_OBJ_QP);
 	if (IS_ERR(obj))
 		return PTR_ERR(obj);
-	cmd->out_events_reported = kqp_qp_free(uctx, obj, cq_events);
-	cmd->out_send_cq_events = cq_events[0];
-	cmd->out_recv_cq_events = cq_events[1];
+	cmd->out_events_reported = kqp_qp_free(uctx, obj, cq_counts);
+	cmd->out_send_cq_events = cq_counts[0].comp;
+	cmd->out_recv_cq_events = cq_counts[1].comp;
+	cmd->out_send_cq_async_events = cq_counts[0].async;
+	cmd->out_recv_cq_async_events = cq_counts[1].async;
 	return kqp_ucmd_respond(ucmd, sizeof(*cmd));
 }
 

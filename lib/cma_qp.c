@@ -12,16 +12,20 @@
 #include "kqp_priv.h"
 
 /*
- * The CQs kqp made for an id's QP went with the QP: drop their wrappers
- * and channels, once every notification read for them was acked.
+ * The CQs kqp made for an id's QP went with the QP (@d says what was
+ * read for them): drop their wrappers and channels once every
+ * notification and async event read for them was acked, as
+ * ibv_destroy_cq() waits.
  */
-static void kqp_id_drop_auto_cqs(struct rdma_cm_id *id, uint32_t send_events,
-				 uint32_t recv_events)
+static void kqp_id_drop_auto_cqs(struct rdma_cm_id *id,
+				 const struct kqp_destroy_qp *d)
 {
 	struct ibv_cq *cqs[2] = { id->send_cq, id->recv_cq };
 	struct ibv_comp_channel *chans[2] = { id->send_cq_channel,
 					      id->recv_cq_channel };
-	uint32_t events[2] = { send_events, recv_events };
+	uint32_t comp[2] = { d->out_send_cq_events, d->out_recv_cq_events };
+	uint32_t async[2] = { d->out_send_cq_async_events,
+			      d->out_recv_cq_async_events };
 	int i;
 
 	for (i = 0; i < 2; i++) {
@@ -30,10 +34,7 @@ static void kqp_id_drop_auto_cqs(struct rdma_cm_id *id, uint32_t send_events,
 		if (!cqs[i] || to_lcq(cqs[i])->auto_id != id)
 			continue;
 		cq = to_lcq(cqs[i]);
-		pthread_mutex_lock(&cq->ibv.mutex);
-		while (cq->ibv.comp_events_completed != events[i])
-			pthread_cond_wait(&cq->ibv.cond, &cq->ibv.mutex);
-		pthread_mutex_unlock(&cq->ibv.mutex);
+		kqp_cq_wait_acks(&cq->ibv, comp[i], async[i]);
 		kqp_cq_unmap(cq);
 		free(cq);
 		if (chans[i])
@@ -157,8 +158,7 @@ static void kqp_id_qp_undo(struct rdma_cm_id *id, bool created,
 
 	if (created) {
 		kqp_ioctl(id->channel->fd, KQP_IOCTL_DESTROY_QP, &d);
-		kqp_id_drop_auto_cqs(id, d.out_send_cq_events,
-				     d.out_recv_cq_events);
+		kqp_id_drop_auto_cqs(id, &d);
 		if (scq && !s_wrapped)
 			close(cmd->out_send_channel_fd);
 		if (rcq && !r_wrapped)
@@ -265,11 +265,13 @@ KQP_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 	ibv_destroy_qp(id->qp);
 }
 
-/* ibv_destroy_qp() of an id's QP: the id lets go of it and its CQs. */
-void kqp_id_qp_gone_counts(struct rdma_cm_id *id, uint32_t send_events,
-			   uint32_t recv_events)
+/*
+ * ibv_destroy_qp() of an id's QP: the id lets go of it and its CQs; @d is
+ * the kernel's answer to the QP's destruction.
+ */
+void kqp_id_qp_gone(struct rdma_cm_id *id, const struct kqp_destroy_qp *d)
 {
 	id->qp = NULL;
-	kqp_id_drop_auto_cqs(id, send_events, recv_events);
+	kqp_id_drop_auto_cqs(id, d);
 }
 

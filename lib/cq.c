@@ -132,7 +132,7 @@ err_free:
 }
 
 /* Wait until every notification and async event reported was acked. */
-static void kqp_cq_wait_acks(struct ibv_cq *cq, uint32_t comp, uint32_t async)
+void kqp_cq_wait_acks(struct ibv_cq *cq, uint32_t comp, uint32_t async)
 {
 	pthread_mutex_lock(&cq->mutex);
 	while (cq->comp_events_completed != comp ||

@@ -204,6 +204,7 @@ int kqp_cq_map(struct kqp_lcq *cq, const struct kqp_ring_info *info,
 	       uint32_t handle, int cqe, struct ibv_context *ctx,
 	       struct ibv_comp_channel *channel, void *cq_context);
 void kqp_cq_unmap(struct kqp_lcq *cq);
+void kqp_cq_wait_acks(struct ibv_cq *cq, uint32_t comp, uint32_t async);
 int kqp_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int kqp_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 
@@ -242,8 +243,7 @@ int kqp_qp_wait_events(struct kqp_lqp *qp, uint32_t reported);
 int kqp_qp_destroy_kern(struct kqp_lqp *qp);
 
 /* cma_qp.c */
-void kqp_id_qp_gone_counts(struct rdma_cm_id *id, uint32_t send_events,
-			   uint32_t recv_events);
+void kqp_id_qp_gone(struct rdma_cm_id *id, const struct kqp_destroy_qp *d);
 
 /* cma.c */
 int kqp_create_id_qpt(struct rdma_event_channel *channel,

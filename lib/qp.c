@@ -162,8 +162,7 @@ int kqp_qp_destroy_kern(struct kqp_lqp *qp)
 	kqp_qp_wait_events(qp, cmd.out_events_reported);
 	/* A QP made on an id: the CQs kqp made for it went with it. */
 	if (qp->id)
-		kqp_id_qp_gone_counts(qp->id, cmd.out_send_cq_events,
-				      cmd.out_recv_cq_events);
+		kqp_id_qp_gone(qp->id, &cmd);
 	qp->id = NULL;
 	return 0;
 }

@@ -1583,6 +1583,10 @@ struct kqp_create_qp {
  * @out_send_cq_events: channel notifications read for a send CQ made for
  *	the QP, which goes with it
  * @out_recv_cq_events: likewise for the receive CQ
+ * @out_send_cq_async_events: async events read for a send CQ made for
+ *	the QP (added later: a caller whose @size ends before it gets
+ *	the fields before)
+ * @out_recv_cq_async_events: likewise for the receive CQ
  *
  * Work still posted is discarded with the QP.  CQs made for it go too.
  */
@@ -1593,6 +1597,8 @@ struct kqp_destroy_qp {
 	__u32 out_events_reported;
 	__u32 out_send_cq_events;
 	__u32 out_recv_cq_events;
+	__u32 out_send_cq_async_events;
+	__u32 out_recv_cq_async_events;
 };
 
 #define KQP_IOCTL_DESTROY_QP _IO(KQP_IOCTL_TYPE, KQP_CMD_DESTROY_QP)
