@@ -393,17 +393,21 @@ static int restrack_count(const char *type)
 
 /*
  * A child opens the device, makes a PD, an MR and a CQ, and exits
- * without freeing them: once it is reaped, none of them may remain.
+ * without freeing them: while it lives, they are listed; once it is
+ * reaped, none of them may remain.
  */
 static void fork_child(void)
 {
 	static char buf[4096] __attribute__((aligned(4096)));
 	static const char *const types[] = { "pd", "cq", "mr" };
-	int before[3], status, i;
+	int before[3], status, i, up[2], down[2];
+	char c = 0;
 	pid_t pid;
 
 	for (i = 0; i < 3; i++)
 		before[i] = restrack_count(types[i]);
+	if (pipe(up) || pipe(down))
+		die("pipe");
 	fflush(stdout);
 	pid = fork();
 	if (pid < 0)
@@ -424,8 +428,18 @@ static void fork_child(void)
 				       IBV_ACCESS_LOCAL_WRITE) ||
 		    !ibv_create_cq(ctx, 4, NULL, NULL, 0))
 			_exit(4);
+		/* Made: let the parent look, then exit when it says. */
+		if (write(up[1], &c, 1) != 1 || read(down[0], &c, 1) != 1)
+			_exit(5);
 		_exit(0);
 	}
+	if (read(up[0], &c, 1) != 1)
+		die("child");
+	for (i = 0; i < 3; i++)
+		printf("fork child: %s listed while it lives %d\n", types[i],
+		       restrack_count(types[i]) - before[i]);
+	if (write(down[1], &c, 1) != 1)
+		die("child");
 	if (waitpid(pid, &status, 0) != pid)
 		die("waitpid");
 	printf("fork child: exit %d\n",
@@ -433,6 +447,10 @@ static void fork_child(void)
 	for (i = 0; i < 3; i++)
 		printf("fork child: %s left behind %d\n", types[i],
 		       restrack_count(types[i]) - before[i]);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
 }
 
 int main(int argc, char **argv)

@@ -45,6 +45,13 @@ rc=$?
 [ $rc -eq 0 ] || { echo "# conform: exit $rc"; show "$work/kqp.out" "$work/kqp.err"; }
 tap $rc "conform: libkqp's run completes"
 
+# Keep both outputs with the bench's results (KQP_OUT), for whoever reads
+# a failure.
+if [ -n "${KQP_OUT:-}" ]; then
+	cp "$work/rdmacm.out" "$KQP_OUT/conform_rdmacm.out"
+	cp "$work/kqp.out" "$KQP_OUT/conform.out"
+fi
+
 # Each difference as "-LINE" (rdma-core's) or "+LINE" (kqp's).
 diff "$work/rdmacm.out" "$work/kqp.out" | sed -n 's/^< /-/p; s/^> /+/p' |
 	sort > "$work/diff"
