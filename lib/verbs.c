@@ -293,42 +293,6 @@ KQP_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd,
 	return ibv_create_ah(pd, &attr);
 }
 
-KQP_EXPORT const char *ibv_wc_status_str(enum ibv_wc_status status)
-{
-	/* Our own wording: callers print these, nobody parses them. */
-	static const char *const str[] = {
-		[IBV_WC_SUCCESS] = "success",
-		[IBV_WC_LOC_LEN_ERR] = "local length error",
-		[IBV_WC_LOC_QP_OP_ERR] = "local QP operation error",
-		[IBV_WC_LOC_EEC_OP_ERR] = "local EEC operation error",
-		[IBV_WC_LOC_PROT_ERR] = "local protection error",
-		[IBV_WC_WR_FLUSH_ERR] = "flushed: the QP is in the error state",
-		[IBV_WC_MW_BIND_ERR] = "memory window bind error",
-		[IBV_WC_BAD_RESP_ERR] = "bad response",
-		[IBV_WC_LOC_ACCESS_ERR] = "local access error",
-		[IBV_WC_REM_INV_REQ_ERR] = "remote side: invalid request",
-		[IBV_WC_REM_ACCESS_ERR] = "remote side: access error",
-		[IBV_WC_REM_OP_ERR] = "remote side: operation error",
-		[IBV_WC_RETRY_EXC_ERR] = "transport retries exhausted",
-		[IBV_WC_RNR_RETRY_EXC_ERR] = "receiver not ready, retries exhausted",
-		[IBV_WC_LOC_RDD_VIOL_ERR] = "local RDD violation",
-		[IBV_WC_REM_INV_RD_REQ_ERR] = "remote side: invalid RD request",
-		[IBV_WC_REM_ABORT_ERR] = "remote side: aborted",
-		[IBV_WC_INV_EECN_ERR] = "invalid EEC number",
-		[IBV_WC_INV_EEC_STATE_ERR] = "invalid EEC state",
-		[IBV_WC_FATAL_ERR] = "fatal error",
-		[IBV_WC_RESP_TIMEOUT_ERR] = "response timeout",
-		[IBV_WC_GENERAL_ERR] = "general error",
-		[IBV_WC_TM_ERR] = "tag matching error",
-		[IBV_WC_TM_RNDV_INCOMPLETE] = "tag matching rendezvous incomplete",
-	};
-
-	if ((unsigned int)status >= sizeof(str) / sizeof(str[0]) ||
-	    !str[status])
-		return "unknown";
-	return str[status];
-}
-
 KQP_EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
 {
 	struct kqp_destroy_ah cmd = { .size = sizeof(cmd), .ah = ibah->handle };

@@ -44,6 +44,8 @@ export KQP_TEST_NORDMA_ADDR=203.0.113.1
 export KQP_TEST_NORDMA_PEER=203.0.113.5
 # The modules built for this kernel, for tests and scripts that load them.
 export KQP_KMOD=$kqp_kmod
+# Where a test may leave files for whoever reads its failure.
+export KQP_OUT=$OUT
 export KQP_ULP_KMOD=${kqp_kmod%/*}/ulp/kqp_ulp.ko
 TEST_TIMEOUT=${kqp_test_timeout:-600}
 # KASAN and lockdep make the debug kernel several times slower: dropin.sh's
@@ -201,7 +203,7 @@ check "rxe device $KQP_TEST_RDMA_DEV on $KQP_TEST_NETDEV" setup_rdma
 
 if [ "${kqp_mode:-test}" = script ]; then
 	# run.sh --script FILE: a developer's experiment, with the same setup.
-	export KQP_REPO=$REPO KQP_OUT=$OUT
+	export KQP_REPO=$REPO
 	bash "$kqp_script"
 	echo $? > "$OUT/script.rc"
 	echo "1..$bench_n" >> "$bench_tap"

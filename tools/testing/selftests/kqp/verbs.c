@@ -237,31 +237,97 @@ TEST(rates)
 	EXPECT_EQ(IBV_RATE_MAX, mbps_to_ibv_rate(100000));
 }
 
-/* Names for printing: never NULL, and distinct where the values are. */
+/*
+ * Names for printing, word for word libibverbs': logs, scripts and
+ * runbooks search for them.  Out-of-range values get "unknown".
+ */
 TEST(strings)
 {
-	const char *a, *b;
-	int i;
+	static const struct { int v; const char *s; } wc[] = {
+		{ IBV_WC_SUCCESS, "success" },
+		{ IBV_WC_LOC_LEN_ERR, "local length error" },
+		{ IBV_WC_LOC_QP_OP_ERR, "local QP operation error" },
+		{ IBV_WC_LOC_EEC_OP_ERR, "local EE context operation error" },
+		{ IBV_WC_LOC_PROT_ERR, "local protection error" },
+		{ IBV_WC_WR_FLUSH_ERR, "Work Request Flushed Error" },
+		{ IBV_WC_MW_BIND_ERR, "memory management operation error" },
+		{ IBV_WC_BAD_RESP_ERR, "bad response error" },
+		{ IBV_WC_LOC_ACCESS_ERR, "local access error" },
+		{ IBV_WC_REM_INV_REQ_ERR, "remote invalid request error" },
+		{ IBV_WC_REM_ACCESS_ERR, "remote access error" },
+		{ IBV_WC_REM_OP_ERR, "remote operation error" },
+		{ IBV_WC_RETRY_EXC_ERR, "transport retry counter exceeded" },
+		{ IBV_WC_RNR_RETRY_EXC_ERR, "RNR retry counter exceeded" },
+		{ IBV_WC_LOC_RDD_VIOL_ERR, "local RDD violation error" },
+		{ IBV_WC_REM_INV_RD_REQ_ERR, "remote invalid RD request" },
+		{ IBV_WC_REM_ABORT_ERR, "aborted error" },
+		{ IBV_WC_INV_EECN_ERR, "invalid EE context number" },
+		{ IBV_WC_INV_EEC_STATE_ERR, "invalid EE context state" },
+		{ IBV_WC_FATAL_ERR, "fatal error" },
+		{ IBV_WC_RESP_TIMEOUT_ERR, "response timeout error" },
+		{ IBV_WC_GENERAL_ERR, "general error" },
+		{ IBV_WC_TM_ERR, "TM error" },
+		{ IBV_WC_TM_RNDV_INCOMPLETE, "TM software rendezvous" },
+		{ 24, "unknown" },
+		{ 25, "unknown" },
+	};
+	static const struct { int v; const char *s; } node[] = {
+		{ -1, "unknown" },
+		{ 0, "unknown" },
+		{ IBV_NODE_CA, "InfiniBand channel adapter" },
+		{ IBV_NODE_SWITCH, "InfiniBand switch" },
+		{ IBV_NODE_ROUTER, "InfiniBand router" },
+		{ IBV_NODE_RNIC, "iWARP NIC" },
+		{ IBV_NODE_USNIC, "usNIC" },
+		{ IBV_NODE_USNIC_UDP, "usNIC UDP" },
+		{ IBV_NODE_UNSPECIFIED, "unspecified" },
+		{ 8, "unknown" },
+	};
+	static const struct { int v; const char *s; } port[] = {
+		{ IBV_PORT_NOP, "no state change (NOP)" },
+		{ IBV_PORT_DOWN, "down" },
+		{ IBV_PORT_INIT, "init" },
+		{ IBV_PORT_ARMED, "armed" },
+		{ IBV_PORT_ACTIVE, "active" },
+		{ IBV_PORT_ACTIVE_DEFER, "active defer" },
+		{ 6, "unknown" },
+	};
+	static const struct { int v; const char *s; } ev[] = {
+		{ IBV_EVENT_CQ_ERR, "CQ error" },
+		{ IBV_EVENT_QP_FATAL, "local work queue catastrophic error" },
+		{ IBV_EVENT_QP_REQ_ERR, "invalid request local work queue error" },
+		{ IBV_EVENT_QP_ACCESS_ERR, "local access violation work queue error" },
+		{ IBV_EVENT_COMM_EST, "communication established" },
+		{ IBV_EVENT_SQ_DRAINED, "send queue drained" },
+		{ IBV_EVENT_PATH_MIG, "path migrated" },
+		{ IBV_EVENT_PATH_MIG_ERR, "path migration request error" },
+		{ IBV_EVENT_DEVICE_FATAL, "local catastrophic error" },
+		{ IBV_EVENT_PORT_ACTIVE, "port active" },
+		{ IBV_EVENT_PORT_ERR, "port error" },
+		{ IBV_EVENT_LID_CHANGE, "LID change" },
+		{ IBV_EVENT_PKEY_CHANGE, "P_Key change" },
+		{ IBV_EVENT_SM_CHANGE, "SM change" },
+		{ IBV_EVENT_SRQ_ERR, "SRQ catastrophic error" },
+		{ IBV_EVENT_SRQ_LIMIT_REACHED, "SRQ limit reached" },
+		{ IBV_EVENT_QP_LAST_WQE_REACHED, "last WQE reached" },
+		{ IBV_EVENT_CLIENT_REREGISTER, "client reregistration" },
+		{ IBV_EVENT_GID_CHANGE, "GID table change" },
+		{ IBV_EVENT_WQ_FATAL, "WQ fatal" },
+		{ 20, "unknown" },
+	};
+	size_t i;
 
-	a = ibv_node_type_str(IBV_NODE_CA);
-	b = ibv_node_type_str(IBV_NODE_RNIC);
-	ASSERT_NE(NULL, a);
-	ASSERT_NE(NULL, b);
-	EXPECT_STRNE(a, b);
-	EXPECT_NE(NULL, ibv_node_type_str((enum ibv_node_type)99));
-	/* Worded differently by each library; the state's name is in it. */
-	EXPECT_NE(NULL, strcasestr(ibv_port_state_str(IBV_PORT_ACTIVE),
-				   "active"));
-	EXPECT_NE(NULL, strcasestr(ibv_port_state_str(IBV_PORT_DOWN), "down"));
-	EXPECT_NE(NULL, ibv_port_state_str((enum ibv_port_state)99));
-	for (i = IBV_EVENT_CQ_ERR; i <= IBV_EVENT_WQ_FATAL; i++) {
-		a = ibv_event_type_str((enum ibv_event_type)i);
-		ASSERT_NE(NULL, a);
-		EXPECT_NE(0, strlen(a));
-		if (i > IBV_EVENT_CQ_ERR)
-			EXPECT_STRNE(ibv_event_type_str((enum ibv_event_type)(i - 1)), a);
-	}
-	EXPECT_NE(NULL, ibv_event_type_str((enum ibv_event_type)999));
+	for (i = 0; i < ARRAY_SIZE(wc); i++)
+		EXPECT_STREQ(wc[i].s, ibv_wc_status_str(wc[i].v));
+	for (i = 0; i < ARRAY_SIZE(node); i++)
+		EXPECT_STREQ(node[i].s, ibv_node_type_str(node[i].v));
+	for (i = 0; i < ARRAY_SIZE(port); i++)
+		EXPECT_STREQ(port[i].s, ibv_port_state_str(port[i].v));
+	for (i = 0; i < ARRAY_SIZE(ev); i++)
+		EXPECT_STREQ(ev[i].s, ibv_event_type_str(ev[i].v));
+	EXPECT_STREQ("unknown", ibv_event_type_str((enum ibv_event_type)999));
+	EXPECT_STREQ("unknown", ibv_wc_status_str((enum ibv_wc_status)999));
+	EXPECT_STREQ("unknown", ibv_port_state_str((enum ibv_port_state)99));
 }
 
 /* Kernels since 5.13 copy pinned pages at fork: nothing to set up. */

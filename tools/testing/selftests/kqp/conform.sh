@@ -1,0 +1,69 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# conform.sh: conform.c prints what a program can observe of the library
+# under it; built against rdma-core (conform_rdmacm) and against libkqp
+# (conform), both run here, in the bench guest, and must print the same
+# lines.  The differences kqp makes on purpose are listed in conform.allow,
+# each with its reason (README.md, "Deliberate differences", says the
+# same): a difference not listed there fails, and so does a listed one
+# that no longer happens, so that the list stays true.  Prints TAP.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+addr=${KQP_TEST_ADDR:-192.0.2.1}
+limit=${KQP_CONFORM_TIMEOUT:-300}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+n=0
+tap() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n $2"
+	else
+		echo "not ok $n $2"
+	fi
+}
+
+show() {
+	sed 's/^/# /' "$@" | tail -n 60
+}
+
+echo "TAP version 13"
+echo "1..4"
+
+timeout -k 5 "$limit" "$here/conform_rdmacm" "$addr" 7400 \
+	> "$work/rdmacm.out" 2> "$work/rdmacm.err"
+rc=$?
+[ $rc -eq 0 ] || { echo "# conform_rdmacm: exit $rc"; show "$work/rdmacm.out" "$work/rdmacm.err"; }
+tap $rc "conform_rdmacm: rdma-core's run completes"
+
+timeout -k 5 "$limit" "$here/conform" "$addr" 7410 \
+	> "$work/kqp.out" 2> "$work/kqp.err"
+rc=$?
+[ $rc -eq 0 ] || { echo "# conform: exit $rc"; show "$work/kqp.out" "$work/kqp.err"; }
+tap $rc "conform: libkqp's run completes"
+
+# Keep both outputs with the bench's results (KQP_OUT), for whoever reads
+# a failure.
+if [ -n "${KQP_OUT:-}" ]; then
+	cp "$work/rdmacm.out" "$KQP_OUT/conform_rdmacm.out"
+	cp "$work/kqp.out" "$KQP_OUT/conform.out"
+fi
+
+# Each difference as "-LINE" (rdma-core's) or "+LINE" (kqp's).
+diff "$work/rdmacm.out" "$work/kqp.out" | sed -n 's/^< /-/p; s/^> /+/p' |
+	sort > "$work/diff"
+grep -v '^#' "$here/conform.allow" | grep -v '^$' | sort > "$work/allow"
+comm -23 "$work/diff" "$work/allow" > "$work/unexpected"
+comm -13 "$work/diff" "$work/allow" > "$work/stale"
+rc=0
+[ -s "$work/unexpected" ] && rc=1
+[ $rc -eq 0 ] || { echo "# differences not in conform.allow (- rdma-core, + kqp):"; show "$work/unexpected"; }
+tap $rc "conform: kqp prints what rdma-core prints, but for conform.allow"
+
+rc=0
+[ -s "$work/stale" ] && rc=1
+[ $rc -eq 0 ] || { echo "# conform.allow lists differences that no longer happen:"; show "$work/stale"; }
+tap $rc "conform: every difference conform.allow lists still happens"
