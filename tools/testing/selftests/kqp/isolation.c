@@ -132,9 +132,50 @@ static int res_counts(struct res_counts *c)
 }
 
 /*
+ * An IBV_EVENT_CQ_ERR on @ctx's async fd: a QP whose receives, flushed
+ * when it moves to the error state, overflow its one-entry @cq.  0, or -1.
+ */
+static int cq_overflow_event(struct ibv_context *ctx, struct ibv_pd *pd,
+			     struct ibv_mr *mr, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 16,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_sge sge = { .addr = (uintptr_t)mr->addr, .length = 64,
+			       .lkey = mr->lkey };
+	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_async_event ev;
+	struct ibv_qp *qp;
+	int i;
+
+	qp = ibv_create_qp(pd, &ia);
+	if (!qp || ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				 IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return -1;
+	for (i = 0; i < 16; i++)
+		if (ibv_post_recv(qp, &wr, &bad))
+			return -1;
+	qa.qp_state = IBV_QPS_ERR;
+	if (ibv_modify_qp(qp, &qa, IBV_QP_STATE))
+		return -1;
+	if (poll(&pfd, 1, 10000) != 1 || ibv_get_async_event(ctx, &ev))
+		return -1;
+	i = ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == cq;
+	ibv_ack_async_event(&ev);
+	return i ? 0 : -1;
+}
+
+/*
  * fork_child_objects' child: open the device afresh, make a PD, an MR
- * and a CQ, tell the parent (one byte: 0, or the step that failed), and
- * exit without freeing them when the parent says so.
+ * and a CQ, and an async event of its own; tell the parent (one byte: 0,
+ * or the step that failed), and exit without freeing anything when the
+ * parent says so.
  */
 static int fork_child_work(int ready_fd, int go_fd)
 {
@@ -150,25 +191,29 @@ static int fork_child_work(int ready_fd, int go_fd)
 	if (pd)
 		mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 	if (mr)
-		cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+		cq = ibv_create_cq(ctx, 1, NULL, NULL, 0);
 	if (!cq)
 		step = !ctx ? 1 : !pd ? 2 : !mr ? 3 : 4;
+	else if (cq_overflow_event(ctx, pd, mr, cq))
+		step = 5;
 	if (write(ready_fd, &step, 1) != 1)
-		return 5;
-	if (read(go_fd, &c, 1) < 0)
 		return 6;
+	if (read(go_fd, &c, 1) < 0)
+		return 7;
 	return step;
 }
 
 /*
  * A child after fork() that opens the device and makes objects owns
  * them: they go when it exits, though the parent, which had the device
- * open before the fork, lives on.  rdma-core's child has a uverbs file
- * of its own; kqp's must not put them in the parent's session.
+ * open before the fork, lives on; and the child's async events are the
+ * child's.  rdma-core's child has a uverbs file of its own; kqp's must
+ * not put its objects in the parent's session.
  */
 TEST_F_TIMEOUT(slow, fork_child_objects, 120)
 {
 	struct res_counts before, during, after;
+	struct pollfd apfd = { .events = POLLIN };
 	int ready[2], go[2], status, i;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
@@ -180,6 +225,7 @@ TEST_F_TIMEOUT(slow, fork_child_objects, 120)
 	ASSERT_NE(NULL, ctx);
 	pd = ibv_alloc_pd(ctx);
 	ASSERT_NE(NULL, pd);
+	apfd.fd = ctx->async_fd;
 	ASSERT_EQ(0, res_counts(&before)) TH_LOG("no counts from rdma resource");
 	ASSERT_EQ(0, pipe(ready));
 	ASSERT_EQ(0, pipe(go));
@@ -194,6 +240,8 @@ TEST_F_TIMEOUT(slow, fork_child_objects, 120)
 	close(go[0]);
 	ASSERT_EQ(1, read(ready[0], &step, 1));
 	EXPECT_EQ(0, step) TH_LOG("child step %d failed", step);
+	/* The child's async event went to the child only. */
+	EXPECT_EQ(0, poll(&apfd, 1, 0));
 	/* The count sees the child's objects while it lives... */
 	ASSERT_EQ(0, res_counts(&during));
 	EXPECT_LE(before.pd + 1, during.pd);
@@ -216,6 +264,7 @@ TEST_F_TIMEOUT(slow, fork_child_objects, 120)
 	EXPECT_EQ(before.pd, after.pd);
 	EXPECT_EQ(before.mr, after.mr);
 	EXPECT_EQ(before.cq, after.cq);
+	EXPECT_EQ(0, poll(&apfd, 1, 0));
 
 	/* The parent's own objects were never the child's to take. */
 	EXPECT_EQ(0, ibv_dealloc_pd(pd));
