@@ -64,7 +64,7 @@ static int kqp_event_channel_new(struct rdma_event_channel **channelp)
 		return fd;
 	channel = malloc(sizeof(*channel));
 	if (!channel) {
-		close(fd);
+		kqp_channel_close(fd);
 		return -ENOMEM;
 	}
 	channel->fd = fd;
@@ -89,7 +89,7 @@ KQP_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	if (!channel)
 		return;
-	close(channel->fd);
+	kqp_channel_close(channel->fd);
 	free(channel);
 }
 

@@ -77,6 +77,7 @@ int kqp_dev_open(void);
 int kqp_session_fd(void);
 int kqp_session_async_fd(void);
 int kqp_channel_open(void);
+void kqp_channel_close(int fd);
 int kqp_is_kqp_fd(int fd);
 int kqp_ioctl(int fd, unsigned long req, void *arg);
 void *kqp_ioctl_new(int fd, unsigned long req, void *cmd, size_t size,

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -47,6 +48,14 @@ void *kqp_ioctl_new(int fd, unsigned long req, void *cmd, size_t size,
 }
 
 /*
+ * The device number of /dev/kqp, as the files the library opened have it
+ * (not as a path now names it: the process may since have changed its
+ * root or mount namespace).  Set by kqp_dev_open().
+ */
+static dev_t kqp_rdev;
+static bool kqp_rdev_known;
+
+/*
  * Open /dev/kqp and check that the module speaks our ABI.  ENOENT means the
  * module is not loaded (no device node); EPROTO means it is, but it is a
  * kqp.ko whose ABI this library does not know.
@@ -54,6 +63,7 @@ void *kqp_ioctl_new(int fd, unsigned long req, void *cmd, size_t size,
 int kqp_dev_open(void)
 {
 	struct kqp_query q = { .size = sizeof(q) };
+	struct stat st;
 	int fd, ret;
 
 	fd = open(KQP_DEV_PATH, O_RDWR | O_CLOEXEC);
@@ -62,6 +72,16 @@ int kqp_dev_open(void)
 	ret = kqp_ioctl(fd, KQP_IOCTL_QUERY, &q);
 	if (!ret && q.out_abi_version != KQP_ABI_VERSION)
 		ret = -EPROTO;
+	if (!ret && !__atomic_load_n(&kqp_rdev_known, __ATOMIC_ACQUIRE)) {
+		if (fstat(fd, &st)) {
+			ret = -errno;
+		} else {
+			__atomic_store_n(&kqp_rdev, st.st_rdev,
+					 __ATOMIC_RELAXED);
+			__atomic_store_n(&kqp_rdev_known, true,
+					 __ATOMIC_RELEASE);
+		}
+	}
 	if (ret) {
 		close(fd);
 		return ret;
@@ -165,6 +185,49 @@ int kqp_session_async_fd(void)
 	return fd < 0 ? fd : session_async_fd;
 }
 
+/*
+ * The event channels the library opened, by fd number, so that a channel's
+ * fd is known for a kqp file without a system call on every CM call.
+ * Chunks of flags, allocated as fds are used and never freed, so that
+ * readers take no lock.  An fd past the last chunk, or a chunk that could
+ * not be allocated, is simply not known: kqp_is_kqp_fd() then asks fstat().
+ */
+#define KQP_FD_CHUNK 1024
+#define KQP_FD_CHUNKS 1024
+
+static pthread_mutex_t channel_fds_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char *channel_fds[KQP_FD_CHUNKS];
+
+static unsigned char *kqp_channel_fd_flag(int fd, bool alloc)
+{
+	unsigned char **chunkp, *chunk;
+
+	if (fd < 0 || fd >= KQP_FD_CHUNK * KQP_FD_CHUNKS)
+		return NULL;
+	chunkp = &channel_fds[fd / KQP_FD_CHUNK];
+	chunk = __atomic_load_n(chunkp, __ATOMIC_ACQUIRE);
+	if (!chunk && alloc) {
+		pthread_mutex_lock(&channel_fds_lock);
+		chunk = *chunkp;
+		if (!chunk) {
+			chunk = calloc(KQP_FD_CHUNK, 1);
+			if (chunk)
+				__atomic_store_n(chunkp, chunk,
+						 __ATOMIC_RELEASE);
+		}
+		pthread_mutex_unlock(&channel_fds_lock);
+	}
+	return chunk ? &chunk[fd % KQP_FD_CHUNK] : NULL;
+}
+
+static void kqp_channel_fd_mark(int fd, bool is_channel)
+{
+	unsigned char *flag = kqp_channel_fd_flag(fd, is_channel);
+
+	if (flag)
+		__atomic_store_n(flag, is_channel, __ATOMIC_RELAXED);
+}
+
 /* A new event channel: a file of /dev/kqp sharing the session's table. */
 int kqp_channel_open(void)
 {
@@ -183,22 +246,44 @@ int kqp_channel_open(void)
 		close(fd);
 		return ret;
 	}
+	kqp_channel_fd_mark(fd, true);
 	return fd;
+}
+
+/* Close a channel's fd from kqp_channel_open(); the number is free again. */
+void kqp_channel_close(int fd)
+{
+	kqp_channel_fd_mark(fd, false);
+	close(fd);
 }
 
 /*
  * 0 if @fd is an open file of /dev/kqp; -EBADF if it is not open at all,
  * -EINVAL if it is something else.  Callers check a channel fd the user
- * hands in before issuing kqp ioctls on it.
+ * hands in before issuing kqp ioctls on it.  The fd of a channel the
+ * library opened is known without a system call.  Any other is compared,
+ * by its device number, with the files the library opened (opening the
+ * session to learn it if need be), never with what the path /dev/kqp
+ * names now: that may be another file, or none, after chroot().
  */
 int kqp_is_kqp_fd(int fd)
 {
-	struct stat fst, dst;
+	unsigned char *flag = kqp_channel_fd_flag(fd, false);
+	struct stat st;
+	int ret;
 
-	if (fstat(fd, &fst))
+	if (flag && __atomic_load_n(flag, __ATOMIC_RELAXED))
+		return 0;
+	if (fstat(fd, &st))
 		return -errno;
-	if (!S_ISCHR(fst.st_mode) || stat(KQP_DEV_PATH, &dst) ||
-	    fst.st_rdev != dst.st_rdev)
+	if (!S_ISCHR(st.st_mode))
+		return -EINVAL;
+	if (!__atomic_load_n(&kqp_rdev_known, __ATOMIC_ACQUIRE)) {
+		ret = kqp_session_fd();
+		if (ret < 0)
+			return -EINVAL;
+	}
+	if (st.st_rdev != __atomic_load_n(&kqp_rdev, __ATOMIC_RELAXED))
 		return -EINVAL;
 	return 0;
 }

@@ -417,6 +417,71 @@ TEST_F_TIMEOUT(cm, migrate, 60)
 	EXPECT_EQ(0, rdma_destroy_id(id));
 }
 
+/*
+ * chrooted_channels' child: channels and devices opened, then chroot() to
+ * @dir, where no /dev is.  Returns the step that failed, or 0.
+ */
+static int chrooted_work(const char *dir, uint16_t port)
+{
+	struct sockaddr_in sin = cm_addr(port);
+	struct rdma_event_channel *ch, *ch2;
+	struct ibv_context **devs;
+	struct rdma_cm_id *id;
+
+	ch = rdma_create_event_channel();
+	ch2 = rdma_create_event_channel();
+	/* librdmacm opens each device's verbs context here, by its path. */
+	devs = rdma_get_devices(NULL);
+	if (!ch || !ch2 || !devs)
+		return 1;
+	if (chroot(dir) || chdir("/"))
+		return 2;
+	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
+		return 3;
+	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 2000))
+		return 4;
+	if (cm_expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED))
+		return 5;
+	if (rdma_migrate_id(id, ch2))
+		return 6;
+	if (rdma_resolve_route(id, 2000))
+		return 7;
+	if (cm_expect_ack(ch2, RDMA_CM_EVENT_ROUTE_RESOLVED))
+		return 8;
+	if (rdma_destroy_id(id))
+		return 9;
+	rdma_free_devices(devs);
+	rdma_destroy_event_channel(ch2);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+/*
+ * A channel is its fd, not a path: after chroot() (or a change of mount
+ * namespace) the channels a process opened before still create ids,
+ * migrate them and report their events.
+ */
+TEST_F_TIMEOUT(cm, chrooted_channels, 60)
+{
+	char dir[] = "/tmp/kqp-chroot-XXXXXX";
+	int status;
+	pid_t pid;
+
+	if (geteuid())
+		SKIP(return, "chroot() needs root");
+	ASSERT_NE(NULL, mkdtemp(dir));
+	/* In a child of its own: the harness's process keeps its root. */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(chrooted_work(dir, self->port));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	rmdir(dir);
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("step %d failed",
+						  WEXITSTATUS(status));
+}
+
 /* Server of sync_endpoints, in a thread: rdma_get_request() and friends. */
 struct sync_server {
 	uint16_t port;
