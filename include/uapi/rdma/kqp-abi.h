@@ -1033,7 +1033,10 @@ struct kqp_ctx_info {
  * @out_local_ca_ack_delay: local CA ack delay (IBTA encoding)
  * @out_phys_port_cnt: physical ports, numbered from 1
  *
- * The device's attributes, as struct ibv_device_attr.  ENODEV if
+ * The device's attributes, as struct ibv_device_attr, as far as kqp
+ * implements them: the flags of features kqp does not implement (SRQs,
+ * memory windows, XRC, raw packet QPs, ...) are clear, and their limits
+ * (@out_max_srq, @out_max_mw, the EE, RDD and raw QP ones) 0.  ENODEV if
  * @device_index names no device.
  */
 struct kqp_query_device {
