@@ -80,6 +80,12 @@ struct kqp_device *kqp_device_of(struct ib_device *ibdev)
 	return kqp_device_get(ibdev->index);
 }
 
+static void kqp_device_event(struct ib_event_handler *handler,
+			     struct ib_event *event)
+{
+	kqp_async_device_event(event);
+}
+
 static int kqp_ib_add(struct ib_device *ibdev)
 {
 	struct kqp_device *kdev;
@@ -103,6 +109,8 @@ static int kqp_ib_add(struct ib_device *ibdev)
 		return ret;
 	}
 	ib_set_client_data(ibdev, &kqp_ib_client, kdev);
+	INIT_IB_EVENT_HANDLER(&kdev->event_handler, ibdev, kqp_device_event);
+	ib_register_event_handler(&kdev->event_handler);
 	ibdev_dbg(ibdev, "kqp: device added\n");
 	return 0;
 }
@@ -130,6 +138,8 @@ static void kqp_ib_remove(struct ib_device *ibdev, void *client_data)
 	struct kqp_vobj *vobj, *found;
 	unsigned int i;
 
+	/* Waits for a handler running: none runs after this. */
+	ib_unregister_event_handler(&kdev->event_handler);
 	down_write(&kqp_devices_rwsem);
 	xa_erase(&kqp_devices, ibdev->index);
 	up_write(&kqp_devices_rwsem);
