@@ -1,21 +1,41 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * Async events of a table's CQs and QPs, read from an anonymous fd
- * (ibv_context->async_fd).  Events are queued from driver callbacks, so
- * under a spinlock with atomic allocations, and the queue is bounded: past
- * KQP_ASYNC_MAX pending events new ones are counted as dropped.
+ * Async events of a table's CQs and QPs, and of the devices and ports
+ * its process may use, read from an anonymous fd (ibv_context->async_fd).
+ * Events are queued from driver callbacks, so under a spinlock with atomic
+ * allocations, and the queue is bounded: past KQP_ASYNC_MAX pending events
+ * new ones are counted as dropped.  ib_uverbs queues without a bound; a
+ * table whose owner never reads must not grow without one.
  */
 #include <linux/anon_inodes.h>
 #include <linux/file.h>
 #include <linux/pagemap.h>
+#include <linux/nsproxy.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+
+#include <net/net_namespace.h>
 
 #include "kqp.h"
 
 #define KQP_ASYNC_MAX 1024
 
+/**
+ * struct kqp_async - a table's async event queue, behind its async fd
+ * @ref: one for the table, one for the fd
+ * @lock: protects @events, @pending and @dropped
+ * @read_mutex: held by a reader from peeking to removing, and by an
+ *	object leaving (kqp_async_forget())
+ * @wait: woken when an event is queued
+ * @events: struct kqp_async_entry, oldest first
+ * @pending: entries in @events, at most KQP_ASYNC_MAX
+ * @dropped: events not queued: the queue was full, or memory short
+ * @all: in kqp_asyncs while both the table and the fd are there, under
+ *	kqp_asyncs_lock
+ * @net: the network namespace of the process that made the fd,
+ *	referenced: which devices' events it gets (rdma_dev_access_netns())
+ */
 struct kqp_async {
 	struct kref ref;
 	spinlock_t lock;		/* @events, @pending, @dropped */
@@ -24,7 +44,17 @@ struct kqp_async {
 	struct list_head events;
 	unsigned int pending;
 	unsigned long dropped;
+	struct list_head all;
+	struct net *net;
 };
+
+/*
+ * Every queue device events go to.  A queue is on the list only while
+ * both its references are held, and taken off under the lock before either
+ * is dropped, so the device event handler needs no reference of its own.
+ */
+static LIST_HEAD(kqp_asyncs);
+static DEFINE_SPINLOCK(kqp_asyncs_lock);
 
 struct kqp_async_entry {
 	struct list_head list;
@@ -39,23 +69,27 @@ static void kqp_async_free(struct kref *ref)
 
 	list_for_each_entry_safe(e, tmp, &async->events, list)
 		kfree(e);
+	put_net(async->net);
 	mutex_destroy(&async->read_mutex);
 	kfree(async);
 }
 
-/*
- * Queue an event for an object; @reported is the object's count of events
- * read, which kqp_async_forget() reads when the object goes.
- */
-void kqp_async_queue_event(struct kqp_ucontext *uctx, u32 event, u32 kind,
-			   u32 handle, u64 uid, u32 *reported)
+/* No more device events for @async; before dropping a reference. */
+static void kqp_async_unlink(struct kqp_async *async)
 {
-	struct kqp_async *async = READ_ONCE(uctx->async);
+	unsigned long flags;
+
+	spin_lock_irqsave(&kqp_asyncs_lock, flags);
+	list_del_init(&async->all);
+	spin_unlock_irqrestore(&kqp_asyncs_lock, flags);
+}
+
+static void kqp_async_queue(struct kqp_async *async, u32 event, u32 kind,
+			    u32 handle, u64 uid, u32 *reported)
+{
 	struct kqp_async_entry *e;
 	unsigned long flags;
 
-	if (!async)
-		return;
 	e = kzalloc(sizeof(*e), GFP_ATOMIC);
 	spin_lock_irqsave(&async->lock, flags);
 	if (!e || async->pending >= KQP_ASYNC_MAX) {
@@ -73,6 +107,43 @@ void kqp_async_queue_event(struct kqp_ucontext *uctx, u32 event, u32 kind,
 	async->pending++;
 	spin_unlock_irqrestore(&async->lock, flags);
 	wake_up_interruptible(&async->wait);
+}
+
+/*
+ * Queue an event for an object; @reported is the object's count of events
+ * read, which kqp_async_forget() reads when the object goes.
+ */
+void kqp_async_queue_event(struct kqp_ucontext *uctx, u32 event, u32 kind,
+			   u32 handle, u64 uid, u32 *reported)
+{
+	struct kqp_async *async = READ_ONCE(uctx->async);
+
+	if (async)
+		kqp_async_queue(async, event, kind, handle, uid, reported);
+}
+
+/**
+ * kqp_async_device_event() - queue a device or port event
+ * @event: what the device reported to its event handlers
+ *
+ * As ib_uverbs_event_handler(): every event a device dispatches to its
+ * clients goes to every async fd that may see the device, with the port
+ * number the device gave.  Called by the device's event handler, possibly
+ * in atomic context; ib_unregister_event_handler() waits for it.
+ */
+void kqp_async_device_event(const struct ib_event *event)
+{
+	struct ib_device *ibdev = event->device;
+	struct kqp_async *async;
+	unsigned long flags;
+
+	spin_lock_irqsave(&kqp_asyncs_lock, flags);
+	list_for_each_entry(async, &kqp_asyncs, all)
+		if (rdma_dev_access_netns(ibdev, async->net))
+			kqp_async_queue(async, event->event, KQP_ASYNC_DEVICE,
+					ibdev->index, event->element.port_num,
+					NULL);
+	spin_unlock_irqrestore(&kqp_asyncs_lock, flags);
 }
 
 /* An object is going: drop its pending events; the count read is final. */
@@ -160,6 +231,7 @@ static int kqp_async_release(struct inode *inode, struct file *filp)
 {
 	struct kqp_async *async = filp->private_data;
 
+	kqp_async_unlink(async);
 	kref_put(&async->ref, kqp_async_free);
 	return 0;
 }
@@ -192,6 +264,8 @@ int kqp_create_async_fd_ioctl(struct kqp_ucmd *ucmd)
 	mutex_init(&async->read_mutex);
 	init_waitqueue_head(&async->wait);
 	INIT_LIST_HEAD(&async->events);
+	INIT_LIST_HEAD(&async->all);
+	async->net = get_net(current->nsproxy->net_ns);
 
 	fd = get_unused_fd_flags(O_CLOEXEC);
 	if (fd < 0) {
@@ -212,6 +286,9 @@ int kqp_create_async_fd_ioctl(struct kqp_ucmd *ucmd)
 		ret = -EBUSY;
 		goto err_file;
 	}
+	spin_lock_irq(&kqp_asyncs_lock);
+	list_add_tail(&async->all, &kqp_asyncs);
+	spin_unlock_irq(&kqp_asyncs_lock);
 	fd_install(fd, filp);
 	return 0;
 
@@ -223,7 +300,7 @@ err_file:
 err_fd:
 	put_unused_fd(fd);
 err_free:
-	kfree(async);
+	kqp_async_free(&async->ref);
 	return ret;
 }
 
@@ -232,6 +309,8 @@ void kqp_async_detach(struct kqp_ucontext *uctx)
 {
 	struct kqp_async *async = xchg(&uctx->async, NULL);
 
-	if (async)
+	if (async) {
+		kqp_async_unlink(async);
 		kref_put(&async->ref, kqp_async_free);
+	}
 }

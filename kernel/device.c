@@ -80,6 +80,12 @@ struct kqp_device *kqp_device_of(struct ib_device *ibdev)
 	return kqp_device_get(ibdev->index);
 }
 
+static void kqp_device_event(struct ib_event_handler *handler,
+			     struct ib_event *event)
+{
+	kqp_async_device_event(event);
+}
+
 static int kqp_ib_add(struct ib_device *ibdev)
 {
 	struct kqp_device *kdev;
@@ -103,6 +109,8 @@ static int kqp_ib_add(struct ib_device *ibdev)
 		return ret;
 	}
 	ib_set_client_data(ibdev, &kqp_ib_client, kdev);
+	INIT_IB_EVENT_HANDLER(&kdev->event_handler, ibdev, kqp_device_event);
+	ib_register_event_handler(&kdev->event_handler);
 	ibdev_dbg(ibdev, "kqp: device added\n");
 	return 0;
 }
@@ -130,6 +138,8 @@ static void kqp_ib_remove(struct ib_device *ibdev, void *client_data)
 	struct kqp_vobj *vobj, *found;
 	unsigned int i;
 
+	/* Waits for a handler running: none runs after this. */
+	ib_unregister_event_handler(&kdev->event_handler);
 	down_write(&kqp_devices_rwsem);
 	xa_erase(&kqp_devices, ibdev->index);
 	up_write(&kqp_devices_rwsem);
@@ -165,6 +175,23 @@ static struct ib_client kqp_ib_client = {
 	.add = kqp_ib_add,
 	.remove = kqp_ib_remove,
 };
+
+/*
+ * The capabilities kqp passes on: what the device has and kqp lets a
+ * caller use.  Not SRQ_RESIZE (no SRQs), the MEM_WINDOW flags (no memory
+ * windows), MEM_MGT_EXTENSIONS (no fast registration, local invalidate or
+ * send with invalidate), XRC, the raw packet QP flags (RAW_MULTI,
+ * RAW_IP_CSUM, RAW_SCATTER_FCS, MANAGED_FLOW_STEERING,
+ * PCI_WRITE_END_PADDING), RESIZE_MAX_WR (no IBV_QP_CAP in a modify), nor
+ * the flush and atomic write operations.
+ */
+#define KQP_DEVICE_CAP_FLAGS						\
+	(IB_DEVICE_BAD_PKEY_CNTR | IB_DEVICE_BAD_QKEY_CNTR |		\
+	 IB_DEVICE_AUTO_PATH_MIG | IB_DEVICE_CHANGE_PHY_PORT |		\
+	 IB_DEVICE_UD_AV_PORT_ENFORCE | IB_DEVICE_CURR_QP_STATE_MOD |	\
+	 IB_DEVICE_SHUTDOWN_PORT | IB_DEVICE_PORT_ACTIVE_EVENT |		\
+	 IB_DEVICE_SYS_IMAGE_GUID | IB_DEVICE_RC_RNR_NAK_GEN |		\
+	 IB_DEVICE_N_NOTIFY_CQ | IB_DEVICE_UD_IP_CSUM | IB_DEVICE_RC_IP_CSUM)
 
 static void kqp_device_fill_info(struct kqp_device *kdev,
 				 struct kqp_device_info *info)
@@ -267,7 +294,7 @@ int kqp_query_device_ioctl(struct kqp_ucmd *ucmd)
 	cmd->out_sys_image_guid = (__force u64)a->sys_image_guid;
 	cmd->out_max_mr_size = a->max_mr_size;
 	cmd->out_page_size_cap = a->page_size_cap;
-	cmd->out_device_cap_flags = a->device_cap_flags;
+	cmd->out_device_cap_flags = a->device_cap_flags & KQP_DEVICE_CAP_FLAGS;
 	cmd->out_vendor_id = a->vendor_id;
 	cmd->out_vendor_part_id = a->vendor_part_id;
 	cmd->out_hw_ver = a->hw_ver;
@@ -280,23 +307,17 @@ int kqp_query_device_ioctl(struct kqp_ucmd *ucmd)
 	cmd->out_max_mr = a->max_mr;
 	cmd->out_max_pd = a->max_pd;
 	cmd->out_max_qp_rd_atom = a->max_qp_rd_atom;
-	cmd->out_max_ee_rd_atom = a->max_ee_rd_atom;
 	cmd->out_max_res_rd_atom = a->max_res_rd_atom;
 	cmd->out_max_qp_init_rd_atom = a->max_qp_init_rd_atom;
-	cmd->out_max_ee_init_rd_atom = a->max_ee_init_rd_atom;
 	cmd->out_atomic_cap = a->atomic_cap;
-	cmd->out_max_ee = a->max_ee;
-	cmd->out_max_rdd = a->max_rdd;
-	cmd->out_max_mw = a->max_mw;
-	cmd->out_max_raw_ipv6_qp = a->max_raw_ipv6_qp;
-	cmd->out_max_raw_ethy_qp = a->max_raw_ethy_qp;
 	cmd->out_max_mcast_grp = a->max_mcast_grp;
 	cmd->out_max_mcast_qp_attach = a->max_mcast_qp_attach;
 	cmd->out_max_total_mcast_qp_attach = a->max_total_mcast_qp_attach;
 	cmd->out_max_ah = a->max_ah;
-	cmd->out_max_srq = a->max_srq;
-	cmd->out_max_srq_wr = a->max_srq_wr;
-	cmd->out_max_srq_sge = a->max_srq_sge;
+	/*
+	 * Left zero, as the memset made them: EE contexts, RDDs, memory
+	 * windows, raw packet QPs and SRQs, which kqp does not make.
+	 */
 	cmd->out_max_pkeys = a->max_pkeys;
 	cmd->out_local_ca_ack_delay = a->local_ca_ack_delay;
 	cmd->out_phys_port_cnt = rdma_end_port(kdev->ibdev);

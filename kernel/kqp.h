@@ -56,6 +56,10 @@ extern unsigned int kqp_max_mcast;
  *     kqp_async.lock (async.c)		(spin, irqsave) async events
  *   kqp_channel.read_mutex -> kqp_channel.lock
  *   kqp_async.read_mutex -> kqp_async.lock
+ *   ib_device.event_handler_rwsem	ib_core's, read: a device event
+ *     kqp_asyncs_lock (async.c)	(spin, irqsave) the queues device
+ *					events go to
+ *       kqp_async.lock
  *   xa_lock(&kqp_ucontext.objects)	a leaf: taken under kqp_file.lock,
  *					kqp_ucontext.lock and others
  *   kqp_users_lock (object.c), kqp_devices_rwsem (device.c) and
@@ -98,6 +102,9 @@ struct rdma_cgroup;
  * @dead: the device went away; its hardware objects are destroyed
  * @objects_lock: protects @objects
  * @objects: struct kqp_vobj on this device, for device removal
+ * @event_handler: passes the device's and its ports' events on to the
+ *	async fds (kqp_async_device_event()); registered while the device is
+ *	in the device table, unregistered first thing on its removal
  */
 struct kqp_device {
 	struct ib_device *ibdev;
@@ -107,6 +114,7 @@ struct kqp_device {
 	bool dead;
 	spinlock_t objects_lock;	/* @objects */
 	struct list_head objects;
+	struct ib_event_handler event_handler;
 };
 
 /**
@@ -743,6 +751,7 @@ int kqp_create_async_fd_ioctl(struct kqp_ucmd *ucmd);
 void kqp_async_queue_event(struct kqp_ucontext *uctx, u32 event, u32 kind,
 			   u32 handle, u64 uid, u32 *reported);
 void kqp_async_forget(struct kqp_ucontext *uctx, u32 *reported);
+void kqp_async_device_event(const struct ib_event *event);
 void kqp_async_detach(struct kqp_ucontext *uctx);
 
 /* kapi.c: the exported API's scope */

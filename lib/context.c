@@ -227,6 +227,10 @@ KQP_EXPORT int ibv_get_async_event(struct ibv_context *context,
 	case KQP_ASYNC_QP:
 		event->element.qp = (struct ibv_qp *)(uintptr_t)ev.uid;
 		break;
+	case KQP_ASYNC_DEVICE:
+		/* The port the device named, as libibverbs passes it on. */
+		event->element.port_num = (int)ev.uid;
+		break;
 	default:
 		event->element.port_num = 0;
 		break;

@@ -1033,7 +1033,10 @@ struct kqp_ctx_info {
  * @out_local_ca_ack_delay: local CA ack delay (IBTA encoding)
  * @out_phys_port_cnt: physical ports, numbered from 1
  *
- * The device's attributes, as struct ibv_device_attr.  ENODEV if
+ * The device's attributes, as struct ibv_device_attr, as far as kqp
+ * implements them: the flags of features kqp does not implement (SRQs,
+ * memory windows, XRC, raw packet QPs, ...) are clear, and their limits
+ * (@out_max_srq, @out_max_mw, the EE, RDD and raw QP ones) 0.  ENODEV if
  * @device_index names no device.
  */
 struct kqp_query_device {
@@ -1811,7 +1814,8 @@ struct kqp_post {
  * @size: sizeof(struct kqp_create_async_fd)
  * @flags: must be 0
  * @out_fd: a new fd (O_CLOEXEC), poll()able; read() gives one struct
- *	kqp_async_event per call.  One per table: EBUSY for a second.
+ *	kqp_async_event per call.  One per table: EBUSY for a second.  It
+ *	holds at most 1024 events not read yet; later ones are dropped.
  * @__reserved: zero
  */
 struct kqp_create_async_fd {
@@ -1823,16 +1827,24 @@ struct kqp_create_async_fd {
 
 #define KQP_IOCTL_CREATE_ASYNC_FD _IO(KQP_IOCTL_TYPE, KQP_CMD_CREATE_ASYNC_FD)
 
-/* What an async event is about. */
+/*
+ * What an async event is about.  KQP_ASYNC_DEVICE: an event of a device or
+ * of one of its ports (IBV_EVENT_PORT_ACTIVE, IBV_EVENT_PORT_ERR,
+ * IBV_EVENT_DEVICE_FATAL, ...), which every table whose process may use
+ * the device gets.
+ */
 #define KQP_ASYNC_CQ	1
 #define KQP_ASYNC_QP	2
+#define KQP_ASYNC_DEVICE 3
 
 /**
  * struct kqp_async_event - an async event (enum ibv_event_type)
- * @uid: the object's uid
+ * @uid: the object's uid; KQP_ASYNC_DEVICE: the port number the device
+ *	gave, as ib_uverbs passes it on (ibv_async_event.element.port_num)
  * @event: enum ibv_event_type
  * @kind: KQP_ASYNC_*
- * @handle: the object's handle
+ * @handle: the object's handle; KQP_ASYNC_DEVICE: the device's index
+ *	(struct kqp_device_info)
  * @__reserved: zero
  */
 struct kqp_async_event {

@@ -7,6 +7,8 @@
  */
 #include <endian.h>
 #include <net/if.h>
+#include <poll.h>
+#include <time.h>
 #include <infiniband/verbs.h>
 
 #include "kselftest_harness.h"
@@ -163,6 +165,188 @@ TEST_F(dev, pkey_index)
 	EXPECT_EQ(htobe16(0xffff), pkey);
 	EXPECT_EQ(0, ibv_get_pkey_index(self->ctx, 1, htobe16(0xffff)));
 	EXPECT_EQ(-1, ibv_get_pkey_index(self->ctx, 1, htobe16(0x1234)));
+}
+
+/*
+ * What ibv_query_device advertises works: a library must not claim SRQs
+ * or memory windows it then refuses (rxe has both, so rdma-core makes
+ * them; libkqp has neither, so it must advertise neither).
+ */
+TEST_F(dev, caps_work)
+{
+	struct ibv_srq_init_attr si = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_device_attr da;
+	struct ibv_srq *srq;
+	struct ibv_mw *mw;
+	struct ibv_pd *pd;
+
+	ASSERT_EQ(0, ibv_query_device(self->ctx, &da));
+	pd = ibv_alloc_pd(self->ctx);
+	ASSERT_NE(NULL, pd);
+
+	srq = ibv_create_srq(pd, &si);
+	if (da.max_srq) {
+		EXPECT_NE(NULL, srq) TH_LOG("max_srq %d, yet %s", da.max_srq,
+					    strerror(errno));
+	} else {
+		EXPECT_EQ(NULL, srq);
+		EXPECT_EQ(0, da.max_srq_wr);
+		EXPECT_EQ(0, da.max_srq_sge);
+		EXPECT_FALSE(da.device_cap_flags & IBV_DEVICE_SRQ_RESIZE);
+	}
+	if (srq && (da.device_cap_flags & IBV_DEVICE_SRQ_RESIZE)) {
+		struct ibv_srq_attr sa = { .max_wr = 8 };
+
+		EXPECT_EQ(0, ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR));
+	}
+	if (srq)
+		EXPECT_EQ(0, ibv_destroy_srq(srq));
+
+	mw = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	if (da.max_mw && (da.device_cap_flags & IBV_DEVICE_MEM_WINDOW)) {
+		EXPECT_NE(NULL, mw) TH_LOG("max_mw %d, yet %s", da.max_mw,
+					   strerror(errno));
+	} else {
+		EXPECT_EQ(NULL, mw);
+		EXPECT_EQ(0, da.max_mw);
+		EXPECT_FALSE(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW);
+	}
+	if (mw)
+		EXPECT_EQ(0, ibv_dealloc_mw(mw));
+	mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	if (da.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+				   IBV_DEVICE_MEM_WINDOW_TYPE_2B)) {
+		EXPECT_NE(NULL, mw) TH_LOG("type 2 advertised, yet %s",
+					   strerror(errno));
+	} else {
+		EXPECT_EQ(NULL, mw);
+	}
+	if (mw)
+		EXPECT_EQ(0, ibv_dealloc_mw(mw));
+	EXPECT_EQ(0, ibv_dealloc_pd(pd));
+}
+
+/* Milliseconds since some fixed point. */
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+/* Set the bench's netdev, the rxe port's, down or up; 0 or -1. */
+static int set_link(bool up)
+{
+	return kqp_test_sh("ip link set dev %s %s", kqp_test_netdev(),
+			   up ? "up" : "down") ? -1 : 0;
+}
+
+/* Wait up to @ms for port 1 to be in @state; 0 or -1. */
+static int wait_port_state(struct ibv_context *ctx, enum ibv_port_state state,
+			   int ms)
+{
+	long end = now_ms() + ms;
+	struct ibv_port_attr pa;
+
+	do {
+		if (!ibv_query_port(ctx, 1, &pa) && pa.state == state)
+			return 0;
+		usleep(20000);
+	} while (now_ms() < end);
+	return -1;
+}
+
+/*
+ * The first async event of @type within @ms, acked, in *@ev; those before
+ * it are acked and passed over (a link change also changes the GID table:
+ * IBV_EVENT_GID_CHANGE).  0, or -1 on a timeout.
+ */
+static int wait_async_event(struct ibv_context *ctx, enum ibv_event_type type,
+			    int ms, struct ibv_async_event *ev)
+{
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	long end = now_ms() + ms, left;
+
+	while ((left = end - now_ms()) > 0) {
+		if (poll(&pfd, 1, left) != 1)
+			continue;
+		if (ibv_get_async_event(ctx, ev))
+			return -1;
+		ibv_ack_async_event(ev);
+		if (ev->event_type == type)
+			return 0;
+	}
+	return -1;
+}
+
+FIXTURE(port) {
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+};
+
+FIXTURE_SETUP(port)
+{
+	struct ibv_device *dev = find_dev(&self->list);
+
+	ASSERT_NE(NULL, dev);
+	self->ctx = ibv_open_device(dev);
+	ASSERT_NE(NULL, self->ctx);
+	ASSERT_EQ(0, wait_port_state(self->ctx, IBV_PORT_ACTIVE, 10000));
+}
+
+/* The link is back, and the port active, for the tests after. */
+FIXTURE_TEARDOWN(port)
+{
+	EXPECT_EQ(0, set_link(true));
+	if (self->ctx) {
+		EXPECT_EQ(0, wait_port_state(self->ctx, IBV_PORT_ACTIVE,
+					     10000));
+		EXPECT_EQ(0, ibv_close_device(self->ctx));
+	}
+	ibv_free_device_list(self->list);
+}
+
+/* The device says it reports PORT_ACTIVE; the context gets port events. */
+TEST_F(port, link_events)
+{
+	struct ibv_device_attr da;
+	struct ibv_async_event ev;
+
+	ASSERT_EQ(0, ibv_query_device(self->ctx, &da));
+	EXPECT_TRUE(da.device_cap_flags & IBV_DEVICE_PORT_ACTIVE_EVENT);
+
+	ASSERT_EQ(0, set_link(false));
+	ASSERT_EQ(0, wait_async_event(self->ctx, IBV_EVENT_PORT_ERR, 5000,
+				      &ev)) TH_LOG("no IBV_EVENT_PORT_ERR");
+	EXPECT_EQ(1, ev.element.port_num);
+	EXPECT_EQ(0, wait_port_state(self->ctx, IBV_PORT_DOWN, 5000));
+
+	ASSERT_EQ(0, set_link(true));
+	ASSERT_EQ(0, wait_async_event(self->ctx, IBV_EVENT_PORT_ACTIVE, 5000,
+				      &ev)) TH_LOG("no IBV_EVENT_PORT_ACTIVE");
+	EXPECT_EQ(1, ev.element.port_num);
+	EXPECT_EQ(0, wait_port_state(self->ctx, IBV_PORT_ACTIVE, 10000));
+}
+
+/* Every context on the device hears of it, not only the first. */
+TEST_F(port, link_events_two_contexts)
+{
+	struct ibv_context *ctx2 = ibv_open_device(self->ctx->device);
+	struct ibv_async_event ev;
+
+	ASSERT_NE(NULL, ctx2);
+	ASSERT_EQ(0, set_link(false));
+	ASSERT_EQ(0, wait_async_event(self->ctx, IBV_EVENT_PORT_ERR, 5000,
+				      &ev));
+	EXPECT_EQ(1, ev.element.port_num);
+	if (ctx2->async_fd != self->ctx->async_fd) {
+		/* libibverbs: each context has an fd and a copy of its own. */
+		ASSERT_EQ(0, wait_async_event(ctx2, IBV_EVENT_PORT_ERR, 5000,
+					      &ev));
+		EXPECT_EQ(1, ev.element.port_num);
+	}
+	EXPECT_EQ(0, ibv_close_device(ctx2));
 }
 
 TEST(sysfs)

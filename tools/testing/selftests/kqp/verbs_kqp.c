@@ -3,8 +3,10 @@
  * What libkqp does not implement fails cleanly, the way rdma-core fails
  * for a device without the feature; rxe has most of these, so rdma-core
  * on the bench would succeed, and this test is libkqp's alone.  And the
- * process-wide contexts survive a caller's ibv_close_device().
+ * process-wide contexts survive a caller's ibv_close_device().  And a
+ * context that never reads its async events holds a bounded number.
  */
+#include <net/if.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 #include <rdma/rsocket.h>
@@ -172,6 +174,105 @@ TEST_F(id, close_shared_context)
 	EXPECT_EQ(0, ibv_query_device(self->id->verbs, &da));
 	EXPECT_EQ(0, ibv_req_notify_cq(self->cq, 0));
 	EXPECT_EQ(IBV_QPS_INIT, self->id->qp->state);
+}
+
+/* As kernel/async.c's KQP_ASYNC_MAX: events a table's async fd holds. */
+#define ASYNC_MAX 1024
+
+/* Set the bench's netdev down or up, without a shell: many times over. */
+static int set_link_flags(int sock, bool up)
+{
+	struct ifreq ifr = {};
+
+	strncpy(ifr.ifr_name, kqp_test_netdev(), IFNAMSIZ - 1);
+	if (ioctl(sock, SIOCGIFFLAGS, &ifr))
+		return -1;
+	if (up)
+		ifr.ifr_flags |= IFF_UP;
+	else
+		ifr.ifr_flags &= ~IFF_UP;
+	return ioctl(sock, SIOCSIFFLAGS, &ifr);
+}
+
+/* Wait up to 10 s for port 1 of @ctx to be active again; 0 or -1. */
+static int wait_port_active(struct ibv_context *ctx)
+{
+	struct ibv_port_attr pa;
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		if (!ibv_query_port(ctx, 1, &pa) && pa.state == IBV_PORT_ACTIVE)
+			return 0;
+		usleep(20000);
+	}
+	return -1;
+}
+
+FIXTURE(unread) {
+	int sock;
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+};
+
+FIXTURE_SETUP(unread)
+{
+	struct ibv_device **l;
+
+	self->sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ASSERT_LE(0, self->sock);
+	self->list = ibv_get_device_list(NULL);
+	ASSERT_NE(NULL, self->list);
+	for (l = self->list; *l; l++)
+		if (!strcmp(ibv_get_device_name(*l), kqp_test_rdma_dev()))
+			break;
+	ASSERT_NE(NULL, *l);
+	self->ctx = ibv_open_device(*l);
+	ASSERT_NE(NULL, self->ctx);
+}
+
+/* The link is back, and the port active, for the tests after. */
+FIXTURE_TEARDOWN(unread)
+{
+	EXPECT_EQ(0, set_link_flags(self->sock, true));
+	if (self->ctx) {
+		EXPECT_EQ(0, wait_port_active(self->ctx));
+		EXPECT_EQ(0, ibv_close_device(self->ctx));
+	}
+	if (self->list)
+		ibv_free_device_list(self->list);
+	close(self->sock);
+}
+
+/*
+ * Hundreds of link flaps, two port events each, into an async fd nobody
+ * reads: the kernel keeps the first ASYNC_MAX and drops the rest, rather
+ * than growing its queue for as long as the flapping goes on.
+ */
+TEST_F_TIMEOUT(unread, async_queue_bounded, 300)
+{
+	struct ibv_async_event ev;
+	int i, n = 0, ports = 0;
+
+	for (i = 0; i < ASYNC_MAX * 3 / 5; i++) {
+		ASSERT_EQ(0, set_link_flags(self->sock, false));
+		ASSERT_EQ(0, set_link_flags(self->sock, true));
+	}
+	ASSERT_EQ(0, wait_port_active(self->ctx));
+	/* ib_core dispatches from a workqueue: let it finish. */
+	sleep(2);
+	ASSERT_EQ(0, fcntl(self->ctx->async_fd, F_SETFL, O_NONBLOCK));
+	while (!ibv_get_async_event(self->ctx, &ev)) {
+		n++;
+		if (ev.event_type == IBV_EVENT_PORT_ERR ||
+		    ev.event_type == IBV_EVENT_PORT_ACTIVE) {
+			ports++;
+			EXPECT_EQ(1, ev.element.port_num);
+		}
+		ibv_ack_async_event(&ev);
+	}
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_EQ(ASYNC_MAX, n) TH_LOG("%d port events", ports);
+	EXPECT_LE(ASYNC_MAX / 2, ports);
 }
 
 TEST_HARNESS_MAIN
