@@ -1842,8 +1842,12 @@ struct kqp_async_event {
  * @size: sizeof(struct kqp_reg_mr)
  * @flags: must be 0
  * @pd: the PD
- * @access: enum ibv_access_flags; remote write or atomic access needs
- *	local write (EINVAL otherwise), as the verbs spec says
+ * @access: enum ibv_access_flags: local write, remote write, remote read
+ *	and remote atomic, and any bits of IBV_ACCESS_OPTIONAL_RANGE
+ *	(0x3ff00000, relaxed ordering and later hints), which are accepted
+ *	and ignored, as a device without them ignores them; any other bit
+ *	is EOPNOTSUPP.  Remote write or atomic access needs local write
+ *	(EINVAL otherwise), as the verbs spec says
  * @addr: start of the caller's memory to register
  * @length: its length, not 0
  * @iova: the address work requests and peers use for @addr
