@@ -1424,7 +1424,8 @@ struct kqp_ring_info {
  * @channel_fd: a completion channel's fd, or -1
  * @uid: the caller's value, reported with the CQ's events
  * @out_cq: handle
- * @out_cqe: actual depth
+ * @out_cqe: actual depth, as the device gave it for @cqe (ibv_cq->cqe);
+ *	the ring's entries are at least as many
  * @out_ring: the completion ring
  */
 struct kqp_create_cq {
