@@ -1111,6 +1111,8 @@ struct kqp_query_device {
  * @out_link_layer: KQP_LINK_LAYER_*
  * @out_port_cap_flags2: enum ibv_port_cap_flags2
  * @__reserved: zero
+ * @out_flags: KQP_PORT_* (ibv_port_attr's flags); added after the first
+ *	version, so a kernel without it leaves it as the caller set it
  *
  * A port's attributes, as struct ibv_port_attr.  EINVAL for a port the
  * device does not have.
@@ -1142,9 +1144,13 @@ struct kqp_query_port {
 	__u8 out_link_layer;
 	__u32 out_port_cap_flags2;
 	__u32 __reserved;
+	__u32 out_flags;
 };
 
 #define KQP_IOCTL_QUERY_PORT _IO(KQP_IOCTL_TYPE, KQP_CMD_QUERY_PORT)
+
+/* Port flags, as IBV_QPF_*: every address on the port needs a GRH (RoCE). */
+#define KQP_PORT_GRH_REQUIRED		(1U << 0)
 
 /* Link layers, as IBV_LINK_LAYER_*. */
 #define KQP_LINK_LAYER_INFINIBAND	1
