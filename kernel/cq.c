@@ -29,11 +29,19 @@
  * completions.
  */
 #include <linux/mm.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
 #include "compat.h"
 #include "kqp.h"
+
+/*
+ * The most entries a device may give a CQ: its ring's size must fit the
+ * u32 of struct kqp_ring_info.  Four times the largest max_cqe we know
+ * of (mlx5 and hns: 4M).
+ */
+#define KQP_CQ_RING_MAX SZ_16M
 
 #define KQP_CQ_POLL_BATCH 8
 #define KQP_CQ_POLL_BUDGET 64
@@ -377,11 +385,35 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 	cq->uctx = uctx;
 	cq->uid = uid;
 
+	ret = kqp_object_reserve(uctx, &cq->vobj.obj, KQP_OBJ_CQ);
+	if (ret)
+		goto err_free;
+
+	lockdep_assert_held_read(&kdev->hw_rwsem);
+	ret = kqp_vobj_charge(&cq->vobj, uctx, kdev);
+	if (ret)
+		goto err_release;
+	/* The depth asked for, as uverbs asks: the device may round it up. */
+	attr.cqe = cqe;
+	attr.comp_vector = comp_vector;
+	ibcq = ib_create_cq(kdev->ibdev, kqp_cq_comp_handler,
+			    kqp_cq_event_handler, cq, &attr);
+	if (IS_ERR(ibcq)) {
+		ret = PTR_ERR(ibcq);
+		goto err_uncharge;
+	}
+	/* Not armed yet: no handler runs before the ring is there. */
+	if (ibcq->cqe < 1 || ibcq->cqe > KQP_CQ_RING_MAX) {
+		ret = -EINVAL;
+		goto err_destroy;
+	}
+
 	/*
 	 * At least as many entries as the kernel CQ can hold, so a consumer
-	 * that keeps up never sees the ring fill.
+	 * that keeps up never sees the ring fill; a power of two, which may
+	 * be past max_cqe.  Its memory is charged to the caller's cgroup.
 	 */
-	cq->entries = roundup_pow_of_two(cqe);
+	cq->entries = roundup_pow_of_two(ibcq->cqe);
 	cq->ring_bytes = PAGE_ALIGN(sizeof(struct kqp_cq_ring_hdr) +
 				    (size_t)cq->entries *
 				    sizeof(struct kqp_cqe));
@@ -390,24 +422,7 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 			     GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN);
 	if (!cq->ring) {
 		ret = -ENOMEM;
-		goto err_free;
-	}
-
-	ret = kqp_object_reserve(uctx, &cq->vobj.obj, KQP_OBJ_CQ);
-	if (ret)
-		goto err_ring;
-
-	lockdep_assert_held_read(&kdev->hw_rwsem);
-	ret = kqp_vobj_charge(&cq->vobj, uctx, kdev);
-	if (ret)
-		goto err_release;
-	attr.cqe = cq->entries;
-	attr.comp_vector = comp_vector;
-	ibcq = ib_create_cq(kdev->ibdev, kqp_cq_comp_handler,
-			    kqp_cq_event_handler, cq, &attr);
-	if (IS_ERR(ibcq)) {
-		ret = PTR_ERR(ibcq);
-		goto err_uncharge;
+		goto err_destroy;
 	}
 	cq->cq = ibcq;
 	cq->cqe = ibcq->cqe;
@@ -418,12 +433,12 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 	ib_req_notify_cq(ibcq, IB_CQ_NEXT_COMP);
 	return cq;
 
+err_destroy:
+	ib_destroy_cq(ibcq);
 err_uncharge:
 	kqp_vobj_uncharge(&cq->vobj);
 err_release:
 	kqp_object_release_id(uctx, &cq->vobj.obj);
-err_ring:
-	vfree(cq->ring);
 err_free:
 	kfree(cq);
 	return ERR_PTR(ret);

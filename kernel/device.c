@@ -350,6 +350,8 @@ static void kqp_query_port_end(struct kqp_device *kdev)
 	kqp_device_put(kdev);
 }
 
+static_assert(KQP_PORT_GRH_REQUIRED == IB_UVERBS_QPF_GRH_REQUIRED);
+
 int kqp_query_port_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_query_port *cmd = ucmd->cmd;
@@ -389,6 +391,10 @@ int kqp_query_port_ioctl(struct kqp_ucmd *ucmd)
 				KQP_LINK_LAYER_ETHERNET :
 				KQP_LINK_LAYER_INFINIBAND;
 		cmd->out_port_cap_flags2 = a.port_cap_flags2;
+		/* As ib_uverbs fills ib_uverbs_query_port_resp's flags. */
+		cmd->out_flags = 0;
+		if (rdma_is_grh_required(kdev->ibdev, cmd->port_num))
+			cmd->out_flags |= KQP_PORT_GRH_REQUIRED;
 	}
 	kqp_query_port_end(kdev);
 	return ret ? ret : kqp_ucmd_respond(ucmd, sizeof(*cmd));

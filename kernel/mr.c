@@ -9,6 +9,7 @@
  * them before kqp posts it, so the device is never handed a range the
  * caller did not register in that PD, with the access it needs.
  */
+#include <linux/bits.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
@@ -25,6 +26,17 @@
 				 KQP_ACCESS_REMOTE_READ |		\
 				 KQP_ACCESS_REMOTE_ATOMIC)
 
+/*
+ * IBV_ACCESS_OPTIONAL_RANGE: hints (relaxed ordering, and any defined
+ * later) that a device without them ignores, so uverbs takes them
+ * whatever the device.  kqp takes them too and passes none on: they
+ * change how a device may order its writes, never what a work request
+ * may touch, and a driver written before the range existed may refuse
+ * them.
+ */
+#define KQP_ACCESS_OPTIONAL		GENMASK(29, 20)
+
+static_assert(KQP_ACCESS_OPTIONAL == IB_ACCESS_OPTIONAL);
 static_assert(KQP_ACCESS_LOCAL_WRITE == IB_ACCESS_LOCAL_WRITE);
 static_assert(KQP_ACCESS_REMOTE_WRITE == IB_ACCESS_REMOTE_WRITE);
 static_assert(KQP_ACCESS_REMOTE_READ == IB_ACCESS_REMOTE_READ);
@@ -116,17 +128,18 @@ int kqp_reg_mr_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_pd *pd;
 	struct kqp_mr *mr;
 	struct ib_mr *ibmr;
+	u32 access;
 	u64 end;
 	int ret;
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	if (cmd->access & ~KQP_ACCESS_SUPPORTED)
+	if (cmd->access & ~(KQP_ACCESS_SUPPORTED | KQP_ACCESS_OPTIONAL))
 		return -EOPNOTSUPP;
+	access = cmd->access & KQP_ACCESS_SUPPORTED;
 	/* Remote write and atomics need local write (IBA 10.6.3.1). */
-	if ((cmd->access & (KQP_ACCESS_REMOTE_WRITE |
-			    KQP_ACCESS_REMOTE_ATOMIC)) &&
-	    !(cmd->access & KQP_ACCESS_LOCAL_WRITE))
+	if ((access & (KQP_ACCESS_REMOTE_WRITE | KQP_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & KQP_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
 	if (!cmd->length || check_add_overflow(cmd->addr, cmd->length, &end) ||
 	    check_add_overflow(cmd->iova, cmd->length, &end))
@@ -160,7 +173,7 @@ int kqp_reg_mr_ioctl(struct kqp_ucmd *ucmd)
 		goto err_unlock;
 	/* Pins the calling process's pages, against its RLIMIT_MEMLOCK. */
 	ibmr = ib_reg_user_mr(pd->pd, cmd->addr, cmd->length, cmd->iova,
-			      cmd->access);
+			      access);
 	if (IS_ERR(ibmr)) {
 		ret = PTR_ERR(ibmr);
 		kqp_vobj_uncharge(&mr->vobj);
@@ -170,7 +183,7 @@ int kqp_reg_mr_ioctl(struct kqp_ucmd *ucmd)
 	mr->lkey = ibmr->lkey;
 	mr->iova = cmd->iova;
 	mr->length = cmd->length;
-	mr->access = cmd->access;
+	mr->access = access;
 	kref_get(&kdev->ref);
 	kqp_vobj_init(&mr->vobj, kdev, kqp_mr_destroy_hw);
 	up_read(&kdev->hw_rwsem);

@@ -321,7 +321,7 @@ static int kqp_query(struct kqp_id *kid, bool paths)
 			return ret;
 		kid->holds_default_pd = true;
 		kid->kctx = kctx;
-		id->verbs = &kctx->ibv;
+		id->verbs = &kctx->vctx.context;
 		id->port_num = q.out_port_num;
 	}
 

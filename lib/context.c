@@ -32,17 +32,25 @@ static int kqp_context_alloc(struct kqp_ibv_device *kdev,
 	kctx = calloc(1, sizeof(*kctx));
 	if (!kctx)
 		return -ENOMEM;
-	kctx->ibv.cmd_fd = cmd_fd;
-	kctx->ibv.async_fd = async_fd;
+	kctx->vctx.context.cmd_fd = cmd_fd;
+	kctx->vctx.context.async_fd = async_fd;
 	kctx->kdev = kdev;
-	kctx->ibv.device = &kdev->ibv;
-	kctx->ibv.num_comp_vectors = 1;
-	/* What the inline verbs in <infiniband/verbs.h> call. */
-	kctx->ibv.ops.poll_cq = kqp_poll_cq;
-	kctx->ibv.ops.req_notify_cq = kqp_req_notify_cq;
-	kctx->ibv.ops.post_send = kqp_post_send;
-	kctx->ibv.ops.post_recv = kqp_post_recv;
-	pthread_mutex_init(&kctx->ibv.mutex, NULL);
+	kctx->vctx.context.device = &kdev->ibv;
+	kctx->vctx.context.num_comp_vectors = 1;
+	/*
+	 * What the inline verbs in <infiniband/verbs.h> call.  An extended
+	 * context, for ibv_query_port()'s one extended op; every other op
+	 * is NULL, which the inlines take as "not supported", as they do
+	 * for a plain context.
+	 */
+	kctx->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+	kctx->vctx.sz = sizeof(kctx->vctx);
+	kctx->vctx.query_port = kqp_query_port_ex;
+	kctx->vctx.context.ops.poll_cq = kqp_poll_cq;
+	kctx->vctx.context.ops.req_notify_cq = kqp_req_notify_cq;
+	kctx->vctx.context.ops.post_send = kqp_post_send;
+	kctx->vctx.context.ops.post_recv = kqp_post_recv;
+	pthread_mutex_init(&kctx->vctx.context.mutex, NULL);
 	pthread_mutex_init(&kctx->pd_lock, NULL);
 	*kctxp = kctx;
 	return 0;
@@ -124,7 +132,7 @@ KQP_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		errno = -ret;
 		return NULL;
 	}
-	return &kctx->ibv;
+	return &kctx->vctx.context;
 }
 
 /*
@@ -140,7 +148,7 @@ KQP_EXPORT int ibv_close_device(struct ibv_context *context)
 	if (kctx->shared)
 		return 0;
 	pthread_mutex_destroy(&kctx->pd_lock);
-	pthread_mutex_destroy(&kctx->ibv.mutex);
+	pthread_mutex_destroy(&kctx->vctx.context.mutex);
 	kqp_device_put(kctx->kdev);
 	free(kctx);
 	return 0;
@@ -173,12 +181,12 @@ int kqp_context_get_default_pd(struct kqp_context *kctx, struct ibv_pd **pdp)
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = kqp_ioctl(kctx->ibv.cmd_fd, KQP_IOCTL_ALLOC_PD, &cmd);
+	ret = kqp_ioctl(kctx->vctx.context.cmd_fd, KQP_IOCTL_ALLOC_PD, &cmd);
 	if (ret) {
 		free(pd);
 		goto out;
 	}
-	pd->ibv.context = &kctx->ibv;
+	pd->ibv.context = &kctx->vctx.context;
 	pd->ibv.handle = cmd.out_pd;
 	pd->is_default = true;
 	kctx->default_pd = pd;
@@ -206,7 +214,7 @@ void kqp_context_put_default_pd(struct kqp_context *kctx)
 		return;
 	/* QPs still using it keep the kernel's PD; ours is just a name. */
 	cmd.pd = pd->ibv.handle;
-	kqp_ioctl(kctx->ibv.cmd_fd, KQP_IOCTL_DEALLOC_PD, &cmd);
+	kqp_ioctl(kctx->vctx.context.cmd_fd, KQP_IOCTL_DEALLOC_PD, &cmd);
 	free(pd);
 }
 
@@ -300,7 +308,7 @@ KQP_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
 
 		/* A device that left since the query is simply not listed. */
 		if (!kqp_context_for_device(infos[i].index, &kctx))
-			list[got++] = &kctx->ibv;
+			list[got++] = &kctx->vctx.context;
 	}
 	free(infos);
 	if (num_devices)

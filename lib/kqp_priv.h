@@ -113,7 +113,8 @@ struct kqp_lpd;
 /**
  * struct kqp_context - libkqp's ibv_context: one per device per process, and
  *	one per ibv_open_device() call
- * @ibv: what callers see; cmd_fd is the session's fd
+ * @vctx: libibverbs' extended context; its only op is query_port (see
+ *	verbs.c).  Callers see vctx.context, whose cmd_fd is the session's fd
  * @kdev: the device
  * @default_pd: the process's default PD on the device, while ids use it
  * @default_pd_refs: ids bound to the device, under pd_lock
@@ -123,7 +124,7 @@ struct kqp_lpd;
  * @next: in the process's list
  */
 struct kqp_context {
-	struct ibv_context ibv;
+	struct verbs_context vctx;
 	struct kqp_ibv_device *kdev;
 	struct kqp_lpd *default_pd;
 	unsigned int default_pd_refs;
@@ -134,7 +135,7 @@ struct kqp_context {
 
 static inline struct kqp_context *to_kctx(struct ibv_context *ctx)
 {
-	return container_of(ctx, struct kqp_context, ibv);
+	return container_of(ctx, struct kqp_context, vctx.context);
 }
 
 int kqp_context_for_device(uint32_t index, struct kqp_context **kctxp);
@@ -150,6 +151,8 @@ static inline uint32_t kqp_dev_index(struct ibv_context *ctx)
 }
 
 /* verbs.c */
+int kqp_query_port_ex(struct ibv_context *context, uint8_t port_num,
+		      struct ibv_port_attr *attr, size_t len);
 struct kqp_lpd {
 	struct ibv_pd ibv;
 	bool is_default;

@@ -363,19 +363,19 @@ KQP_EXPORT int ibv_query_device(struct ibv_context *context,
 }
 
 /*
- * The exported ibv_query_port() that <infiniband/verbs.h>'s inline falls
- * back to for a context without extended ops, as this one: it passes a
- * struct ibv_port_attr it has zeroed.
+ * The port's attributes into @a_out, of @len bytes: a caller built against
+ * an older struct ibv_port_attr passes a shorter one, and gets only the
+ * fields it has, as libibverbs gives them.
  */
-KQP_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
-			      struct _compat_ibv_port_attr *compat)
+int kqp_query_port_ex(struct ibv_context *context, uint8_t port_num,
+		      struct ibv_port_attr *a_out, size_t len)
 {
-	struct ibv_port_attr *a = (struct ibv_port_attr *)compat;
 	struct kqp_query_port q = {
 		.size = sizeof(q),
 		.device_index = kqp_dev_index(context),
 		.port_num = port_num,
 	};
+	struct ibv_port_attr attr = {}, *a = &attr;
 	int ret;
 
 	ret = kqp_ioctl(context->cmd_fd, KQP_IOCTL_QUERY_PORT, &q);
@@ -401,7 +401,29 @@ KQP_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 	a->active_speed = q.out_active_speed;
 	a->phys_state = q.out_phys_state;
 	a->link_layer = q.out_link_layer;
+	a->flags = q.out_flags;
+	a->port_cap_flags2 = q.out_port_cap_flags2;
+	if (len > sizeof(attr)) {
+		memset(a_out, 0, len);
+		len = sizeof(attr);
+	}
+	memcpy(a_out, &attr, len);
 	return 0;
+}
+
+/*
+ * The exported ibv_query_port(), for binaries that call it directly:
+ * libibverbs' IBVERBS_1.1 version, whose struct ends at flags (before
+ * port_cap_flags2 was added), so that is all it writes.  The inline
+ * ibv_query_port() of <infiniband/verbs.h> calls kqp_query_port_ex().
+ */
+KQP_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
+			      struct _compat_ibv_port_attr *compat)
+{
+	return kqp_query_port_ex(context, port_num,
+				 (struct ibv_port_attr *)compat,
+				 offsetof(struct ibv_port_attr,
+					  port_cap_flags2));
 }
 
 KQP_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num,

@@ -1114,6 +1114,8 @@ struct kqp_query_device {
  * @out_link_layer: KQP_LINK_LAYER_*
  * @out_port_cap_flags2: enum ibv_port_cap_flags2
  * @__reserved: zero
+ * @out_flags: KQP_PORT_* (ibv_port_attr's flags); added after the first
+ *	version, so a kernel without it leaves it as the caller set it
  *
  * A port's attributes, as struct ibv_port_attr.  EINVAL for a port the
  * device does not have.
@@ -1145,9 +1147,13 @@ struct kqp_query_port {
 	__u8 out_link_layer;
 	__u32 out_port_cap_flags2;
 	__u32 __reserved;
+	__u32 out_flags;
 };
 
 #define KQP_IOCTL_QUERY_PORT _IO(KQP_IOCTL_TYPE, KQP_CMD_QUERY_PORT)
+
+/* Port flags, as IBV_QPF_*: every address on the port needs a GRH (RoCE). */
+#define KQP_PORT_GRH_REQUIRED		(1U << 0)
 
 /* Link layers, as IBV_LINK_LAYER_*. */
 #define KQP_LINK_LAYER_INFINIBAND	1
@@ -1427,7 +1433,8 @@ struct kqp_ring_info {
  * @channel_fd: a completion channel's fd, or -1
  * @uid: the caller's value, reported with the CQ's events
  * @out_cq: handle
- * @out_cqe: actual depth
+ * @out_cqe: actual depth, as the device gave it for @cqe (ibv_cq->cqe);
+ *	the ring's entries are at least as many
  * @out_ring: the completion ring
  */
 struct kqp_create_cq {
@@ -1860,8 +1867,12 @@ struct kqp_async_event {
  * @size: sizeof(struct kqp_reg_mr)
  * @flags: must be 0
  * @pd: the PD
- * @access: enum ibv_access_flags; remote write or atomic access needs
- *	local write (EINVAL otherwise), as the verbs spec says
+ * @access: enum ibv_access_flags: local write, remote write, remote read
+ *	and remote atomic, and any bits of IBV_ACCESS_OPTIONAL_RANGE
+ *	(0x3ff00000, relaxed ordering and later hints), which are accepted
+ *	and ignored, as a device without them ignores them; any other bit
+ *	is EOPNOTSUPP.  Remote write or atomic access needs local write
+ *	(EINVAL otherwise), as the verbs spec says
  * @addr: start of the caller's memory to register
  * @length: its length, not 0
  * @iova: the address work requests and peers use for @addr

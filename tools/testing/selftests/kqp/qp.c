@@ -517,6 +517,37 @@ TEST_F_TIMEOUT(cm, caps_too_large_einval, 60)
 }
 
 /*
+ * A queue deeper than the largest power of two under max_cqe gets its
+ * automatic CQ, as deep as the queue (librdmacm asks for max_send_wr
+ * entries).
+ */
+TEST_F_TIMEOUT(cm, deep_queue_auto_cq, 60)
+{
+	struct ibv_device_attr da;
+	struct ibv_qp_init_attr attr;
+	struct rdma_cm_id *id;
+	uint32_t wr = 20000;
+
+	id = resolved(self->cch, self->port, RDMA_PS_TCP);
+	ASSERT_NE(NULL, id);
+	ASSERT_EQ(0, ibv_query_device(id->verbs, &da));
+	if ((int)wr > da.max_cqe)
+		wr = da.max_cqe;
+	if ((int)wr > da.max_qp_wr)
+		wr = da.max_qp_wr;
+	qp_pair_attr(&attr);
+	attr.cap.max_send_wr = wr;
+	ASSERT_EQ(0, rdma_create_qp(id, NULL, &attr))
+		TH_LOG("max_send_wr %u (max_cqe %d, max_qp_wr %d): %s", wr,
+		       da.max_cqe, da.max_qp_wr, strerror(errno));
+	EXPECT_LE(wr, attr.cap.max_send_wr);
+	ASSERT_NE(NULL, id->send_cq);
+	EXPECT_LE((int)wr, id->send_cq->cqe);
+	rdma_destroy_qp(id);
+	EXPECT_EQ(0, rdma_destroy_id(id));
+}
+
+/*
  * rdma_create_ep() whose QP cannot be made: -1 with the errno of that
  * failure, which undoing the endpoint leaves alone.
  */

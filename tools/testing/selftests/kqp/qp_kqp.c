@@ -240,13 +240,14 @@ TEST_F_TIMEOUT(cm, destroy_orders, 90)
 }
 
 /*
- * A ring that fills: 12 completions for a CQ of 8.  The rest wait in the
- * kernel, an IBV_EVENT_CQ_ERR says so, and polling after making room gets
- * every one of them, in order, once.
+ * A ring that fills: 20 completions for a CQ of 8, which rxe makes 15
+ * deep, in a ring of 16 (the power of two that holds the CQ).  The rest
+ * wait in the kernel, an IBV_EVENT_CQ_ERR says so, and polling after
+ * making room gets every one of them, in order, once.
  */
 TEST_F_TIMEOUT(cm, ring_full_loses_nothing, 90)
 {
-	enum { N = 12 };
+	enum { N = 20 };
 	struct sockaddr_in sin = cm_addr(self->port);
 	struct ibv_qp_init_attr attr = {
 		.qp_type = IBV_QPT_UD,
@@ -265,7 +266,7 @@ TEST_F_TIMEOUT(cm, ring_full_loses_nothing, 90)
 	struct ibv_sge sge;
 	struct ibv_mr *mr;
 	struct ibv_ah *ah;
-	int i, got = 0;
+	int i, got = 0, ring;
 
 	ASSERT_EQ(0, rdma_create_id(self->cch, &id, NULL, RDMA_PS_UDP));
 	ASSERT_EQ(0, rdma_bind_addr(id, (struct sockaddr *)&sin));
@@ -273,6 +274,11 @@ TEST_F_TIMEOUT(cm, ring_full_loses_nothing, 90)
 	scq = ibv_create_cq(id->verbs, 2 * N, NULL, NULL, 0);
 	ASSERT_NE(NULL, rcq);
 	ASSERT_NE(NULL, scq);
+	/* More than the ring holds, no more than the kernel CQ takes on. */
+	for (ring = 1; ring < rcq->cqe; ring *= 2)
+		;
+	ASSERT_LT(ring, N) TH_LOG("cqe %d", rcq->cqe);
+	ASSERT_GE(rcq->cqe, N - ring) TH_LOG("cqe %d", rcq->cqe);
 	attr.recv_cq = rcq;
 	attr.send_cq = scq;
 	ASSERT_EQ(0, rdma_create_qp(id, NULL, &attr));

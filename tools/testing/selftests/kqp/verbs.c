@@ -98,6 +98,79 @@ TEST_F(dev, open_device)
 	EXPECT_EQ(0, ibv_query_device(self->ctx, &da));
 }
 
+/*
+ * The optional access bits (IBV_ACCESS_OPTIONAL_RANGE: relaxed ordering
+ * and those after it) are hints a device without them ignores, as
+ * perftest relies on; an unknown bit outside that range is refused.
+ */
+TEST_F(dev, reg_mr_optional_access)
+{
+	const int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	void *buf;
+
+	buf = aligned_alloc(4096, 4096);
+	ASSERT_NE(NULL, buf);
+	pd = ibv_alloc_pd(self->ctx);
+	ASSERT_NE(NULL, pd);
+	mr = ibv_reg_mr(pd, buf, 4096, rw | IBV_ACCESS_RELAXED_ORDERING);
+	ASSERT_NE(NULL, mr) TH_LOG("relaxed ordering: %s", strerror(errno));
+	EXPECT_EQ(pd, mr->pd);
+	EXPECT_EQ(buf, mr->addr);
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
+	/* Every bit of the range, known to the kernel or not. */
+	mr = ibv_reg_mr(pd, buf, 4096, rw | IBV_ACCESS_OPTIONAL_RANGE);
+	ASSERT_NE(NULL, mr) TH_LOG("optional range: %s", strerror(errno));
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
+	/* Bits no one defines, below and above the range. */
+	EXPECT_EQ(NULL, ibv_reg_mr(pd, buf, 4096, rw | (1 << 14)));
+	EXPECT_TRUE(errno == EINVAL || errno == EOPNOTSUPP)
+		TH_LOG("bit 14: %s", strerror(errno));
+	EXPECT_EQ(NULL, ibv_reg_mr(pd, buf, 4096, rw | (1 << 30)));
+	EXPECT_TRUE(errno == EINVAL || errno == EOPNOTSUPP)
+		TH_LOG("bit 30: %s", strerror(errno));
+	/* An optional bit does not stand in for local write. */
+	EXPECT_EQ(NULL, ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_REMOTE_WRITE |
+					       IBV_ACCESS_RELAXED_ORDERING));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, ibv_dealloc_pd(pd));
+	free(buf);
+}
+
+/*
+ * Any depth from 1 to the device's max_cqe, and the depth the device
+ * gave in ibv_cq->cqe; past max_cqe, EINVAL.  The depths just above a
+ * power of two are the ones a CQ rounded up past max_cqe would refuse.
+ */
+TEST_F(dev, cq_depths)
+{
+	struct ibv_device_attr da;
+	struct ibv_cq *cq;
+	int depth[4], n = 0, pow = 1, i;
+
+	ASSERT_EQ(0, ibv_query_device(self->ctx, &da));
+	ASSERT_LE(2, da.max_cqe);
+	while (pow <= da.max_cqe / 2)
+		pow *= 2;
+	depth[n++] = 1;
+	depth[n++] = pow;
+	if (pow < da.max_cqe)
+		depth[n++] = pow + 1;
+	depth[n++] = da.max_cqe;
+	for (i = 0; i < n; i++) {
+		cq = ibv_create_cq(self->ctx, depth[i], NULL, NULL, 0);
+		ASSERT_NE(NULL, cq) TH_LOG("%d entries (max_cqe %d): %s",
+					   depth[i], da.max_cqe,
+					   strerror(errno));
+		EXPECT_LE(depth[i], cq->cqe) TH_LOG("%d entries", depth[i]);
+		EXPECT_EQ(0, ibv_destroy_cq(cq));
+	}
+	EXPECT_EQ(NULL, ibv_create_cq(self->ctx, da.max_cqe + 1, NULL, NULL,
+				      0));
+	EXPECT_EQ(EINVAL, errno);
+}
+
 TEST_F(dev, device_index)
 {
 	int index = rdma_tool_index(kqp_test_rdma_dev());
@@ -139,6 +212,19 @@ TEST_F(dev, gid_ex_matches_gid)
 	/* Past the table. */
 	EXPECT_EQ(EINVAL, ibv_query_gid_ex(self->ctx, 1, pa.gid_tbl_len, &e,
 					   0));
+}
+
+/*
+ * The port's flags, as libibverbs fills them from the kernel's: a RoCE
+ * port (rxe) requires a GRH in every address.
+ */
+TEST_F(dev, port_flags)
+{
+	struct ibv_port_attr pa;
+
+	ASSERT_EQ(0, ibv_query_port(self->ctx, 1, &pa));
+	ASSERT_EQ(IBV_LINK_LAYER_ETHERNET, pa.link_layer);
+	EXPECT_EQ(IBV_QPF_GRH_REQUIRED, pa.flags);
 }
 
 TEST_F(dev, gid_table)
