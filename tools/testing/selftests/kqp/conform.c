@@ -77,6 +77,7 @@ static void device(struct ibv_context *ctx)
 {
 	struct ibv_device_attr a;
 	struct ibv_port_attr p;
+	int i;
 
 	if (ibv_query_device(ctx, &a))
 		die("ibv_query_device");
@@ -84,7 +85,9 @@ static void device(struct ibv_context *ctx)
 	DEV(page_size_cap);
 	DEV(hw_ver);
 	DEV(max_qp_wr);
-	DEV(device_cap_flags);
+	for (i = 0; i < 32; i++)
+		printf("device device_cap_flags bit %d: %d\n", i,
+		       !!(a.device_cap_flags & (1u << i)));
 	DEV(max_sge);
 	DEV(max_sge_rd);
 	DEV(max_cqe);
@@ -171,6 +174,10 @@ static void mrs(struct ibv_context *ctx)
 		  IBV_ACCESS_RELAXED_ORDERING },
 		{ "LOCAL_WRITE|optional bit 29",
 		  IBV_ACCESS_LOCAL_WRITE | (1 << 29) },
+		{ "LOCAL_WRITE|undefined bit 14",
+		  IBV_ACCESS_LOCAL_WRITE | (1 << 14) },
+		{ "LOCAL_WRITE|undefined bit 31",
+		  IBV_ACCESS_LOCAL_WRITE | (1u << 31) },
 	};
 	static char buf[8192] __attribute__((aligned(4096)));
 	struct ibv_mr *mr;
