@@ -36,6 +36,14 @@
  */
 #define KQP_ACCESS_OPTIONAL		GENMASK(29, 20)
 
+/*
+ * The bits below the optional range that the verbs define (up to
+ * IBV_ACCESS_FLUSH_PERSISTENT).  Those kqp does not offer (memory window
+ * binding, zero-based, on-demand paging, huge pages, flush) are
+ * EOPNOTSUPP; a bit no verbs define is EINVAL, as uverbs answers.
+ */
+#define KQP_ACCESS_DEFINED		GENMASK(9, 0)
+
 static_assert(KQP_ACCESS_OPTIONAL == IB_ACCESS_OPTIONAL);
 static_assert(KQP_ACCESS_LOCAL_WRITE == IB_ACCESS_LOCAL_WRITE);
 static_assert(KQP_ACCESS_REMOTE_WRITE == IB_ACCESS_REMOTE_WRITE);
@@ -134,7 +142,9 @@ int kqp_reg_mr_ioctl(struct kqp_ucmd *ucmd)
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
-	if (cmd->access & ~(KQP_ACCESS_SUPPORTED | KQP_ACCESS_OPTIONAL))
+	if (cmd->access & ~(KQP_ACCESS_DEFINED | KQP_ACCESS_OPTIONAL))
+		return -EINVAL;
+	if (cmd->access & KQP_ACCESS_DEFINED & ~KQP_ACCESS_SUPPORTED)
 		return -EOPNOTSUPP;
 	access = cmd->access & KQP_ACCESS_SUPPORTED;
 	/* Remote write and atomics need local write (IBA 10.6.3.1). */

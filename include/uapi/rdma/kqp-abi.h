@@ -1870,9 +1870,11 @@ struct kqp_async_event {
  * @access: enum ibv_access_flags: local write, remote write, remote read
  *	and remote atomic, and any bits of IBV_ACCESS_OPTIONAL_RANGE
  *	(0x3ff00000, relaxed ordering and later hints), which are accepted
- *	and ignored, as a device without them ignores them; any other bit
- *	is EOPNOTSUPP.  Remote write or atomic access needs local write
- *	(EINVAL otherwise), as the verbs spec says
+ *	and ignored, as a device without them ignores them.  The other
+ *	bits the verbs define (memory window binding, zero-based, on-demand
+ *	paging, huge pages, flush) are EOPNOTSUPP; a bit they do not define
+ *	is EINVAL, as uverbs answers.  Remote write or atomic access
+ *	needs local write (EINVAL otherwise), as the verbs spec says
  * @addr: start of the caller's memory to register
  * @length: its length, not 0
  * @iova: the address work requests and peers use for @addr
