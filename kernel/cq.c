@@ -302,7 +302,8 @@ static void kqp_cq_event_handler(struct ib_event *event, void *cq_context)
 	struct kqp_cq *cq = cq_context;
 
 	rcu_read_lock();
-	if (!READ_ONCE(cq->abandoned))
+	/* Nothing before the ring: the CQ is not anyone's yet. */
+	if (!READ_ONCE(cq->abandoned) && READ_ONCE(cq->ring))
 		kqp_async_queue_event(cq->uctx, event->event, KQP_ASYNC_CQ,
 				      cq->vobj.obj.id, cq->uid,
 				      &cq->async_reported);
@@ -368,7 +369,8 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 	struct ib_cq_init_attr attr = {};
 	struct kqp_cq *cq;
 	struct ib_cq *ibcq;
-	int ret;
+	void *ring;
+	int ret, err;
 
 	if (!cqe || cqe > kdev->ibdev->attrs.max_cqe)
 		return ERR_PTR(-EINVAL);
@@ -402,7 +404,12 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 		ret = PTR_ERR(ibcq);
 		goto err_uncharge;
 	}
-	/* Not armed yet: no handler runs before the ring is there. */
+	/*
+	 * Not armed yet: the completion handler does not run before the ring
+	 * is there.  The event handler may, and drops what comes before the
+	 * ring (no QP can use the CQ yet), so the error path below has no
+	 * event to take back.
+	 */
 	if (ibcq->cqe < 1 || ibcq->cqe > KQP_CQ_RING_MAX) {
 		ret = -EINVAL;
 		goto err_destroy;
@@ -418,12 +425,14 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 				    (size_t)cq->entries *
 				    sizeof(struct kqp_cqe));
 	/* The caller chose the size: its failure is not the log's business. */
-	cq->ring = __vmalloc(cq->ring_bytes,
-			     GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN);
-	if (!cq->ring) {
+	ring = __vmalloc(cq->ring_bytes,
+			 GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN);
+	if (!ring) {
 		ret = -ENOMEM;
 		goto err_destroy;
 	}
+	/* Pairs with READ_ONCE() in kqp_cq_event_handler(). */
+	WRITE_ONCE(cq->ring, ring);
 	cq->cq = ibcq;
 	cq->cqe = ibcq->cqe;
 	cq->channel = chan;
@@ -434,7 +443,18 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 	return cq;
 
 err_destroy:
-	ib_destroy_cq(ibcq);
+	/* As kqp_cq_destroy_hw(): a CQ the device keeps is left to it. */
+	err = ib_destroy_cq_user(ibcq, NULL);
+	if (err) {
+		pr_err_ratelimited("kqp: the device refused to destroy a CQ (%d); left to it\n",
+				   err);
+		WRITE_ONCE(cq->abandoned, true);
+		__module_get(THIS_MODULE);
+		synchronize_rcu();
+		kqp_vobj_uncharge(&cq->vobj);
+		kqp_object_release_id(uctx, &cq->vobj.obj);
+		return ERR_PTR(ret);
+	}
 err_uncharge:
 	kqp_vobj_uncharge(&cq->vobj);
 err_release:

@@ -1115,7 +1115,8 @@ struct kqp_query_device {
  * @out_port_cap_flags2: enum ibv_port_cap_flags2
  * @__reserved: zero
  * @out_flags: KQP_PORT_* (ibv_port_attr's flags); added after the first
- *	version, so a kernel without it leaves it as the caller set it
+ *	version: the caller sets it to 0, which a kernel without it leaves
+ *	(and a non-zero value there is E2BIG to such a kernel)
  *
  * A port's attributes, as struct ibv_port_attr.  EINVAL for a port the
  * device does not have.
