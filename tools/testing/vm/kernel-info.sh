@@ -16,20 +16,24 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 name=${1:?usage: kernel-info.sh NAME}
 
+# Where Debian installs kernels (moved only by kernel-info-test.sh).
+modules=${KQP_MODULES_DIR:-/lib/modules}
+boot=${KQP_BOOT_DIR:-/boot}
+
 # Newest installed Debian kernel whose release starts with $1.
 debian() {
 	local kver
-	kver=$(ls /lib/modules 2>/dev/null | grep -E "^$1[.-].*-amd64\$" |
+	kver=$(ls "$modules" 2>/dev/null | grep -E "^$1[.-].*-amd64\$" |
 	       sort -V | tail -n 1)
-	if [ -z "$kver" ] || [ ! -e "/boot/vmlinuz-$kver" ] ||
-	   [ ! -e "/lib/modules/$kver/build" ]; then
+	if [ -z "$kver" ] || [ ! -e "$boot/vmlinuz-$kver" ] ||
+	   [ ! -e "$modules/$kver/build" ]; then
 		echo "kernel-info: no Debian $1 kernel with headers installed (make deps)" >&2
 		exit 1
 	fi
 	echo "KVER='$kver'"
-	echo "VMLINUZ='/boot/vmlinuz-$kver'"
-	echo "KDIR='/lib/modules/$kver/build'"
-	echo "MODROOT='/lib/modules/$kver'"
+	echo "VMLINUZ='$boot/vmlinuz-$kver'"
+	echo "KDIR='$modules/$kver/build'"
+	echo "MODROOT='$modules/$kver'"
 	echo "APPEND=''"
 }
 
