@@ -58,6 +58,10 @@ grep -E '^(not )?ok' "$host/tap/dkms.tap"
 echo $? > "$host/tap/symbols.rc"
 grep -E '^(not )?ok' "$host/tap/symbols.tap"
 
+# The bench's kernel names are exact (a PREEMPT_RT kernel is never "6.12").
+"$vm/kernel-info-test.sh" > "$host/tap/kernel-info.tap" 2>&1
+grep -E '^(not )?ok' "$host/tap/kernel-info.tap"
+
 # No /dev/kqp on the host: the library must fail cleanly with ENOENT.
 if [ ! -e /dev/kqp ] && [ -x "$top/build/selftests/lib_device" ]; then
 	"$top/build/selftests/lib_device" -t module_not_loaded \
