@@ -13,7 +13,9 @@ if [ -d "$running" ]; then
 	exit 0
 fi
 
-newest=$(ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -n 1)
+# The generic flavour: never a PREEMPT_RT (-rt-amd64) or cloud one, which
+# would otherwise sort after it.
+newest=$(ls -d /usr/src/linux-headers-*[0-9]-amd64 2>/dev/null | sort -V | tail -n 1)
 if [ -n "$newest" ]; then
 	echo "kqp: $running does not exist; building for the newest installed headers ($newest)" >&2
 	echo "$newest"

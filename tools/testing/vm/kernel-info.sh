@@ -20,14 +20,16 @@ name=${1:?usage: kernel-info.sh NAME}
 modules=${KQP_MODULES_DIR:-/lib/modules}
 boot=${KQP_BOOT_DIR:-/boot}
 
-# Newest installed Debian kernel whose release starts with $1.
+# Newest installed Debian kernel whose release starts with $1 and ends in
+# $2: "-amd64" for the generic flavour, which a release ending in
+# "-rt-amd64" (PREEMPT_RT) must never stand in for, nor the reverse.
 debian() {
 	local kver
-	kver=$(ls "$modules" 2>/dev/null | grep -E "^$1[.-].*-amd64\$" |
-	       sort -V | tail -n 1)
+	kver=$(ls "$modules" 2>/dev/null | grep -E "^$1[.-]" |
+	       grep -E "[0-9]$2\$" | sort -V | tail -n 1)
 	if [ -z "$kver" ] || [ ! -e "$boot/vmlinuz-$kver" ] ||
 	   [ ! -e "$modules/$kver/build" ]; then
-		echo "kernel-info: no Debian $1 kernel with headers installed (make deps)" >&2
+		echo "kernel-info: no Debian $1 kernel (flavour $2) with headers installed (make deps)" >&2
 		exit 1
 	fi
 	echo "KVER='$kver'"
@@ -38,8 +40,8 @@ debian() {
 }
 
 case "$name" in
-6.1)	debian 6.1 ;;
-6.12)	debian 6.12 ;;
+6.1)	debian 6.1 -amd64 ;;
+6.12)	debian 6.12 -amd64 ;;
 debug)
 	kdir=$("$here/build-debug-kernel.sh")
 	echo "KVER='$(make -s -C "$kdir" kernelrelease)'"
