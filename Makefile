@@ -22,9 +22,9 @@ PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 MANDIR ?= $(PREFIX)/share/man
 DESTDIR ?=
 
-# The bench's kernels: Debian's 6.1 and 6.12 and the 6.12 debug build.
+# The bench's kernels: Debian's 6.1, 6.12 and 6.12 PREEMPT_RT, and the 6.12 debug build.
 # tools/testing/vm/kernel-info.sh says how each name is found.
-KERNELS ?= 6.1 6.12 debug
+KERNELS ?= 6.1 6.12 6.12-rt debug
 
 KDIR ?=
 MODDIR ?=

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
 # Install, with apt, everything kqp's build and test bench need on Debian
-# bookworm: both test kernels with headers, QEMU, the guest's tools,
+# bookworm: the test kernels with headers (6.1, 6.12, 6.12 PREEMPT_RT),
+# QEMU, the guest's tools,
 # rdma-core's peers and headers, dkms, and the kernel source the debug
 # kernel and the kselftest harness come from.
 set -euo pipefail
@@ -11,6 +12,7 @@ pkgs=(
 	# kernels the bench boots, and their headers for kqp.ko
 	linux-image-amd64 linux-headers-amd64
 	linux-image-6.12-amd64 linux-headers-6.12-amd64
+	linux-image-6.12-rt-amd64 linux-headers-6.12-rt-amd64
 	# the debug kernel and kselftest_harness.h come from this
 	linux-source-6.12 bc bison flex libelf-dev libssl-dev
 	# the guest

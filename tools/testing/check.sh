@@ -10,7 +10,7 @@ set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 vm=$top/tools/testing/vm
-KERNELS=${KERNELS:-6.1 6.12 debug}
+KERNELS=${KERNELS:-6.1 6.12 6.12-rt debug}
 VERSION=${VERSION:-$(sed -n 's/^VERSION := //p' "$top/Makefile")}
 
 missing() {
@@ -26,6 +26,7 @@ missing() {
 	done
 	"$vm/kernel-info.sh" 6.1 > /dev/null 2>&1 || { echo "6.1 kernel"; return 0; }
 	"$vm/kernel-info.sh" 6.12 > /dev/null 2>&1 || { echo "6.12 kernel"; return 0; }
+	"$vm/kernel-info.sh" 6.12-rt > /dev/null 2>&1 || { echo "6.12-rt kernel"; return 0; }
 	return 1
 }
 

@@ -4,7 +4,7 @@
 # kernel-info-test.sh: kernel-info.sh's names are exact.  In a made-up
 # /lib/modules and /boot with generic and PREEMPT_RT kernels side by side,
 # "6.1" and "6.12" must name the newest generic kernel of their series,
-# never an RT one however new.  Prints TAP.
+# never an RT one however new, and "6.12-rt" the newest RT one.  Prints TAP.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,6 +31,7 @@ expect() {
 }
 
 echo "TAP version 13"
-echo "1..2"
+echo "1..3"
 expect 6.1 6.1.0-57-amd64
 expect 6.12 6.12.117+deb12-amd64
+expect 6.12-rt 6.12.200+deb12-rt-amd64

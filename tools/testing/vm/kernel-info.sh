@@ -42,6 +42,7 @@ debian() {
 case "$name" in
 6.1)	debian 6.1 -amd64 ;;
 6.12)	debian 6.12 -amd64 ;;
+6.12-rt) debian 6.12 -rt-amd64 ;;
 debug)
 	kdir=$("$here/build-debug-kernel.sh")
 	echo "KVER='$(make -s -C "$kdir" kernelrelease)'"

@@ -93,14 +93,17 @@ fi
 [ $rc -eq 0 ] || cat "$work/ulp-kbuild.log"
 host_check $rc "kqp_ulp.ko builds for $KVER against kqp's Module.symvers with W=1 and no warnings"
 
-# Initramfs with whatever a 9p root needs on this kernel.
+# Initramfs with whatever a 9p root needs on this kernel; made again when
+# the kernel behind NAME changed (its modules would not load in another).
 initrd=$work/initrd.gz
 if [ ! -e "$initrd" ] || [ "$here/init" -nt "$initrd" ] ||
-   [ "$here/mkinitramfs.sh" -nt "$initrd" ]; then
+   [ "$here/mkinitramfs.sh" -nt "$initrd" ] ||
+   [ "$(cat "$work/initrd.kver" 2>/dev/null)" != "$KVER" ]; then
 	"$here/mkinitramfs.sh" "$KVER" "$MODROOT" "$initrd" || {
 		host_check 1 "initramfs for $KVER"
 		finish
 	}
+	echo "$KVER" > "$work/initrd.kver"
 fi
 
 boot() {
