@@ -3,9 +3,8 @@
 #
 # Install, with apt, everything kqp's build and test bench need on Debian
 # bookworm: the test kernels with headers (6.1, 6.12, 6.12 PREEMPT_RT),
-# QEMU, the guest's tools,
-# rdma-core's peers and headers, dkms, and the kernel source the debug
-# kernel and the kselftest harness come from.
+# QEMU, the guest's tools, rdma-core's peers and headers, dkms, and the
+# kernel source the debug kernel and the kselftest harness come from.
 set -euo pipefail
 
 pkgs=(
