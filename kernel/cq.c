@@ -310,11 +310,32 @@ static void kqp_cq_event_handler(struct ib_event *event, void *cq_context)
 	rcu_read_unlock();
 }
 
+/*
+ * Destroy @ibcq, whose handlers get @cq.  ib_destroy_cq() WARNs when the
+ * device refuses (a QP the device would not destroy still uses the CQ):
+ * ask without the WARN, and leave a refused CQ to the device.  It may
+ * still call the handlers with @cq, reading handler and context apart, so
+ * neither changes: the handlers do nothing once @abandoned is set and a
+ * call that began before has ended.  False if the device kept the CQ:
+ * @cq must then never be freed.
+ */
+static bool kqp_cq_destroy_ib(struct kqp_cq *cq, struct ib_cq *ibcq)
+{
+	int ret = ib_destroy_cq_user(ibcq, NULL);
+
+	if (!ret)
+		return true;
+	pr_err_ratelimited("kqp: the device refused to destroy a CQ (%d); left to it\n",
+			   ret);
+	WRITE_ONCE(cq->abandoned, true);
+	__module_get(THIS_MODULE);
+	synchronize_rcu();
+	return false;
+}
+
 static void kqp_cq_destroy_hw(struct kqp_vobj *vobj)
 {
 	struct kqp_cq *cq = container_of(vobj, struct kqp_cq, vobj);
-	struct ib_cq *ibcq = cq->cq;
-	int ret;
 
 	/* Waits for a scheduled poller; none is scheduled after this... */
 	irq_poll_disable(&cq->iop);
@@ -322,22 +343,7 @@ static void kqp_cq_destroy_hw(struct kqp_vobj *vobj)
 	spin_lock_bh(&cq->lock);
 	cq->dying = true;
 	spin_unlock_bh(&cq->lock);
-	/*
-	 * ib_destroy_cq() WARNs when the device refuses (a QP the device
-	 * would not destroy still uses the CQ): ask without the WARN, and
-	 * leave a refused CQ to the device.  It may still call the handlers
-	 * with this struct, reading handler and context apart, so neither
-	 * changes: the handlers do nothing once @abandoned is set and a call
-	 * that began before has ended, and the struct is never freed.
-	 */
-	ret = ib_destroy_cq_user(ibcq, NULL);
-	if (ret) {
-		pr_err_ratelimited("kqp: the device refused to destroy a CQ (%d); left to it\n",
-				   ret);
-		WRITE_ONCE(cq->abandoned, true);
-		__module_get(THIS_MODULE);
-		synchronize_rcu();
-	}
+	kqp_cq_destroy_ib(cq, cq->cq);
 	cq->cq = NULL;
 	/* No handler calls are left to queue one; a queued one finds it off. */
 	irq_work_sync(&cq->kick);
@@ -369,8 +375,9 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 	struct ib_cq_init_attr attr = {};
 	struct kqp_cq *cq;
 	struct ib_cq *ibcq;
+	bool freeable = true;
 	void *ring;
-	int ret, err;
+	int ret;
 
 	if (!cqe || cqe > kdev->ibdev->attrs.max_cqe)
 		return ERR_PTR(-EINVAL);
@@ -443,24 +450,15 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 	return cq;
 
 err_destroy:
-	/* As kqp_cq_destroy_hw(): a CQ the device keeps is left to it. */
-	err = ib_destroy_cq_user(ibcq, NULL);
-	if (err) {
-		pr_err_ratelimited("kqp: the device refused to destroy a CQ (%d); left to it\n",
-				   err);
-		WRITE_ONCE(cq->abandoned, true);
-		__module_get(THIS_MODULE);
-		synchronize_rcu();
-		kqp_vobj_uncharge(&cq->vobj);
-		kqp_object_release_id(uctx, &cq->vobj.obj);
-		return ERR_PTR(ret);
-	}
+	/* A CQ the device keeps is left to it, struct and all. */
+	freeable = kqp_cq_destroy_ib(cq, ibcq);
 err_uncharge:
 	kqp_vobj_uncharge(&cq->vobj);
 err_release:
 	kqp_object_release_id(uctx, &cq->vobj.obj);
 err_free:
-	kfree(cq);
+	if (freeable)
+		kfree(cq);
 	return ERR_PTR(ret);
 }
 
