@@ -8,7 +8,11 @@
  * uverbs lets it open only those.
  */
 #include <linux/nsproxy.h>
+#include <linux/pid.h>
+#include <linux/pid_namespace.h>
 #include <linux/rwsem.h>
+#include <linux/sched.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/xarray.h>
@@ -136,6 +140,7 @@ static void kqp_ib_remove(struct ib_device *ibdev, void *client_data)
 	};
 	struct kqp_device *kdev = client_data;
 	struct kqp_vobj *vobj, *found;
+	struct pid *owner;
 	unsigned int i;
 
 	/* Waits for a handler running: none runs after this. */
@@ -153,13 +158,14 @@ static void kqp_ib_remove(struct ib_device *ibdev, void *client_data)
 			list_for_each_entry(vobj, &kdev->objects, dev_entry) {
 				if (vobj->obj.type == order[i]) {
 					found = vobj;
-					list_del_init(&vobj->dev_entry);
+					owner = kqp_vobj_unlist(vobj);
 					break;
 				}
 			}
 			spin_unlock(&kdev->objects_lock);
 			if (!found)
 				break;
+			put_pid(owner);
 			/* Its owner may be destroying it: it waits for us. */
 			kqp_vobj_release_hw(found);
 		}
@@ -192,6 +198,92 @@ static struct ib_client kqp_ib_client = {
 	 IB_DEVICE_SHUTDOWN_PORT | IB_DEVICE_PORT_ACTIVE_EVENT |		\
 	 IB_DEVICE_SYS_IMAGE_GUID | IB_DEVICE_RC_RNR_NAK_GEN |		\
 	 IB_DEVICE_N_NOTIFY_CQ | IB_DEVICE_UD_IP_CSUM | IB_DEVICE_RC_IP_CSUM)
+
+/*
+ * One line of /sys/kernel/debug/kqp/resources for @vobj, named as
+ * `rdma res show` names it (pdn, cqn and mrn are ib_core's restrack ids,
+ * lqpn the QP number), with the pid and command of the process that made
+ * it.  ib_core itself says "[kqp]" or "[rdma_cm]" for these objects: the
+ * flag that would make it print a task also makes it read uverbs state
+ * (cq->uobject) that kernel objects do not have.  Objects of processes
+ * outside the reader's pid namespace are left out, as nldev leaves them.
+ * With kdev->hw_rwsem held for reading and kdev->objects_lock held, so
+ * the hardware objects stay.
+ */
+static void kqp_device_show_vobj(struct seq_file *m, struct kqp_device *kdev,
+				 struct kqp_vobj *vobj)
+{
+	pid_t nr = pid_nr_ns(vobj->owner, task_active_pid_ns(current));
+	char comm[TASK_COMM_LEN] = "";
+	struct task_struct *task;
+	const char *type;
+	u32 id;
+
+	if (!nr)
+		return;
+	switch (vobj->obj.type) {
+	case KQP_OBJ_PD:
+		type = "pd pdn";
+		id = container_of(vobj, struct kqp_pd, vobj)->pd->res.id;
+		break;
+	case KQP_OBJ_CQ:
+		type = "cq cqn";
+		id = container_of(vobj, struct kqp_cq, vobj)->cq->res.id;
+		break;
+	case KQP_OBJ_MR:
+		type = "mr mrn";
+		id = container_of(vobj, struct kqp_mr, vobj)->mr->res.id;
+		break;
+	case KQP_OBJ_QP:
+		type = "qp lqpn";
+		id = container_of(vobj, struct kqp_qp, vobj)->qp_num;
+		break;
+	default:
+		/* AHs: rdma res does not list them either. */
+		return;
+	}
+	rcu_read_lock();
+	task = pid_task(vobj->owner, PIDTYPE_TGID);
+	if (task)
+		get_task_comm(comm, task);
+	rcu_read_unlock();
+	seq_printf(m, "dev %s %s %u pid %d comm %s\n",
+		   dev_name(&kdev->ibdev->dev), type, id, nr,
+		   task ? comm : "-");
+}
+
+/*
+ * /sys/kernel/debug/kqp/resources: every PD, CQ, MR and QP a process made
+ * through /dev/kqp, one per line, on the devices the reader's network
+ * namespace may use: "dev DEV TYPE IDNAME ID pid PID comm COMM".
+ */
+int kqp_device_resources_show(struct seq_file *m, void *v)
+{
+	struct kqp_device *kdev;
+	struct kqp_vobj *vobj;
+	unsigned long index = 0;
+
+	for (;; index++) {
+		down_read(&kqp_devices_rwsem);
+		xa_for_each_start(&kqp_devices, index, kdev, index)
+			if (kqp_device_visible(kdev->ibdev))
+				break;
+		if (kdev)
+			kref_get(&kdev->ref);
+		up_read(&kqp_devices_rwsem);
+		if (!kdev)
+			return 0;
+		down_read(&kdev->hw_rwsem);
+		if (!kdev->dead) {
+			spin_lock(&kdev->objects_lock);
+			list_for_each_entry(vobj, &kdev->objects, dev_entry)
+				kqp_device_show_vobj(m, kdev, vobj);
+			spin_unlock(&kdev->objects_lock);
+		}
+		up_read(&kdev->hw_rwsem);
+		kqp_device_put(kdev);
+	}
+}
 
 static void kqp_device_fill_info(struct kqp_device *kdev,
 				 struct kqp_device_info *info)

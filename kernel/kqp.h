@@ -254,6 +254,10 @@ void kqp_users_exit(void);
  * @hw_gone: @destroy_hw ran
  * @uctx: the table, while the object is charged to its rdma cgroup
  * @cg: the rdma cgroup the object is charged to (hca_object)
+ * @owner: the thread group that made it, referenced while the object is
+ *	on @kdev->objects and read under its lock: who owns it, for
+ *	/sys/kernel/debug/kqp/resources (ib_core reports kqp's objects as
+ *	the kernel's own; see kqp_device_resources_show())
  */
 struct kqp_vobj {
 	struct kqp_object obj;
@@ -263,6 +267,7 @@ struct kqp_vobj {
 	bool hw_gone;
 	struct kqp_ucontext *uctx;
 	struct rdma_cgroup *cg;
+	struct pid *owner;
 };
 
 int kqp_vobj_charge(struct kqp_vobj *vobj, struct kqp_ucontext *uctx,
@@ -272,6 +277,7 @@ void kqp_vobj_init(struct kqp_vobj *vobj, struct kqp_device *kdev,
 		   void (*destroy_hw)(struct kqp_vobj *vobj));
 void kqp_vobj_release_hw(struct kqp_vobj *vobj);
 void kqp_vobj_destroy_hw(struct kqp_vobj *vobj);
+struct pid *kqp_vobj_unlist(struct kqp_vobj *vobj);
 
 /**
  * struct kqp_pd - a protection domain
@@ -612,6 +618,8 @@ int kqp_query_ioctl(struct kqp_ucmd *ucmd);
 struct kqp_device *kqp_device_get(u32 index);
 struct kqp_device *kqp_device_get_user(u32 index);
 struct kqp_device *kqp_device_of(struct ib_device *ibdev);
+struct seq_file;
+int kqp_device_resources_show(struct seq_file *m, void *v);
 void kqp_device_put(struct kqp_device *kdev);
 int kqp_query_device_ioctl(struct kqp_ucmd *ucmd);
 int kqp_query_port_ioctl(struct kqp_ucmd *ucmd);

@@ -76,6 +76,13 @@ static int kqp_objects_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(kqp_objects);
 
+/* /sys/kernel/debug/kqp/resources: see kqp_device_resources_show(). */
+static int kqp_resources_show(struct seq_file *m, void *v)
+{
+	return kqp_device_resources_show(m, v);
+}
+DEFINE_SHOW_ATTRIBUTE(kqp_resources);
+
 static struct miscdevice kqp_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = KQP_MODNAME,
@@ -100,6 +107,8 @@ static int __init kqp_init(void)
 			    &kqp_completions_fops);
 	debugfs_create_file("objects", 0444, kqp_debugfs, NULL,
 			    &kqp_objects_fops);
+	debugfs_create_file("resources", 0444, kqp_debugfs, NULL,
+			    &kqp_resources_fops);
 	kqp_kapi_init(kqp_debugfs);
 	return 0;
 

@@ -27,6 +27,7 @@
 #include <linux/cgroup_rdma.h>
 #include <linux/cred.h>
 #include <linux/memcontrol.h>
+#include <linux/pid.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -574,6 +575,7 @@ void kqp_vobj_init(struct kqp_vobj *vobj, struct kqp_device *kdev,
 {
 	vobj->kdev = kdev;
 	vobj->destroy_hw = destroy_hw;
+	vobj->owner = get_task_pid(current, PIDTYPE_TGID);
 	spin_lock(&kdev->objects_lock);
 	list_add_tail(&vobj->dev_entry, &kdev->objects);
 	spin_unlock(&kdev->objects_lock);
@@ -601,11 +603,27 @@ void kqp_vobj_release_hw(struct kqp_vobj *vobj)
 void kqp_vobj_destroy_hw(struct kqp_vobj *vobj)
 {
 	struct kqp_device *kdev = vobj->kdev;
+	struct pid *owner;
 
 	down_write(&kdev->hw_rwsem);
 	kqp_vobj_release_hw(vobj);
 	spin_lock(&kdev->objects_lock);
-	list_del_init(&vobj->dev_entry);
+	owner = kqp_vobj_unlist(vobj);
 	spin_unlock(&kdev->objects_lock);
 	up_write(&kdev->hw_rwsem);
+	put_pid(owner);
+}
+
+/*
+ * Take @vobj off its device's list, with kdev->objects_lock held; the
+ * caller puts the owner returned once the lock is dropped.  Idempotent.
+ */
+struct pid *kqp_vobj_unlist(struct kqp_vobj *vobj)
+{
+	struct pid *owner = vobj->owner;
+
+	lockdep_assert_held(&vobj->kdev->objects_lock);
+	list_del_init(&vobj->dev_entry);
+	vobj->owner = NULL;
+	return owner;
 }

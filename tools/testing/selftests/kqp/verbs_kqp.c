@@ -7,6 +7,7 @@
  * context that never reads its async events holds a bounded number.
  */
 #include <net/if.h>
+#include <sys/prctl.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 #include <rdma/rsocket.h>
@@ -129,6 +130,72 @@ TEST_F(id, rdmacm_enosys)
 	errno = 0;
 	EXPECT_EQ(-1, rdma_reject_ece(self->id, NULL, 0));
 	EXPECT_EQ(ENOSYS, errno);
+}
+
+/*
+ * The objects of /sys/kernel/debug/kqp/resources matching @type (e.g.
+ * "qp lqpn") and owned by @pid with command @comm; their ids in @ids.
+ */
+static int res_owned(const char *type, pid_t pid, const char *comm,
+		     unsigned int *ids, int max)
+{
+	FILE *f = fopen("/sys/kernel/debug/kqp/resources", "r");
+	char line[256], want[128], name[64];
+	unsigned int id;
+	int n = 0, p;
+
+	if (!f)
+		return -1;
+	snprintf(want, sizeof(want), "%s %%u pid %%d comm %%63s", type);
+	while (fgets(line, sizeof(line), f)) {
+		const char *rest = strchr(line + 4, ' ');
+
+		/* "dev DEV " first. */
+		if (strncmp(line, "dev ", 4) || !rest)
+			continue;
+		if (sscanf(rest + 1, want, &id, &p, name) == 3 && p == pid &&
+		    !strcmp(name, comm) && n < max)
+			ids[n++] = id;
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * ib_core lists kqp's objects as the kernel's ("[kqp]", "[rdma_cm]");
+ * debugfs says whose they are, with the ids `rdma res show` prints.
+ */
+TEST_F(id, resources_name_owner)
+{
+	static const struct {
+		const char *type, *res, *key;
+	} types[] = {
+		{ "pd pdn", "pd", "pdn" }, { "cq cqn", "cq", "cqn" },
+		{ "mr mrn", "mr", "mrn" }, { "qp lqpn", "qp", "lqpn" },
+	};
+	const char *comm = "kqp-res-owner";
+	unsigned int ids[4];
+	unsigned int i;
+
+	ASSERT_EQ(0, prctl(PR_SET_NAME, comm));
+	for (i = 0; i < ARRAY_SIZE(types); i++) {
+		ASSERT_EQ(1, res_owned(types[i].type, getpid(), comm, ids, 4))
+			TH_LOG("%s", types[i].type);
+		/* The id names the object ib_core lists. */
+		EXPECT_EQ(0, kqp_test_sh("rdma res show %s %s %u | grep -q ' %s %u '",
+					 types[i].res, types[i].key, ids[0],
+					 types[i].key, ids[0]))
+			TH_LOG("%s %u", types[i].type, ids[0]);
+		if (!strcmp(types[i].type, "qp lqpn"))
+			EXPECT_EQ(self->id->qp->qp_num, ids[0]);
+	}
+	/* Gone with the object. */
+	ASSERT_EQ(0, ibv_dereg_mr(self->mr));
+	self->mr = NULL;
+	EXPECT_EQ(0, res_owned("mr mrn", getpid(), comm, ids, 4));
+	EXPECT_EQ(1, res_owned("cq cqn", getpid(), comm, ids, 4));
+	/* Another process's objects are its own. */
+	EXPECT_EQ(0, res_owned("pd pdn", getppid(), comm, ids, 4));
 }
 
 TEST(rsockets_enosys)
