@@ -600,8 +600,10 @@ static int kqp_cq_add_user(struct kqp_cq *cq)
 }
 
 /*
- * The CQ @handle names, with one more user (a QP); EINVAL for a CQ made
- * for a QP on an id, which is that QP's alone.
+ * The CQ @handle names, with one more user (a QP).  That may be a CQ made
+ * for a QP on an id, as with librdmacm: rdma_create_qp(3) hands the id's
+ * CQs back in the caller's attributes, and cmtime's server creates every
+ * further QP with them.
  */
 struct kqp_cq *kqp_cq_take(struct kqp_ucontext *uctx, u32 handle)
 {
@@ -610,7 +612,7 @@ struct kqp_cq *kqp_cq_take(struct kqp_ucontext *uctx, u32 handle)
 
 	if (IS_ERR(cq))
 		return cq;
-	ret = cq->auto_qp ? -EINVAL : kqp_cq_add_user(cq);
+	ret = kqp_cq_add_user(cq);
 	kqp_object_put(&cq->vobj.obj);
 	return ret ? ERR_PTR(ret) : cq;
 }
@@ -623,17 +625,31 @@ void kqp_cq_put_user(struct kqp_cq *cq)
 }
 
 /*
- * Free a CQ made for a QP on an id, with the QP; @counts gets the
- * notifications and async events read for it, which userspace waits to
- * see acked before it frees its side of the CQ.
+ * The QP a CQ was made for goes: free the CQ with it, unless other QPs
+ * use it; then it stays, theirs, as an ordinary CQ of the table (@counts
+ * says so, and true is returned).  What decides, and the claim, happen
+ * under the same lock as kqp_cq_add_user(), so no QP takes a CQ being
+ * freed.  @counts gets the notifications and async events read for a
+ * freed CQ, which userspace waits to see acked before it frees its side.
  */
-void kqp_cq_destroy_auto(struct kqp_ucontext *uctx, struct kqp_cq *cq,
+bool kqp_cq_release_auto(struct kqp_ucontext *uctx, struct kqp_cq *cq,
 			 struct kqp_cq_counts *counts)
 {
+	bool claimed = false;
+
 	counts->comp = 0;
 	counts->async = 0;
-	if (kqp_object_claim(uctx, &cq->vobj.obj))
+	mutex_lock(&uctx->lock);
+	cq->auto_qp = NULL;
+	counts->kept = cq->users > 1;
+	if (counts->kept)
+		cq->users--;
+	else
+		claimed = kqp_object_claim(uctx, &cq->vobj.obj);
+	mutex_unlock(&uctx->lock);
+	if (claimed)
 		kqp_cq_free(uctx, cq, &counts->comp, &counts->async);
+	return counts->kept;
 }
 
 int kqp_flush_cq_ioctl(struct kqp_ucmd *ucmd)

@@ -377,7 +377,10 @@ struct kqp_channel {
  *	consumer can write there too.  KQP_CQ_RING_OVERFLOW: the ring
  *	filled; completions wait in @cq until a flush
  * @users: QPs using the CQ, under @uctx->lock
- * @auto_qp: allocated for a QP created on an id; destroyed with it
+ * @auto_qp: the QP on an id the CQ was made for, which destroys it as it
+ *	goes, unless other QPs use it by then: it stays for them, an
+ *	ordinary CQ (NULL) from then on.  Set before the CQ is published,
+ *	cleared under @uctx->lock.
  * @async_reported: async events read for the CQ
  * @stats: completion path measurements (debugfs)
  * @dying: the kernel CQ is being destroyed: the poller must not arm it
@@ -406,7 +409,7 @@ struct kqp_cq {
 	u32 last_fired;
 	u32 ring_flags;
 	unsigned int users;
-	bool auto_qp;
+	struct kqp_qp *auto_qp;
 	u32 async_reported;
 	struct kqp_cq_stats {
 		u64 calls;
@@ -709,13 +712,15 @@ void kqp_cq_put_user(struct kqp_cq *cq);
  * struct kqp_cq_counts - what was read for a CQ made for a QP, as it goes
  * @comp: completion channel notifications
  * @async: async events
+ * @kept: it did not go: other QPs use it
  */
 struct kqp_cq_counts {
 	u32 comp;
 	u32 async;
+	bool kept;
 };
 
-void kqp_cq_destroy_auto(struct kqp_ucontext *uctx, struct kqp_cq *cq,
+bool kqp_cq_release_auto(struct kqp_ucontext *uctx, struct kqp_cq *cq,
 			 struct kqp_cq_counts *counts);
 void kqp_cq_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 void kqp_cq_stats_read(struct kqp_cq_stats *st);

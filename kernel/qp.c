@@ -260,8 +260,9 @@ static void kqp_qp_release_deps(struct kqp_ucontext *uctx, struct kqp_qp *qp,
 	for (i = 0; i < 2; i++) {
 		if (!cqs[i])
 			continue;
-		if (cqs[i]->auto_qp)
-			kqp_cq_destroy_auto(uctx, cqs[i], &cq_counts[i]);
+		/* Another QP's automatic CQ is one this QP only used. */
+		if (cqs[i]->auto_qp == qp)
+			kqp_cq_release_auto(uctx, cqs[i], &cq_counts[i]);
 		else
 			kqp_cq_put_user(cqs[i]);
 	}
@@ -386,7 +387,6 @@ static struct ib_cq *kqp_uscope_alloc_cq(struct kqp_core_scope *scope,
 		q->fd = -1;
 		return ERR_CAST(cq);
 	}
-	cq->auto_qp = true;
 	cq->users = 1;
 	q->cq = cq;
 	*token = cq;
@@ -575,10 +575,14 @@ static int kqp_qp_create_hw(struct kqp_uscope *us, struct kqp_qp *qp,
 		/* The core's default PD and CQs are this QP's now. */
 		if (res.pd_token)
 			qp->pd = res.pd_token;
-		if (res.send_cq_token)
+		if (res.send_cq_token) {
 			qp->send_cq = res.send_cq_token;
-		if (res.recv_cq_token)
+			qp->send_cq->auto_qp = qp;
+		}
+		if (res.recv_cq_token) {
 			qp->recv_cq = res.recv_cq_token;
+			qp->recv_cq->auto_qp = qp;
+		}
 	} else {
 		ibqp = ib_create_qp(qp->pd->pd, attr);
 		if (IS_ERR(ibqp)) {
@@ -785,6 +789,8 @@ int kqp_destroy_qp_ioctl(struct kqp_ucmd *ucmd)
 	cmd->out_recv_cq_events = cq_counts[1].comp;
 	cmd->out_send_cq_async_events = cq_counts[0].async;
 	cmd->out_recv_cq_async_events = cq_counts[1].async;
+	cmd->out_flags = (cq_counts[0].kept ? KQP_DESTROY_QP_SEND_CQ_KEPT : 0) |
+			 (cq_counts[1].kept ? KQP_DESTROY_QP_RECV_CQ_KEPT : 0);
 	return kqp_ucmd_respond(ucmd, sizeof(*cmd));
 }
 

@@ -15,7 +15,10 @@
  * The CQs kqp made for an id's QP went with the QP (@d says what was
  * read for them): drop their wrappers and channels once every
  * notification and async event read for them was acked, as
- * ibv_destroy_cq() waits.
+ * ibv_destroy_cq() waits.  A CQ another QP still uses stayed (@d's
+ * out_flags): the id lets go of it, and it lives on, with its channel,
+ * as an ordinary CQ, just as librdmacm's ibv_destroy_cq() of it fails
+ * with EBUSY and leaves it.
  */
 static void kqp_id_drop_auto_cqs(struct rdma_cm_id *id,
 				 const struct kqp_destroy_qp *d)
@@ -26,6 +29,8 @@ static void kqp_id_drop_auto_cqs(struct rdma_cm_id *id,
 	uint32_t comp[2] = { d->out_send_cq_events, d->out_recv_cq_events };
 	uint32_t async[2] = { d->out_send_cq_async_events,
 			      d->out_recv_cq_async_events };
+	uint32_t kept[2] = { KQP_DESTROY_QP_SEND_CQ_KEPT,
+			     KQP_DESTROY_QP_RECV_CQ_KEPT };
 	int i;
 
 	for (i = 0; i < 2; i++) {
@@ -34,11 +39,15 @@ static void kqp_id_drop_auto_cqs(struct rdma_cm_id *id,
 		if (!cqs[i] || to_lcq(cqs[i])->auto_id != id)
 			continue;
 		cq = to_lcq(cqs[i]);
-		kqp_cq_wait_acks(&cq->ibv, comp[i], async[i]);
-		kqp_cq_unmap(cq);
-		free(cq);
-		if (chans[i])
-			ibv_destroy_comp_channel(chans[i]);
+		if (d->out_flags & kept[i]) {
+			cq->auto_id = NULL;
+		} else {
+			kqp_cq_wait_acks(&cq->ibv, comp[i], async[i]);
+			kqp_cq_unmap(cq);
+			free(cq);
+			if (chans[i])
+				ibv_destroy_comp_channel(chans[i]);
+		}
 		if (i == 0) {
 			id->send_cq = NULL;
 			id->send_cq_channel = NULL;

@@ -1598,8 +1598,15 @@ struct kqp_create_qp {
  *	the QP (added later: a caller whose @size ends before it gets
  *	the fields before)
  * @out_recv_cq_async_events: likewise for the receive CQ
+ * @out_flags: KQP_DESTROY_QP_*_CQ_KEPT (added later, as the async counts)
+ * @__reserved: must be 0
  *
- * Work still posted is discarded with the QP.  CQs made for it go too.
+ * Work still posted is discarded with the QP.  CQs made for it go too,
+ * but for one that another QP uses (rdma_create_qp(3) writes an id's CQs
+ * back into the caller's attributes, and programs create further QPs
+ * with them): that one stays, an ordinary CQ from then on, and @out_flags
+ * says so.  librdmacm's ibv_destroy_cq() of such a CQ fails (EBUSY) and
+ * leaves it just as alive.
  */
 struct kqp_destroy_qp {
 	__u32 size;
@@ -1610,6 +1617,19 @@ struct kqp_destroy_qp {
 	__u32 out_recv_cq_events;
 	__u32 out_send_cq_async_events;
 	__u32 out_recv_cq_async_events;
+	__u32 out_flags;
+	__u32 __reserved;
+};
+
+/**
+ * enum kqp_destroy_qp_out_flags - struct kqp_destroy_qp's @out_flags
+ * @KQP_DESTROY_QP_SEND_CQ_KEPT: the send CQ made for the QP stays, as
+ *	another QP uses it
+ * @KQP_DESTROY_QP_RECV_CQ_KEPT: likewise for the receive CQ
+ */
+enum kqp_destroy_qp_out_flags {
+	KQP_DESTROY_QP_SEND_CQ_KEPT = 1 << 0,
+	KQP_DESTROY_QP_RECV_CQ_KEPT = 1 << 1,
 };
 
 #define KQP_IOCTL_DESTROY_QP _IO(KQP_IOCTL_TYPE, KQP_CMD_DESTROY_QP)

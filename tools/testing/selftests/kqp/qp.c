@@ -423,6 +423,61 @@ TEST_F_TIMEOUT(cm, user_send_cq_auto_recv, 60)
 }
 
 /*
+ * rdma_create_qp() writes the CQs it made back into the caller's
+ * attributes, and a program that creates its next QP with the same
+ * attributes (cmtime's server does, for every connection) shares them.
+ * They outlive the QP they were made for while the other QP uses them:
+ * librdmacm's ibv_destroy_cq() of them fails (EBUSY) and leaves them.
+ */
+TEST_F_TIMEOUT(cm, auto_cqs_shared_by_next_qp, 60)
+{
+	struct ibv_qp_init_attr attr;
+	struct rdma_cm_id *a, *b;
+	struct ibv_recv_wr wr = { .wr_id = 7 }, *bad;
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+	struct ibv_cq *scq, *rcq;
+	struct ibv_wc wc;
+
+	a = resolved(self->cch, self->port, RDMA_PS_TCP);
+	ASSERT_NE(NULL, a);
+	b = resolved(self->cch, self->port, RDMA_PS_TCP);
+	ASSERT_NE(NULL, b);
+	qp_pair_attr(&attr);
+	ASSERT_EQ(0, rdma_create_qp(a, NULL, &attr));
+	scq = attr.send_cq;
+	rcq = attr.recv_cq;
+	ASSERT_EQ(a->send_cq, scq);
+	ASSERT_EQ(a->recv_cq, rcq);
+	ASSERT_EQ(0, rdma_create_qp(b, NULL, &attr)) TH_LOG("%s",
+							  strerror(errno));
+	EXPECT_EQ(scq, b->qp->send_cq);
+	EXPECT_EQ(rcq, b->qp->recv_cq);
+	EXPECT_EQ(NULL, b->send_cq);
+	EXPECT_EQ(NULL, b->recv_cq);
+
+	/* a's QP goes; its CQs stay for b's, and a lets go of them. */
+	rdma_destroy_qp(a);
+	EXPECT_EQ(NULL, a->send_cq);
+	EXPECT_EQ(NULL, a->recv_cq);
+	EXPECT_EQ(0, rdma_destroy_id(a));
+
+	/* They still work: a receive b flushes lands in the shared CQ. */
+	ASSERT_EQ(0, ibv_post_recv(b->qp, &wr, &bad));
+	ASSERT_EQ(0, ibv_modify_qp(b->qp, &err, IBV_QP_STATE));
+	ASSERT_EQ(1, qp_poll(rcq, &wc, 1, 5000));
+	EXPECT_EQ(7, wc.wr_id);
+	EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+	EXPECT_EQ(b->qp->qp_num, wc.qp_num);
+	EXPECT_EQ(EBUSY, ibv_destroy_cq(rcq));
+
+	/* Once b's QP is gone, they are the caller's to destroy. */
+	rdma_destroy_qp(b);
+	EXPECT_EQ(0, ibv_destroy_cq(scq));
+	EXPECT_EQ(0, ibv_destroy_cq(rcq));
+	EXPECT_EQ(0, rdma_destroy_id(b));
+}
+
+/*
  * A completion channel: an armed CQ that receives a completion wakes it
  * once; without re-arming, the next completion does not; re-armed, it
  * does again.  Acked events let the CQ go.
