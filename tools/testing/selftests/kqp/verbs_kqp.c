@@ -165,7 +165,7 @@ static int res_owned(const char *type, pid_t pid, const char *comm,
  * ib_core lists kqp's objects as the kernel's ("[kqp]", "[rdma_cm]");
  * debugfs says whose they are, with the ids `rdma res show` prints.
  */
-TEST_F(id, resources_name_owner)
+TEST_F_TIMEOUT(id, resources_name_owner, 180)
 {
 	static const struct {
 		const char *type, *res, *key;
