@@ -640,7 +640,8 @@ bool kqp_cq_release_auto(struct kqp_ucontext *uctx, struct kqp_cq *cq,
 	counts->comp = 0;
 	counts->async = 0;
 	mutex_lock(&uctx->lock);
-	cq->auto_qp = NULL;
+	/* Pairs with READ_ONCE() in kqp_qp_release_deps() of another QP. */
+	WRITE_ONCE(cq->auto_qp, NULL);
 	counts->kept = cq->users > 1;
 	if (counts->kept)
 		cq->users--;

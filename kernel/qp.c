@@ -260,8 +260,12 @@ static void kqp_qp_release_deps(struct kqp_ucontext *uctx, struct kqp_qp *qp,
 	for (i = 0; i < 2; i++) {
 		if (!cqs[i])
 			continue;
-		/* Another QP's automatic CQ is one this QP only used. */
-		if (cqs[i]->auto_qp == qp)
+		/*
+		 * Another QP's automatic CQ is one this QP only used; only
+		 * the owner ever clears the field, so it never reads as
+		 * this QP if it is not.
+		 */
+		if (READ_ONCE(cqs[i]->auto_qp) == qp)
 			kqp_cq_release_auto(uctx, cqs[i], &cq_counts[i]);
 		else
 			kqp_cq_put_user(cqs[i]);
