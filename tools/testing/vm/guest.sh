@@ -10,6 +10,7 @@
 #   kqp_mode   "test" (the selftests), "demo", or "script" (run
 #              $kqp_script after the Soft-RoCE setup)
 #   kqp_tests  comma-separated: run only these tests (empty: all)
+#   kqp_bench  the bench kernel's name (6.1, 6.12, 6.12-rt, debug)
 # Writes TAP files under $kqp_out/tap, the guest's dmesg and kmemleak
 # report, and "done" when it finished; then powers the guest off.
 set -u
@@ -115,7 +116,11 @@ run_phase() {
 	local phase=$1 p prog args
 	while read -r p prog args; do
 		case "$p" in '#'*|'') continue ;; esac
-		[ "$p" = "$phase" ] || continue
+		# PHASE:KERNEL,...: only on those bench kernels.
+		case "$p" in
+		*:*) case ",${p#*:}," in *",${kqp_bench:-}",*) ;; *) continue ;; esac ;;
+		esac
+		[ "${p%%:*}" = "$phase" ] || continue
 		# kqp_tests (run.sh's KQP_TESTS): only the tests it names.
 		case ",${kqp_tests:-$prog}," in *",$prog,"*) ;; *) continue ;; esac
 		test_idx=$((test_idx + 1))

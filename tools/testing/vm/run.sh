@@ -113,7 +113,7 @@ boot() {
 		-nodefaults -no-reboot -display none -monitor none \
 		-serial "file:$out/console.log" \
 		-kernel "$VMLINUZ" -initrd "$initrd" \
-		-append "console=ttyS0 quiet panic=-1 $APPEND kqp_out=$out kqp_repo=$repo kqp_guest=$here/guest.sh kqp_kmod=$kmod/kqp.ko kqp_mode=$mode kqp_script=$script kqp_tests=$only" \
+		-append "console=ttyS0 quiet panic=-1 $APPEND kqp_out=$out kqp_repo=$repo kqp_guest=$here/guest.sh kqp_kmod=$kmod/kqp.ko kqp_mode=$mode kqp_script=$script kqp_tests=$only kqp_bench=$name" \
 		-fsdev local,id=root,path=/,readonly=on,multidevs=remap,security_model=none \
 		-device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
 		-fsdev "local,id=out,path=$out,security_model=none" \

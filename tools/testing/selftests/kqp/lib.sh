@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# lib.sh: what the bench's shell tests share, sourced, not run.
+#
+# TAP lines (tap), commands run preloaded with libkqp or not, under a
+# timeout (side), a listener to wait for (wait_listen), and a server and
+# client pair (run_pair).  A script sets, before sourcing:
+#   KQP_LIB	libkqp.so to preload
+#   KQP_LIMIT	seconds each process may run
+#   KQP_WORK	a directory for outputs
+# shellcheck shell=bash
+
+kqp_n=0
+
+# tap STATUS DESCRIPTION: one TAP line, numbered in order.
+tap() {
+	kqp_n=$((kqp_n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $kqp_n $2"
+	else
+		echo "not ok $kqp_n $2"
+	fi
+}
+
+# tap_skip DESCRIPTION REASON
+tap_skip() {
+	kqp_n=$((kqp_n + 1))
+	echo "ok $kqp_n $1 # SKIP $2"
+}
+
+# The last lines of files (or stdin) as TAP comments.
+show() {
+	sed 's/^/# /' "$@" | tail -n 40
+}
+
+# side WHO CMD... &: run CMD under the timeout, preloaded if WHO is "kqp".
+# It execs, so run it in the background: $! is then timeout's pid, and a
+# kill of it reaches CMD (a kill of a shell running the function would
+# leave CMD running, holding its port and /dev/kqp).
+side() {
+	local who=$1
+	shift
+	if [ "$who" = kqp ]; then
+		LD_PRELOAD=$KQP_LIB exec timeout -k 5 "$KQP_LIMIT" "$@"
+	fi
+	exec timeout -k 5 "$KQP_LIMIT" "$@"
+}
+
+# wait_listen PORT PID: until an RDMA CM id listens on PORT (rdma_cm lists
+# it, whoever made it, on any address) while PID lives; at most a minute.
+wait_listen() {
+	for _ in $(seq 1 600); do
+		rdma res show cm_id 2>/dev/null |
+			grep -q "state LISTEN .*src-addr [^ ]*:$1 " && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# run_pair NAME SERVER_WHO CLIENT_WHO PORT SERVER_CMD... -- CLIENT_CMD...
+# The server first; the client once the server listens on PORT.  Outputs
+# in $KQP_WORK/NAME.{s,c}.{out,err}, exit statuses in NAME.{s,c}.rc (255:
+# never ran).  A server whose client failed is killed, so that it does
+# not hold its port for the next pair.  With KQP_SERVER_STAYS=1 (a server
+# that never exits, as cmtime's), the server is killed once the client
+# is done, and its status is 0 if it was still there to kill.
+run_pair() {
+	local name=$1 sw=$2 cw=$3 port=$4 spid cpid crc=255
+	local -a scmd=() ccmd=()
+	shift 4
+	while [ "$1" != -- ]; do scmd+=("$1"); shift; done
+	shift
+	ccmd=("$@")
+	side "$sw" stdbuf -oL "${scmd[@]}" > "$KQP_WORK/$name.s.out" \
+		2> "$KQP_WORK/$name.s.err" &
+	spid=$!
+	if wait_listen "$port" "$spid"; then
+		side "$cw" stdbuf -oL "${ccmd[@]}" > "$KQP_WORK/$name.c.out" \
+			2> "$KQP_WORK/$name.c.err" &
+		cpid=$!
+		wait "$cpid"
+		crc=$?
+	else
+		echo "# $name: the server never listened on port $port"
+	fi
+	echo "$crc" > "$KQP_WORK/$name.c.rc"
+	if [ "${KQP_SERVER_STAYS:-0}" = 1 ]; then
+		if kill "$spid" 2> /dev/null; then
+			wait "$spid"
+			echo 0 > "$KQP_WORK/$name.s.rc"
+		else
+			wait "$spid"
+			echo $? > "$KQP_WORK/$name.s.rc"
+		fi
+		return
+	fi
+	# A client that failed may leave its server waiting for it.
+	if [ "$crc" -ne 0 ]; then
+		sleep 2
+		kill "$spid" 2> /dev/null
+	fi
+	wait "$spid"
+	echo $? > "$KQP_WORK/$name.s.rc"
+}
+
+# pair_ok NAME: both sides of run_pair NAME exited 0; says why not.
+pair_ok() {
+	local s c
+	s=$(cat "$KQP_WORK/$1.s.rc") c=$(cat "$KQP_WORK/$1.c.rc")
+	if [ "$s" -ne 0 ] || [ "$c" -ne 0 ]; then
+		echo "# $1: server exit $s, client exit $c"
+		show "$KQP_WORK/$1.s.out" "$KQP_WORK/$1.s.err"
+		show "$KQP_WORK/$1.c.out" "$KQP_WORK/$1.c.err"
+		return 1
+	fi
+}
