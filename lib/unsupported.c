@@ -14,8 +14,8 @@
  *  - ECE (rdma_*_ece, ibv_*_ece): kqp's ids carry no ECE options, as
  *    rxe's do not; ENOSYS (librdmacm) or EOPNOTSUPP (libibverbs).
  *  - Resizing CQs, re-registering MRs, multicast attach on a QP, dma-buf
- *    MRs, importing objects from another context's fd, extended QPs, and
- *    resolving a GID to a MAC address: EOPNOTSUPP.
+ *    MRs, importing objects from another context's fd, and resolving a
+ *    GID to a MAC address: EOPNOTSUPP.
  */
 #include <stdarg.h>
 #include <rdma/rdma_verbs.h>
@@ -267,14 +267,6 @@ KQP_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
 KQP_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
 {
 	(void)dm;
-}
-
-/* kqp's QPs are plain struct ibv_qp: no work request builder interface. */
-KQP_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	(void)qp;
-	errno = EOPNOTSUPP;
-	return NULL;
 }
 
 /* 0: no promise that data lands in order, as for rxe under libibverbs. */

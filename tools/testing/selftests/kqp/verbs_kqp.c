@@ -98,6 +98,7 @@ TEST_F(id, verbs_eopnotsupp)
 	errno = 0;
 	EXPECT_EQ(NULL, ibv_import_mr(self->id->pd, self->mr->handle));
 	EXPECT_EQ(EOPNOTSUPP, errno);
+	/* A QP rdma_create_qp() made is a basic one (exverbs.c has more). */
 	EXPECT_EQ(NULL, ibv_qp_to_qp_ex(qp));
 	EXPECT_EQ(0, ibv_query_qp_data_in_order(qp, IBV_WR_SEND, 0));
 	EXPECT_EQ(-EOPNOTSUPP,
