@@ -47,6 +47,8 @@ static int kqp_context_alloc(struct kqp_ibv_device *kdev,
 	kctx->vctx.sz = sizeof(kctx->vctx);
 	kctx->vctx.query_port = kqp_query_port_ex;
 	kctx->vctx.create_qp_ex = kqp_create_qp_ex;
+	kctx->vctx.query_device_ex = kqp_query_device_ex;
+	kctx->vctx.create_cq_ex = kqp_create_cq_ex;
 	kctx->vctx.context.ops.poll_cq = kqp_poll_cq;
 	kctx->vctx.context.ops.req_notify_cq = kqp_req_notify_cq;
 	kctx->vctx.context.ops.post_send = kqp_post_send;

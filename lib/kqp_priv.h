@@ -113,8 +113,9 @@ struct kqp_lpd;
 /**
  * struct kqp_context - libkqp's ibv_context: one per device per process, and
  *	one per ibv_open_device() call
- * @vctx: libibverbs' extended context; its ops are query_port (see
- *	verbs.c) and create_qp_ex (qp.c).  Callers see vctx.context, whose
+ * @vctx: libibverbs' extended context; its ops are query_port and
+ *	query_device_ex (see verbs.c), create_qp_ex (qp.c) and
+ *	create_cq_ex (cq.c).  Callers see vctx.context, whose
  *	cmd_fd is the session's fd
  * @kdev: the device
  * @default_pd: the process's default PD on the device, while ids use it
@@ -154,6 +155,9 @@ static inline uint32_t kqp_dev_index(struct ibv_context *ctx)
 /* verbs.c */
 int kqp_query_port_ex(struct ibv_context *context, uint8_t port_num,
 		      struct ibv_port_attr *attr, size_t len);
+int kqp_query_device_ex(struct ibv_context *context,
+			const struct ibv_query_device_ex_input *input,
+			struct ibv_device_attr_ex *attr, size_t attr_size);
 struct kqp_lpd {
 	struct ibv_pd ibv;
 	bool is_default;
@@ -183,9 +187,18 @@ struct kqp_lah {
  * @head_cache: our own copy of *@head
  * @arm_seq: the last arm sequence written
  * @auto_id: for a CQ kqp made for an id's QP: the id
+ * @ibx: the same CQ, as the ibv_cq_ex of one ibv_create_cq_ex() made
+ *	(its leading fields are struct ibv_cq's, as libibverbs lays it out)
+ * @cur: between start_poll and end_poll: a copy of the entry the read_*
+ *	ops report, read from the ring once
+ * @poll_head: the index of @cur in the ring
+ * @poll_valid: @cur is not consumed yet (next_poll found none after it)
  */
 struct kqp_lcq {
-	struct ibv_cq ibv;
+	union {
+		struct ibv_cq ibv;
+		struct ibv_cq_ex ibx;
+	};
 	pthread_spinlock_t lock;
 	void *ring;
 	size_t ring_size;
@@ -198,6 +211,9 @@ struct kqp_lcq {
 	uint32_t head_cache;
 	uint32_t arm_seq;
 	struct rdma_cm_id *auto_id;
+	struct kqp_cqe cur;
+	uint32_t poll_head;
+	bool poll_valid;
 };
 
 static inline struct kqp_lcq *to_lcq(struct ibv_cq *cq)
@@ -212,6 +228,8 @@ void kqp_cq_unmap(struct kqp_lcq *cq);
 void kqp_cq_wait_acks(struct ibv_cq *cq, uint32_t comp, uint32_t async);
 int kqp_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int kqp_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+struct ibv_cq_ex *kqp_create_cq_ex(struct ibv_context *context,
+				   struct ibv_cq_init_attr_ex *attr);
 
 /* qp.c */
 /**

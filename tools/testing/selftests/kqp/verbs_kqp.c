@@ -79,7 +79,7 @@ TEST_F(id, verbs_eopnotsupp)
 	EXPECT_EQ(EOPNOTSUPP, ibv_resize_cq(self->cq, 2 * cqe));
 	EXPECT_EQ(cqe, self->cq->cqe);
 	errno = 0;
-	EXPECT_EQ(IBV_REREG_MR_ERR_INPUT,
+	EXPECT_EQ(IBV_REREG_MR_ERR_CMD,
 		  ibv_rereg_mr(self->mr, IBV_REREG_MR_CHANGE_ACCESS, NULL,
 			       NULL, 0, IBV_ACCESS_LOCAL_WRITE));
 	EXPECT_EQ(EOPNOTSUPP, errno);
