@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * Extended verbs as perftest uses them: rdma_create_qp_ex() and
- * ibv_create_qp_ex() with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
- * ibv_qp_to_qp_ex(), and work requests built with ibv_wr_start(),
- * ibv_wr_send() ... ibv_wr_complete(); ibv_query_device_ex(); and
- * ibv_create_cq_ex() with its poll family; and ibv_rereg_mr(), which
- * neither has.  Every byte moved and every completion is checked.  librdmacm and libibverbs API only: built
- * against libkqp (exverbs) and against rdma-core (exverbs_rdmacm), which
- * shows what rxe's provider does.  Where kqp differs on purpose (a work
- * request the kernel refuses fails ibv_wr_complete() instead of
- * completing in error), the test says so and checks each.
+ * Extended verbs: rdma_create_qp_ex() and ibv_create_qp_ex() with
+ * IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, ibv_qp_to_qp_ex(), and work requests
+ * built with ibv_wr_start(), ibv_wr_send() ... ibv_wr_complete(), as
+ * perftest uses them on mlx5; ibv_query_device_ex(); ibv_create_cq_ex()
+ * with its poll family; and ibv_rereg_mr(), which neither kqp nor rxe
+ * has.  Every byte moved and every completion is checked.  librdmacm and
+ * libibverbs API only: built against libkqp (exverbs) and against
+ * rdma-core (exverbs_rdmacm), which shows what rxe's provider does.
+ * Where kqp differs on purpose (a work request the kernel refuses fails
+ * ibv_wr_complete() instead of completing in error) or rxe has a bug,
+ * the test says so and checks each.
  */
 #include <dlfcn.h>
 #include <poll.h>
