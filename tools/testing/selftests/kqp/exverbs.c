@@ -587,32 +587,44 @@ TEST_F_TIMEOUT(rc, batch_and_abort, 60)
 	expect_wc(_metadata, self->p.sid->recv_cq, 0x110, IBV_WC_RECV, 11);
 }
 
-/* A batch larger than the send queue: ENOSPC, and nothing is posted. */
-TEST_F_TIMEOUT(rc, batch_too_big, 60)
+/*
+ * Builds @n RDMA writes in one batch; what ibv_wr_complete() returns.
+ */
+static int write_batch(FIXTURE_DATA(rc) *self, uint32_t n)
 {
 	struct ibv_qp_ex *x = self->cx;
 	uint32_t i;
 
 	ibv_wr_start(x);
-	for (i = 0; i <= self->ca.cap.max_send_wr; i++) {
+	for (i = 0; i < n; i++) {
 		x->wr_id = i;
 		x->wr_flags = IBV_SEND_SIGNALED;
 		ibv_wr_rdma_write(x, self->smr->rkey, (uintptr_t)self->sbuf);
 		ibv_wr_set_sge(x, self->cmr->lkey, (uintptr_t)self->cbuf, 8);
 	}
-	EXPECT_EQ(ENOSPC, ibv_wr_complete(x));
+	return ibv_wr_complete(x);
+}
+
+/*
+ * A batch larger than the send queue: ENOSPC, and nothing is posted.
+ * kqp's bound is the max_send_wr it wrote back; rxe's is its ring, which
+ * on 6.1 holds more than the max_send_wr it reports (up to the next
+ * power of two), so rdma-core is only held to twice that.
+ */
+TEST_F_TIMEOUT(rc, batch_too_big, 60)
+{
+	uint32_t i, cap = self->ca.cap.max_send_wr;
+
+	if (under_kqp()) {
+		EXPECT_EQ(ENOSPC, write_batch(self, cap + 1));
+		EXPECT_TRUE(cq_quiet(self->p.cid->send_cq, 500));
+	}
+	EXPECT_EQ(ENOSPC, write_batch(self, 2 * cap + 2));
 	EXPECT_TRUE(cq_quiet(self->p.cid->send_cq, 500));
 
 	/* A full queue's worth is fine. */
-	ibv_wr_start(x);
-	for (i = 0; i < self->ca.cap.max_send_wr; i++) {
-		x->wr_id = i;
-		x->wr_flags = IBV_SEND_SIGNALED;
-		ibv_wr_rdma_write(x, self->smr->rkey, (uintptr_t)self->sbuf);
-		ibv_wr_set_sge(x, self->cmr->lkey, (uintptr_t)self->cbuf, 8);
-	}
-	EXPECT_EQ(0, ibv_wr_complete(x));
-	for (i = 0; i < self->ca.cap.max_send_wr; i++)
+	EXPECT_EQ(0, write_batch(self, cap));
+	for (i = 0; i < cap; i++)
 		expect_wc(_metadata, self->p.cid->send_cq, i,
 			  IBV_WC_RDMA_WRITE, -1);
 }
