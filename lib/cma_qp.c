@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * librdmacm's QP calls on an id: rdma_create_qp(), rdma_create_qp_ex()
- * and rdma_destroy_qp().  A QP made on an id without CQs gets two the
+ * (with the extended attributes ibv_create_qp_ex() takes, qp_ex.c) and
+ * rdma_destroy_qp().  A QP made on an id without CQs gets two the
  * kernel makes for it ("automatic" CQs), each with a completion channel
  * of its own, as librdmacm makes them; they go with the QP.
  */
@@ -104,6 +105,8 @@ static int kqp_id_qp_check(struct rdma_cm_id *id,
 			   const struct ibv_qp_init_attr_ex *attr,
 			   struct ibv_pd **pd)
 {
+	int ret;
+
 	*pd = NULL;
 	/* An unbound id has no device. */
 	if (!id->verbs || id->qp)
@@ -113,8 +116,9 @@ static int kqp_id_qp_check(struct rdma_cm_id *id,
 			return -EINVAL;
 		*pd = attr->pd;
 	}
-	if (attr->comp_mask & ~IBV_QP_INIT_ATTR_PD)
-		return -EOPNOTSUPP;
+	ret = kqp_qp_ex_check(attr);
+	if (ret)
+		return ret;
 	if (attr->srq || (attr->qp_type != IBV_QPT_RC &&
 			  attr->qp_type != IBV_QPT_UD))
 		return -EOPNOTSUPP;
@@ -236,6 +240,9 @@ KQP_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	/* rdma_cm moved it: RTS for UD, INIT (receives) for RC. */
 	kqp_qp_init(qp, &cmd, id->verbs, pd, &init,
 		    attr->qp_type == IBV_QPT_UD ? IBV_QPS_RTS : IBV_QPS_INIT);
+	/* librdmacm's ibv_create_qp_ex() makes it an extended QP. */
+	if (kqp_qp_ex_wanted(attr))
+		kqp_qp_ex_init(qp, attr);
 	qp->id = id;
 	id->qp = &qp->ibv;
 	id->pd = pd;

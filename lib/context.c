@@ -39,13 +39,16 @@ static int kqp_context_alloc(struct kqp_ibv_device *kdev,
 	kctx->vctx.context.num_comp_vectors = 1;
 	/*
 	 * What the inline verbs in <infiniband/verbs.h> call.  An extended
-	 * context, for ibv_query_port()'s one extended op; every other op
-	 * is NULL, which the inlines take as "not supported", as they do
-	 * for a plain context.
+	 * context, for the extended ops kqp has; every other op is NULL,
+	 * which the inlines take as "not supported", as they do for a
+	 * plain context.
 	 */
 	kctx->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 	kctx->vctx.sz = sizeof(kctx->vctx);
 	kctx->vctx.query_port = kqp_query_port_ex;
+	kctx->vctx.create_qp_ex = kqp_create_qp_ex;
+	kctx->vctx.query_device_ex = kqp_query_device_ex;
+	kctx->vctx.create_cq_ex = kqp_create_cq_ex;
 	kctx->vctx.context.ops.poll_cq = kqp_poll_cq;
 	kctx->vctx.context.ops.req_notify_cq = kqp_req_notify_cq;
 	kctx->vctx.context.ops.post_send = kqp_post_send;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * CQs and completion channels.  A CQ's completions are read from a ring
- * the kernel fills and this process maps: ibv_poll_cq() makes no syscall
- * while completions are waiting, and ibv_req_notify_cq() none at all.
+ * the kernel fills and this process maps: ibv_poll_cq() (and an extended
+ * CQ's start_poll/next_poll/end_poll) makes no syscall while completions
+ * are waiting, and ibv_req_notify_cq() none at all.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -87,10 +88,10 @@ void kqp_cq_unmap(struct kqp_lcq *cq)
 	pthread_mutex_destroy(&cq->ibv.mutex);
 }
 
-KQP_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
-					void *cq_context,
-					struct ibv_comp_channel *channel,
-					int comp_vector)
+/* A new CQ in *@cqp; 0 or -errno. */
+static int kqp_cq_create(struct ibv_context *context, int cqe,
+			 void *cq_context, struct ibv_comp_channel *channel,
+			 int comp_vector, struct kqp_lcq **cqp)
 {
 	struct kqp_create_cq cmd = {
 		.size = sizeof(cmd),
@@ -101,15 +102,11 @@ KQP_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
 	struct kqp_lcq *cq;
 	int ret;
 
-	if (cqe <= 0 || comp_vector < 0) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (cqe <= 0 || comp_vector < 0)
+		return -EINVAL;
 	cq = calloc(1, sizeof(*cq));
-	if (!cq) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!cq)
+		return -ENOMEM;
 	cmd.cqe = cqe;
 	cmd.comp_vector = comp_vector;
 	cmd.uid = (uintptr_t)cq;
@@ -123,12 +120,29 @@ KQP_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
 		kqp_ioctl(context->cmd_fd, KQP_IOCTL_DESTROY_CQ, &d);
 		goto err_free;
 	}
-	return &cq->ibv;
+	*cqp = cq;
+	return 0;
 
 err_free:
 	free(cq);
-	errno = -ret;
-	return NULL;
+	return ret;
+}
+
+KQP_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
+					void *cq_context,
+					struct ibv_comp_channel *channel,
+					int comp_vector)
+{
+	struct kqp_lcq *cq;
+	int ret;
+
+	ret = kqp_cq_create(context, cqe, cq_context, channel, comp_vector,
+			    &cq);
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	return &cq->ibv;
 }
 
 /* Wait until every notification and async event reported was acked. */
@@ -210,6 +224,20 @@ static void kqp_wc_from_cqe(struct ibv_wc *wc, const struct kqp_cqe *e)
 	wc->dlid_path_bits = e->dlid_path_bits;
 }
 
+/*
+ * The ring filled and completions wait in the kernel: now that there is
+ * room, ask for them.  True if the kernel may have added some.  Under
+ * the CQ's lock, with the head stored.
+ */
+static bool kqp_cq_flush(struct kqp_lcq *cq)
+{
+	struct kqp_flush_cq f = { .size = sizeof(f), .cq = cq->ibv.handle };
+
+	if (!(kqp_ring_flags(cq->flags) & KQP_CQ_RING_OVERFLOW))
+		return false;
+	return !kqp_ioctl(cq->ibv.context->cmd_fd, KQP_IOCTL_FLUSH_CQ, &f);
+}
+
 /* The context op behind ibv_poll_cq(). */
 int kqp_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
@@ -230,20 +258,208 @@ again:
 		cq->head_cache = head;
 		kqp_ring_store_head(cq->head, head);
 	}
-	/*
-	 * The ring filled and completions wait in the kernel: now that there
-	 * is room, ask for them (once per call).
-	 */
-	if (got < n && !flushed &&
-	    (kqp_ring_flags(cq->flags) & KQP_CQ_RING_OVERFLOW)) {
-		struct kqp_flush_cq f = { .size = sizeof(f), .cq = ibcq->handle };
-
+	/* Once per call. */
+	if (got < n && !flushed) {
 		flushed = true;
-		if (!kqp_ioctl(ibcq->context->cmd_fd, KQP_IOCTL_FLUSH_CQ, &f))
+		if (kqp_cq_flush(cq))
 			goto again;
 	}
 	pthread_spin_unlock(&cq->lock);
 	return got;
+}
+
+/*
+ * The extended CQ's poll family.  start_poll takes the CQ's lock, as
+ * rxe's does, and end_poll drops it; in between, the entry at poll_head
+ * is copied once into cur, and the read_* ops report the copy.  The
+ * consumed entries go back to the kernel (the head is stored) when
+ * next_poll finds the ring empty and at end_poll.
+ */
+
+/* Copy the entry at poll_head if the ring has one; under the lock. */
+static bool kqp_cq_ex_fetch(struct kqp_lcq *cq)
+{
+	uint32_t tail = kqp_ring_load_tail(cq->tail);
+
+	if (cq->poll_head == tail) {
+		if (cq->poll_head != cq->head_cache) {
+			cq->head_cache = cq->poll_head;
+			kqp_ring_store_head(cq->head, cq->poll_head);
+		}
+		if (!kqp_cq_flush(cq))
+			return false;
+		tail = kqp_ring_load_tail(cq->tail);
+		if (cq->poll_head == tail)
+			return false;
+	}
+	cq->cur = cq->cqes[cq->poll_head & cq->mask];
+	cq->ibx.status = cq->cur.status;
+	cq->ibx.wr_id = cq->cur.wr_id;
+	return true;
+}
+
+static inline struct kqp_lcq *to_lcqx(struct ibv_cq_ex *ibx)
+{
+	return container_of(ibx, struct kqp_lcq, ibx);
+}
+
+/* As rxe's: the attributes are not looked at; ENOENT if empty. */
+static int kqp_cq_start_poll(struct ibv_cq_ex *ibx,
+			     struct ibv_poll_cq_attr *attr)
+{
+	struct kqp_lcq *cq = to_lcqx(ibx);
+
+	(void)attr;
+	pthread_spin_lock(&cq->lock);
+	cq->poll_head = cq->head_cache;
+	if (!kqp_cq_ex_fetch(cq)) {
+		pthread_spin_unlock(&cq->lock);
+		return ENOENT;
+	}
+	cq->poll_valid = true;
+	return 0;
+}
+
+/* ENOENT if no entry follows; end_poll is still to be called. */
+static int kqp_cq_next_poll(struct ibv_cq_ex *ibx)
+{
+	struct kqp_lcq *cq = to_lcqx(ibx);
+
+	if (!cq->poll_valid)
+		return ENOENT;
+	cq->poll_head++;
+	if (!kqp_cq_ex_fetch(cq)) {
+		cq->poll_valid = false;
+		return ENOENT;
+	}
+	return 0;
+}
+
+static void kqp_cq_end_poll(struct ibv_cq_ex *ibx)
+{
+	struct kqp_lcq *cq = to_lcqx(ibx);
+
+	if (cq->poll_valid)
+		cq->poll_head++;
+	cq->poll_valid = false;
+	if (cq->poll_head != cq->head_cache) {
+		cq->head_cache = cq->poll_head;
+		kqp_ring_store_head(cq->head, cq->poll_head);
+	}
+	pthread_spin_unlock(&cq->lock);
+}
+
+static enum ibv_wc_opcode kqp_cq_read_opcode(struct ibv_cq_ex *ibx)
+{
+	return to_lcqx(ibx)->cur.opcode;
+}
+
+static uint32_t kqp_cq_read_vendor_err(struct ibv_cq_ex *ibx)
+{
+	return to_lcqx(ibx)->cur.vendor_err;
+}
+
+static uint32_t kqp_cq_read_byte_len(struct ibv_cq_ex *ibx)
+{
+	return to_lcqx(ibx)->cur.byte_len;
+}
+
+static __be32 kqp_cq_read_imm_data(struct ibv_cq_ex *ibx)
+{
+	return to_lcqx(ibx)->cur.imm_data;
+}
+
+static uint32_t kqp_cq_read_qp_num(struct ibv_cq_ex *ibx)
+{
+	return to_lcqx(ibx)->cur.qp_num;
+}
+
+static uint32_t kqp_cq_read_src_qp(struct ibv_cq_ex *ibx)
+{
+	return to_lcqx(ibx)->cur.src_qp;
+}
+
+static unsigned int kqp_cq_read_wc_flags(struct ibv_cq_ex *ibx)
+{
+	return to_lcqx(ibx)->cur.wc_flags;
+}
+
+static uint32_t kqp_cq_read_slid(struct ibv_cq_ex *ibx)
+{
+	return to_lcqx(ibx)->cur.slid;
+}
+
+static uint8_t kqp_cq_read_sl(struct ibv_cq_ex *ibx)
+{
+	return to_lcqx(ibx)->cur.sl;
+}
+
+static uint8_t kqp_cq_read_dlid_path_bits(struct ibv_cq_ex *ibx)
+{
+	return to_lcqx(ibx)->cur.dlid_path_bits;
+}
+
+/* rxe's (rdma-core 44) completion fields: a kqp_cqe holds each. */
+#define KQP_CQ_EX_WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
+			    IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | \
+			    IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | \
+			    IBV_WC_EX_WITH_DLID_PATH_BITS)
+
+/*
+ * The context op behind the inline ibv_create_cq_ex().  As rxe: other
+ * wc_flags (timestamps, VLAN, flow tag, tag matching) and comp_mask bits
+ * than flags and a PD get EOPNOTSUPP, and so does
+ * IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN, which rxe's kernel driver refuses;
+ * IBV_CREATE_CQ_ATTR_SINGLE_THREADED is a hint, and the PD (a parent
+ * domain's, for a provider's allocators) is not used.
+ */
+struct ibv_cq_ex *kqp_create_cq_ex(struct ibv_context *context,
+				   struct ibv_cq_init_attr_ex *attr)
+{
+	struct ibv_cq_ex *x;
+	struct kqp_lcq *cq;
+	int ret;
+
+	if ((attr->wc_flags & ~(uint64_t)KQP_CQ_EX_WC_FLAGS) ||
+	    (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+					   IBV_CQ_INIT_ATTR_MASK_PD)) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->cqe > INT32_MAX || attr->comp_vector > INT32_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ret = kqp_cq_create(context, (int)attr->cqe, attr->cq_context,
+			    attr->channel, (int)attr->comp_vector, &cq);
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	x = &cq->ibx;
+	x->start_poll = kqp_cq_start_poll;
+	x->next_poll = kqp_cq_next_poll;
+	x->end_poll = kqp_cq_end_poll;
+	x->read_opcode = kqp_cq_read_opcode;
+	x->read_vendor_err = kqp_cq_read_vendor_err;
+	x->read_wc_flags = kqp_cq_read_wc_flags;
+	if (attr->wc_flags & IBV_WC_EX_WITH_BYTE_LEN)
+		x->read_byte_len = kqp_cq_read_byte_len;
+	if (attr->wc_flags & IBV_WC_EX_WITH_IMM)
+		x->read_imm_data = kqp_cq_read_imm_data;
+	if (attr->wc_flags & IBV_WC_EX_WITH_QP_NUM)
+		x->read_qp_num = kqp_cq_read_qp_num;
+	if (attr->wc_flags & IBV_WC_EX_WITH_SRC_QP)
+		x->read_src_qp = kqp_cq_read_src_qp;
+	if (attr->wc_flags & IBV_WC_EX_WITH_SLID)
+		x->read_slid = kqp_cq_read_slid;
+	if (attr->wc_flags & IBV_WC_EX_WITH_SL)
+		x->read_sl = kqp_cq_read_sl;
+	if (attr->wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
+		x->read_dlid_path_bits = kqp_cq_read_dlid_path_bits;
+	return x;
 }
 
 /* The context op behind ibv_req_notify_cq(): no syscall. */

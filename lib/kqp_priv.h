@@ -113,8 +113,10 @@ struct kqp_lpd;
 /**
  * struct kqp_context - libkqp's ibv_context: one per device per process, and
  *	one per ibv_open_device() call
- * @vctx: libibverbs' extended context; its only op is query_port (see
- *	verbs.c).  Callers see vctx.context, whose cmd_fd is the session's fd
+ * @vctx: libibverbs' extended context; its ops are query_port and
+ *	query_device_ex (see verbs.c), create_qp_ex (qp.c) and
+ *	create_cq_ex (cq.c).  Callers see vctx.context, whose
+ *	cmd_fd is the session's fd
  * @kdev: the device
  * @default_pd: the process's default PD on the device, while ids use it
  * @default_pd_refs: ids bound to the device, under pd_lock
@@ -153,6 +155,9 @@ static inline uint32_t kqp_dev_index(struct ibv_context *ctx)
 /* verbs.c */
 int kqp_query_port_ex(struct ibv_context *context, uint8_t port_num,
 		      struct ibv_port_attr *attr, size_t len);
+int kqp_query_device_ex(struct ibv_context *context,
+			const struct ibv_query_device_ex_input *input,
+			struct ibv_device_attr_ex *attr, size_t attr_size);
 struct kqp_lpd {
 	struct ibv_pd ibv;
 	bool is_default;
@@ -182,9 +187,18 @@ struct kqp_lah {
  * @head_cache: our own copy of *@head
  * @arm_seq: the last arm sequence written
  * @auto_id: for a CQ kqp made for an id's QP: the id
+ * @ibx: the same CQ, as the ibv_cq_ex of one ibv_create_cq_ex() made
+ *	(its leading fields are struct ibv_cq's, as libibverbs lays it out)
+ * @cur: between start_poll and end_poll: a copy of the entry the read_*
+ *	ops report, read from the ring once
+ * @poll_head: the index of @cur in the ring
+ * @poll_valid: @cur is not consumed yet (next_poll found none after it)
  */
 struct kqp_lcq {
-	struct ibv_cq ibv;
+	union {
+		struct ibv_cq ibv;
+		struct ibv_cq_ex ibx;
+	};
 	pthread_spinlock_t lock;
 	void *ring;
 	size_t ring_size;
@@ -197,6 +211,9 @@ struct kqp_lcq {
 	uint32_t head_cache;
 	uint32_t arm_seq;
 	struct rdma_cm_id *auto_id;
+	struct kqp_cqe cur;
+	uint32_t poll_head;
+	bool poll_valid;
 };
 
 static inline struct kqp_lcq *to_lcq(struct ibv_cq *cq)
@@ -211,21 +228,60 @@ void kqp_cq_unmap(struct kqp_lcq *cq);
 void kqp_cq_wait_acks(struct ibv_cq *cq, uint32_t comp, uint32_t async);
 int kqp_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int kqp_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+struct ibv_cq_ex *kqp_create_cq_ex(struct ibv_context *context,
+				   struct ibv_cq_init_attr_ex *attr);
 
 /* qp.c */
 /**
+ * struct kqp_wr_batch - the work requests ibv_wr_*() built since
+ *	ibv_wr_start(), in the kernel's KQP_IOCTL_POST_SEND form
+ * @lock: held from ibv_wr_start() to ibv_wr_complete()/ibv_wr_abort(), as
+ *	rxe holds its send queue's lock
+ * @buf: the requests, each followed by its SGEs or inline bytes
+ * @len: bytes used
+ * @cap: bytes allocated; it grows as batches need, up to @max
+ * @max: what the QP's send depth can take: max_send_wr requests of the
+ *	largest size its caps allow
+ * @last: offset of the last request's header, which the setters change
+ * @count: requests built
+ * @err: the first error of the batch (an errno), returned at complete
+ * @started: between ibv_wr_start() and its complete or abort
+ */
+struct kqp_wr_batch {
+	pthread_mutex_t lock;
+	char *buf;
+	size_t len;
+	size_t cap;
+	size_t max;
+	size_t last;
+	uint32_t count;
+	int err;
+	bool started;
+};
+
+/**
  * struct kqp_lqp - libkqp's ibv_qp
  * @ibv: what callers see
+ * @ibx: the same, as the ibv_qp_ex of a QP made through the extended
+ *	calls (its first member is @ibv)
  * @cap: the actual capabilities
  * @id: the id the QP was made on, while both exist
  * @gone: the kernel's QP went with its id; the struct stays for the
  *	caller's ibv_destroy_qp(), as librdmacm leaves the QP to the caller
+ * @is_ex: made through ibv_create_qp_ex() (or rdma_create_qp_ex() with
+ *	more than a PD in comp_mask): ibv_qp_to_qp_ex() returns @ibx
+ * @batch: the ibv_wr_*() batch, with @is_ex
  */
 struct kqp_lqp {
-	struct ibv_qp ibv;
+	union {
+		struct ibv_qp ibv;
+		struct ibv_qp_ex ibx;
+	};
 	struct ibv_qp_cap cap;
 	struct rdma_cm_id *id;
 	bool gone;
+	bool is_ex;
+	struct kqp_wr_batch batch;
 };
 
 static inline struct kqp_lqp *to_lqp(struct ibv_qp *qp)
@@ -245,6 +301,14 @@ void kqp_qp_init(struct kqp_lqp *qp, const struct kqp_create_qp *cmd,
 		 const struct ibv_qp_init_attr *attr, enum ibv_qp_state state);
 int kqp_qp_wait_events(struct kqp_lqp *qp, uint32_t reported);
 int kqp_qp_destroy_kern(struct kqp_lqp *qp);
+struct ibv_qp *kqp_create_qp_ex(struct ibv_context *context,
+				struct ibv_qp_init_attr_ex *attr);
+
+/* qp_ex.c */
+int kqp_qp_ex_check(const struct ibv_qp_init_attr_ex *attr);
+bool kqp_qp_ex_wanted(const struct ibv_qp_init_attr_ex *attr);
+void kqp_qp_ex_init(struct kqp_lqp *qp, const struct ibv_qp_init_attr_ex *attr);
+void kqp_qp_ex_fini(struct kqp_lqp *qp);
 
 /* cma_qp.c */
 void kqp_id_qp_gone(struct rdma_cm_id *id, const struct kqp_destroy_qp *d);

@@ -53,30 +53,27 @@ void kqp_qp_init(struct kqp_lqp *qp, const struct kqp_create_qp *cmd,
 	pthread_cond_init(&qp->ibv.cond, NULL);
 }
 
-KQP_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
-					struct ibv_qp_init_attr *attr)
+/*
+ * ibv_create_qp(), and with @ex (already checked) ibv_create_qp_ex(): the
+ * QP in *@qpp, 0 or -errno.
+ */
+static int kqp_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
+			 const struct ibv_qp_init_attr_ex *ex,
+			 struct ibv_qp **qpp)
 {
 	struct kqp_create_qp cmd = { .size = sizeof(cmd) };
 	struct kqp_lqp *qp;
 	int ret;
 
-	if (!pd || !attr || !attr->send_cq || !attr->recv_cq) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	if (attr->srq) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
+	if (!pd || !attr || !attr->send_cq || !attr->recv_cq)
+		return -EINVAL;
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD)
+		return -EOPNOTSUPP;
+	if (attr->srq)
+		return -EOPNOTSUPP;
 	qp = calloc(1, sizeof(*qp));
-	if (!qp) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!qp)
+		return -ENOMEM;
 	kqp_qp_cmd_init(&cmd, qp, attr->qp_type, attr->sq_sig_all, &attr->cap);
 	cmd.pd = pd->handle;
 	cmd.send_cq = attr->send_cq->handle;
@@ -84,12 +81,63 @@ KQP_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 	ret = kqp_ioctl(pd->context->cmd_fd, KQP_IOCTL_CREATE_QP, &cmd);
 	if (ret) {
 		free(qp);
-		errno = -ret;
-		return NULL;
+		return ret;
 	}
 	kqp_qp_cap_from_kern(&attr->cap, &cmd.cap);
 	kqp_qp_init(qp, &cmd, pd->context, pd, attr, IBV_QPS_RESET);
-	return &qp->ibv;
+	if (ex)
+		kqp_qp_ex_init(qp, ex);
+	*qpp = &qp->ibv;
+	return 0;
+}
+
+KQP_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
+					struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp *qp;
+	int ret;
+
+	ret = kqp_qp_create(pd, attr, NULL, &qp);
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	return qp;
+}
+
+/*
+ * The context op behind the inline ibv_create_qp_ex(), which takes a
+ * comp_mask of just a PD to ibv_create_qp() itself.
+ */
+struct ibv_qp *kqp_create_qp_ex(struct ibv_context *context,
+				struct ibv_qp_init_attr_ex *attr)
+{
+	struct ibv_qp_init_attr init = {};
+	struct ibv_qp *qp;
+	int ret;
+
+	ret = kqp_qp_ex_check(attr);
+	if (!ret && (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd ||
+		     attr->pd->context != context))
+		ret = -EINVAL;
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	init.qp_context = attr->qp_context;
+	init.send_cq = attr->send_cq;
+	init.recv_cq = attr->recv_cq;
+	init.srq = attr->srq;
+	init.cap = attr->cap;
+	init.qp_type = attr->qp_type;
+	init.sq_sig_all = attr->sq_sig_all;
+	ret = kqp_qp_create(attr->pd, &init, attr, &qp);
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	attr->cap = init.cap;
+	return qp;
 }
 
 KQP_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
@@ -178,6 +226,7 @@ KQP_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		if (ret)
 			return -ret;
 	}
+	kqp_qp_ex_fini(qp);
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&ibqp->mutex);
 	free(qp);

@@ -13,9 +13,9 @@
  *    queues; NULL or -1 and ENOSYS (librdmacm) or EOPNOTSUPP (libibverbs).
  *  - ECE (rdma_*_ece, ibv_*_ece): kqp's ids carry no ECE options, as
  *    rxe's do not; ENOSYS (librdmacm) or EOPNOTSUPP (libibverbs).
- *  - Resizing CQs, re-registering MRs, multicast attach on a QP, dma-buf
- *    MRs, importing objects from another context's fd, extended QPs, and
- *    resolving a GID to a MAC address: EOPNOTSUPP.
+ *  - Resizing CQs, re-registering MRs (after libibverbs' own checks of
+ *    the arguments), dma-buf MRs, importing objects from another
+ *    context's fd, and resolving a GID to a MAC address: EOPNOTSUPP.
  */
 #include <stdarg.h>
 #include <rdma/rdma_verbs.h>
@@ -189,20 +189,25 @@ KQP_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 }
 
 /*
- * libibverbs reports a device without re-registration this way: errno
- * says why, the return value that the MR is unchanged.
+ * What libibverbs gives for a provider without re-registration (rxe's,
+ * in rdma-core 44): its own checks of the arguments first (EINVAL and
+ * IBV_REREG_MR_ERR_INPUT), then the provider's refusal, which it reports
+ * as a failed command: errno EOPNOTSUPP, IBV_REREG_MR_ERR_CMD.  The MR
+ * is unchanged either way.
  */
 KQP_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 			    void *addr, size_t length, int access)
 {
 	(void)mr;
-	(void)flags;
 	(void)pd;
-	(void)addr;
-	(void)length;
-	(void)access;
+	if ((flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!length || !addr)) ||
+	    (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
 	errno = EOPNOTSUPP;
-	return IBV_REREG_MR_ERR_INPUT;
+	return IBV_REREG_MR_ERR_CMD;
 }
 
 KQP_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
@@ -267,14 +272,6 @@ KQP_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
 KQP_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
 {
 	(void)dm;
-}
-
-/* kqp's QPs are plain struct ibv_qp: no work request builder interface. */
-KQP_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	(void)qp;
-	errno = EOPNOTSUPP;
-	return NULL;
 }
 
 /* 0: no promise that data lands in order, as for rxe under libibverbs. */

@@ -276,7 +276,8 @@ made_since "$before" 3 2
 tap $? "dropin built with pkg-config --libs kqp: its ids and QPs are kqp's"
 
 # 19-20: the device tools.  ibv_devinfo -v differs in these lines only:
-# kqp's context has no extended query (device_cap_flags_ex), kqp gives
+# kqp's extended query has none of rxe's extended flags
+# (device_cap_flags_ex, Unknown flags), kqp gives
 # each context one completion vector, and it advertises no SRQs, memory
 # windows or other features it does not implement (device_cap_flags, the
 # names of those flags, max_srq*, max_mw).

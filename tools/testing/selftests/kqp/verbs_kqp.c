@@ -80,7 +80,7 @@ TEST_F(id, verbs_eopnotsupp)
 	EXPECT_EQ(EOPNOTSUPP, ibv_resize_cq(self->cq, 2 * cqe));
 	EXPECT_EQ(cqe, self->cq->cqe);
 	errno = 0;
-	EXPECT_EQ(IBV_REREG_MR_ERR_INPUT,
+	EXPECT_EQ(IBV_REREG_MR_ERR_CMD,
 		  ibv_rereg_mr(self->mr, IBV_REREG_MR_CHANGE_ACCESS, NULL,
 			       NULL, 0, IBV_ACCESS_LOCAL_WRITE));
 	EXPECT_EQ(EOPNOTSUPP, errno);
@@ -99,6 +99,7 @@ TEST_F(id, verbs_eopnotsupp)
 	errno = 0;
 	EXPECT_EQ(NULL, ibv_import_mr(self->id->pd, self->mr->handle));
 	EXPECT_EQ(EOPNOTSUPP, errno);
+	/* A QP rdma_create_qp() made is a basic one (exverbs.c has more). */
 	EXPECT_EQ(NULL, ibv_qp_to_qp_ex(qp));
 	EXPECT_EQ(0, ibv_query_qp_data_in_order(qp, IBV_WR_SEND, 0));
 	EXPECT_EQ(-EOPNOTSUPP,
