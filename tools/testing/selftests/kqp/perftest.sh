@@ -61,7 +61,7 @@ result_lines() {
 # or stock (who is preloaded), LINES how many result lines the client must
 # print, QPS how many QPs each side makes.
 perf() {
-	local where=$1 lines=$2 qps=$3 prog=$4 sw=kqp cw=kqp name before got
+	local where=$1 lines=$2 qps=$3 prog=$4 sw=kqp cw=kqp name before rc
 	shift 4
 	case $where in
 	client) sw=stock ;;
@@ -86,6 +86,23 @@ perf() {
 		"$prog" -R -F -d "$dev" -p "$port" "$@" -- \
 		"$prog" -R -F -d "$dev" -p "$port" "$@" "$addr"
 	echo "# $name: ${SECONDS}s"
+	# perftest -R connects twice: a control connection, then, once the
+	# server has listened again, the test's.  A client that comes back
+	# before that listen is rejected for want of a listener (reason 8,
+	# invalid service id) and gives up; perftest has no retry.  Seen in
+	# about one run in ten with the server preloaded, under TCG on a
+	# busy host.  That run, and only it, is made once more.
+	if ! pair_ok "$name" > /dev/null &&
+	   grep -q 'RDMA_CM_EVENT_REJECTED; error: 8\.' "$KQP_WORK/$name.c.out" \
+		"$KQP_WORK/$name.c.err"; then
+		echo "# $name: the client came back before perftest's second listen (REJECTED 8); once more"
+		port=$((port + 1))
+		name="$name-again"
+		before=$(made_qps)
+		run_pair "$name" "$sw" "$cw" "$port" \
+			"$prog" -R -F -d "$dev" -p "$port" "$@" -- \
+			"$prog" -R -F -d "$dev" -p "$port" "$@" "$addr"
+	fi
 	if pair_ok "$name" && check_run "$name" "$where" "$lines" "$qps" \
 			"$before"; then
 		tap 0 "$desc"
@@ -97,7 +114,10 @@ perf() {
 	run_pair "$name-ref" stock stock "$port" \
 		"$prog" -R -F -d "$dev" -p "$port" "$@" -- \
 		"$prog" -R -F -d "$dev" -p "$port" "$@" "$addr"
-	if [ "$(cat "$KQP_WORK/$name-ref.c.rc")" -ne 0 ]; then
+	# 255: the client never ran, as the server never listened (a bad
+	# command line, say): not rdma-core's verdict on the device.
+	rc=$(cat "$KQP_WORK/$name-ref.c.rc")
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 255 ]; then
 		echo "# $name: fails stock on both sides too:"
 		show "$KQP_WORK/$name-ref.c.out" "$KQP_WORK/$name-ref.c.err"
 		tap_skip "$desc" "rdma-core fails it on this device too"
@@ -151,7 +171,7 @@ runs() {
 	perf both 1 1 ib_write_bw --report_gbits -n 100
 	perf both 1 1 ib_send_lat -c UD -n 100
 	perf both 1 1 ib_send_bw -c UD -n 100
-	perf both 1 1 ib_send_bw --use_srq -n 100
+	perf both 1 1 ib_send_bw --use-srq -n 100
 	perf both 1 1 ib_send_lat -I 64 -n 100
 	perf both 1 1 ib_send_lat --use_old_post_send -n 100
 	perf both 1 1 ib_atomic_bw -A FETCH_AND_ADD -n 100
