@@ -132,7 +132,8 @@ static int kqp_ib_add(struct ib_device *ibdev)
 static void kqp_ib_remove(struct ib_device *ibdev, void *client_data)
 {
 	static const enum kqp_obj_type order[] = {
-		KQP_OBJ_QP, KQP_OBJ_AH, KQP_OBJ_MR, KQP_OBJ_CQ, KQP_OBJ_PD,
+		KQP_OBJ_QP, KQP_OBJ_SRQ, KQP_OBJ_AH, KQP_OBJ_MR, KQP_OBJ_CQ,
+		KQP_OBJ_PD,
 	};
 	struct kqp_device *kdev = client_data;
 	struct kqp_vobj *vobj, *found;
@@ -178,8 +179,8 @@ static struct ib_client kqp_ib_client = {
 
 /*
  * The capabilities kqp passes on: what the device has and kqp lets a
- * caller use.  Not SRQ_RESIZE (no SRQs), the MEM_WINDOW flags (no memory
- * windows), MEM_MGT_EXTENSIONS (no fast registration, local invalidate or
+ * caller use; SRQ_RESIZE too (KQP_IOCTL_MODIFY_SRQ resizes).  Not the
+ * MEM_WINDOW flags (no memory windows), MEM_MGT_EXTENSIONS (no fast registration, local invalidate or
  * send with invalidate), XRC, the raw packet QP flags (RAW_MULTI,
  * RAW_IP_CSUM, RAW_SCATTER_FCS, MANAGED_FLOW_STEERING,
  * PCI_WRITE_END_PADDING), RESIZE_MAX_WR (no IBV_QP_CAP in a modify), nor
@@ -191,7 +192,8 @@ static struct ib_client kqp_ib_client = {
 	 IB_DEVICE_UD_AV_PORT_ENFORCE | IB_DEVICE_CURR_QP_STATE_MOD |	\
 	 IB_DEVICE_SHUTDOWN_PORT | IB_DEVICE_PORT_ACTIVE_EVENT |		\
 	 IB_DEVICE_SYS_IMAGE_GUID | IB_DEVICE_RC_RNR_NAK_GEN |		\
-	 IB_DEVICE_N_NOTIFY_CQ | IB_DEVICE_UD_IP_CSUM | IB_DEVICE_RC_IP_CSUM)
+	 IB_DEVICE_N_NOTIFY_CQ | IB_DEVICE_UD_IP_CSUM |			\
+	 IB_DEVICE_RC_IP_CSUM | IB_DEVICE_SRQ_RESIZE)
 
 static void kqp_device_fill_info(struct kqp_device *kdev,
 				 struct kqp_device_info *info)
@@ -314,9 +316,12 @@ int kqp_query_device_ioctl(struct kqp_ucmd *ucmd)
 	cmd->out_max_mcast_qp_attach = a->max_mcast_qp_attach;
 	cmd->out_max_total_mcast_qp_attach = a->max_total_mcast_qp_attach;
 	cmd->out_max_ah = a->max_ah;
+	cmd->out_max_srq = a->max_srq;
+	cmd->out_max_srq_wr = min_t(u32, a->max_srq_wr, KQP_SRQ_DEPTH_MAX);
+	cmd->out_max_srq_sge = a->max_srq_sge;
 	/*
 	 * Left zero, as the memset made them: EE contexts, RDDs, memory
-	 * windows, raw packet QPs and SRQs, which kqp does not make.
+	 * windows and raw packet QPs, which kqp does not make.
 	 */
 	cmd->out_max_pkeys = a->max_pkeys;
 	cmd->out_local_ca_ack_delay = a->local_ca_ack_delay;
