@@ -427,4 +427,77 @@ TEST_F_TIMEOUT(s, close_races_post, 60)
 	}
 }
 
+/* The index of the RDMA device called @name, or KQP_NO_DEVICE. */
+static uint32_t dev_named(int fd, const char *name)
+{
+	struct kqp_device_info devs[8];
+	struct kqp_query q = {
+		.size = sizeof(q), .num_devices = 8,
+		.device_info_size = sizeof(devs[0]), .devices = (uintptr_t)devs,
+	};
+	uint32_t i;
+
+	if (kqp_test_ioctl(fd, KQP_IOCTL_QUERY, &q))
+		return KQP_NO_DEVICE;
+	for (i = 0; i < q.num_devices && i < 8; i++)
+		if (!strcmp(devs[i].name, name))
+			return devs[i].index;
+	return KQP_NO_DEVICE;
+}
+
+/*
+ * A second rxe device: a QP cannot take an SRQ of another device
+ * (EINVAL).  Then the device goes while an SRQ with receives posted and a
+ * QP on it exist: the QP's hardware goes first, then the SRQ's; the SRQ
+ * answers ENXIO, and both can still be destroyed.
+ */
+TEST_F_TIMEOUT(s, other_device_and_removal, 90)
+{
+	const char *netdev = getenv("KQP_TEST_NORDMA_NETDEV") ?: "kqp1";
+	struct kqp_create_qp c = {
+		.size = sizeof(c), .pd = self->pd, .send_cq = self->cq,
+		.recv_cq = self->cq, .qp_type = KQP_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
+	};
+	struct kqp_destroy_qp d = { .size = sizeof(d) };
+	struct kqp_modify_srq m = { .size = sizeof(m),
+				    .attr_mask = KQP_SRQ_LIMIT,
+				    .attr = { .srq_limit = 1 } };
+	uint32_t dev2, pd2, srq2, cq2, lkey2, posted;
+	struct kqp_srq_attr a;
+	struct rlist rl;
+
+	ASSERT_EQ(0, kqp_test_sh("rdma link add kqpsrq type rxe netdev %s",
+				 netdev));
+	dev2 = dev_named(self->fd, "kqpsrq");
+	ASSERT_NE(KQP_NO_DEVICE, dev2);
+	ASSERT_EQ(0, kq_pd(self->fd, dev2, &pd2));
+	ASSERT_EQ(0, kq_srq(self->fd, pd2, 8, 1, &srq2));
+	ASSERT_EQ(0, kq_cq(self->fd, dev2, &cq2));
+	ASSERT_EQ(0, kq_mr(self->fd, pd2, self->buf, 4096, LOCAL_WRITE,
+			   &lkey2));
+
+	c.srq = srq2;
+	EXPECT_EQ(EINVAL, kqp_test_ioctl(self->fd, KQP_IOCTL_CREATE_QP, &c));
+	c.pd = pd2;
+	c.send_cq = c.recv_cq = cq2;
+	ASSERT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_CREATE_QP, &c));
+	one(&rl, 0, (uintptr_t)self->buf, 64, lkey2);
+	ASSERT_EQ(0, kq_post(self->fd, KQP_IOCTL_POST_SRQ_RECV, srq2, &rl, 1,
+			     &posted));
+
+	EXPECT_EQ(0, kqp_test_sh("rdma link delete kqpsrq"));
+	EXPECT_EQ(ENXIO, kq_query_srq(self->fd, srq2, &a));
+	m.srq = srq2;
+	EXPECT_EQ(ENXIO, kqp_test_ioctl(self->fd, KQP_IOCTL_MODIFY_SRQ, &m));
+	EXPECT_EQ(ENXIO, kq_post(self->fd, KQP_IOCTL_POST_SRQ_RECV, srq2, &rl,
+				 1, &posted));
+	EXPECT_EQ(EBUSY, kq_destroy_srq(self->fd, srq2));
+	d.qp = c.out_qp;
+	EXPECT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_DESTROY_QP, &d));
+	EXPECT_EQ(0, kq_destroy_srq(self->fd, srq2));
+	/* The first device's SRQ never noticed. */
+	EXPECT_EQ(0, kq_query_srq(self->fd, self->srq, &a));
+}
+
 TEST_HARNESS_MAIN
