@@ -45,7 +45,7 @@ extern unsigned int kqp_max_mcast;
  *					and destroying a verbs object
  *       kqp_qp.sq_mutex, rq_mutex	posting
  *       kqp_srq.post_mutex		posting to an SRQ, resizing it
- *         kqp_srq.lock		(spin, irq) an SRQ's slots, its QPs
+ *         kqp_srq.lock		(spin, irq) an SRQ's slots
  *       kqp_qp.mcast_mutex		a QP's group list
  *         kqp_mcast_hw_mutex (qp.c)	every attach and detach, a leaf
  *       kqp_ucontext.lock		PD and CQ use counts, default PDs
@@ -93,7 +93,8 @@ extern unsigned int kqp_max_mcast;
  *    QP uses it (@users, under kqp_ucontext.lock: EBUSY otherwise), and
  *    the table's teardown destroys QPs before SRQs.
  *  - @users: QPs created on it.  Each holds one from CREATE_QP until its
- *    own hardware and deps are released, and is on @qps meanwhile.
+ *    own hardware and deps are released, and is in @qps from just after
+ *    its hardware is made until just before it goes.
  *  - the ib_srq: destroyed by whoever comes first of DESTROY_SRQ (or the
  *    table's teardown) and the device's removal, which releases QPs
  *    before SRQs.  The SRQ's PD is a user of the PD until the struct
@@ -469,9 +470,8 @@ struct kqp_wq {
  * @send_cq: a user of it
  * @recv_cq: a user of it
  * @srq: the SRQ it receives from, a user of it, or NULL
- * @srq_entry: in @srq->qps while the QP's hardware may complete receives
- * @srq_ibqp: the kernel QP, as an SRQ completion names it: compared,
- *	never followed
+ * @srq_ibqp: the kernel QP, as an SRQ completion names it: its key in
+ *	@srq->qps, never followed
  * @uid: the caller's value, reported with async events
  * @qp_num: the QP number
  * @qp_type: IB_QPT_RC or IB_QPT_UD
@@ -500,7 +500,6 @@ struct kqp_qp {
 	struct kqp_cq *send_cq;
 	struct kqp_cq *recv_cq;
 	struct kqp_srq *srq;
-	struct list_head srq_entry;
 	const void *srq_ibqp;
 	u64 uid;
 	u32 qp_num;
@@ -550,13 +549,15 @@ struct kqp_srq_slot {
  * @max_sge: SGEs per receive, as the device gave it
  * @users: QPs using it, under @uctx->lock
  * @post_mutex: serialises posting and resizing
- * @lock: protects the slots and @qps, between posting and completions
+ * @lock: protects the slots, between posting and completions
  * @slots: @nslots slots; SRQ receives complete in any order, so each is
  *	retired alone
  * @nslots: slots, twice the depth: a receive a QP took when it went to
  *	the error state never completes and keeps its slot
  * @free_head: the first free slot, or U32_MAX
- * @qps: struct kqp_qp using the SRQ, for the QP number of a completion
+ * @qps: kernel QP address -> struct kqp_qp using the SRQ, for the QP
+ *	number of a completion, looked up under RCU without following the
+ *	kernel QP, which may be gone by the time its completion is polled
  * @async_reported: async events read for the SRQ
  * @abandoned: the device refused to destroy the SRQ; it keeps the struct
  * @rcu: the completion path looks SRQs up under RCU
@@ -570,11 +571,11 @@ struct kqp_srq {
 	u32 max_sge;
 	unsigned int users;
 	struct mutex post_mutex;	/* posting, resizing */
-	spinlock_t lock;		/* slots, @qps */
+	spinlock_t lock;		/* slots */
 	struct kqp_srq_slot *slots;
 	u32 nslots;
 	u32 free_head;
-	struct list_head qps;
+	struct xarray qps;
 	u32 async_reported;
 	bool abandoned;
 	struct rcu_head rcu;
@@ -830,7 +831,7 @@ int kqp_post_srq_recv_ioctl(struct kqp_ucmd *ucmd);
 void kqp_srq_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 struct kqp_srq *kqp_srq_take(struct kqp_ucontext *uctx, u32 handle);
 void kqp_srq_put_user(struct kqp_srq *srq);
-void kqp_srq_add_qp(struct kqp_srq *srq, struct kqp_qp *qp);
+int kqp_srq_add_qp(struct kqp_srq *srq, struct kqp_qp *qp);
 void kqp_srq_del_qp(struct kqp_srq *srq, struct kqp_qp *qp);
 void kqp_srq_complete(struct kqp_srq *srq, struct ib_wc *wc,
 		      struct kqp_cqe *cqe, bool *report);

@@ -299,6 +299,12 @@ static u32 kqp_qp_free(struct kqp_ucontext *uctx, struct kqp_object *obj,
 	u32 reported;
 
 	kqp_object_drain(obj);
+	/*
+	 * Completions from its SRQ stop naming it, before its kernel QP goes:
+	 * until then no other QP can have that address.
+	 */
+	if (qp->srq)
+		kqp_srq_del_qp(qp->srq, qp);
 	if (cm) {
 		mutex_lock(&cm->mutex);
 		kqp_vobj_destroy_hw(&qp->vobj);
@@ -308,9 +314,6 @@ static u32 kqp_qp_free(struct kqp_ucontext *uctx, struct kqp_object *obj,
 	} else {
 		kqp_vobj_destroy_hw(&qp->vobj);
 	}
-	/* No more receives from its SRQ, nor completions naming it. */
-	if (qp->srq)
-		kqp_srq_del_qp(qp->srq, qp);
 	/* Work still posted is discarded with the QP. */
 	spin_lock_irq(&qp->lock);
 	qp->sq.tail = qp->sq.head;
@@ -451,7 +454,6 @@ static struct kqp_qp *kqp_qp_alloc(struct kqp_ucontext *uctx,
 	mutex_init(&qp->rq_mutex);
 	mutex_init(&qp->mcast_mutex);
 	INIT_LIST_HEAD(&qp->mcasts);
-	INIT_LIST_HEAD(&qp->srq_entry);
 	qp->uctx = uctx;
 	qp->uid = cmd->uid;
 	qp->qp_type = cmd->qp_type == KQP_QPT_RC ? IB_QPT_RC : IB_QPT_UD;
@@ -618,10 +620,8 @@ static int kqp_qp_create_hw(struct kqp_uscope *us, struct kqp_qp *qp,
 	qp->qp = ibqp;
 	qp->qp_num = ibqp->qp_num;
 	qp->cap = attr->cap;
-	if (qp->srq) {
+	if (qp->srq)
 		qp->srq_ibqp = ibqp;
-		kqp_srq_add_qp(qp->srq, qp);
-	}
 	/*
 	 * The id before the device list: once the device's removal can
 	 * find the QP, it must see whether rdma_cm holds it, or it would
@@ -786,7 +786,9 @@ int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
 	 * With an SRQ the receive caps are the caller's, unchecked (rxe
 	 * leaves them as given): the QP has no receive queue of its own.
 	 */
-	ret = kqp_wq_init(&qp->sq, qp->cap.max_send_wr);
+	ret = qp->srq ? kqp_srq_add_qp(qp->srq, qp) : 0;
+	if (!ret)
+		ret = kqp_wq_init(&qp->sq, qp->cap.max_send_wr);
 	if (!ret)
 		ret = kqp_wq_init(&qp->rq, qp->srq ? 0 : qp->cap.max_recv_wr);
 	if (!ret)

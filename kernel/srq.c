@@ -10,9 +10,13 @@
  * retired alone: the slots are a free list, and the wr_id carries the
  * slot's generation so that a completion for a slot taken again since is
  * recognised.  A completion carries the number of the QP that took the
- * receive: the SRQ keeps its QPs, and finds the one the completion names
- * by comparing the kernel QP's address, never following it, as the QP
- * may be gone by the time its completion is polled.
+ * receive: the SRQ keeps its QPs by the kernel QP's address, and finds
+ * the one a completion names by that address, never following it, as
+ * the QP may be gone by the time its completion is polled (then the
+ * completion says QP number 0; the QP leaves the SRQ's map before its
+ * kernel QP is destroyed, so no other QP can take the address while it is
+ * there).  One lookup per completion, however many
+ * QPs share the SRQ.
  *
  * The limit event (IB_EVENT_SRQ_LIMIT_REACHED) and SRQ_ERR go to the
  * table's async fd, as KQP_ASYNC_SRQ events, like a QP's.
@@ -91,18 +95,16 @@ void kqp_srq_complete(struct kqp_srq *srq, struct ib_wc *wc,
 	u32 qp_num = 0;
 
 	*report = false;
+	/* Under RCU: a QP's memory goes after a grace period. */
+	qp = xa_load(&srq->qps, (unsigned long)wc->qp);
+	if (qp)
+		qp_num = qp->qp_num;
 	spin_lock(&srq->lock);
 	if (idx >= srq->nslots)
 		goto unlock;
 	slot = &srq->slots[idx];
 	if (!slot->busy || (slot->gen & KQP_SRQ_GEN_MASK) != gen)
 		goto unlock;
-	list_for_each_entry(qp, &srq->qps, srq_entry) {
-		if (qp->srq_ibqp == wc->qp) {
-			qp_num = qp->qp_num;
-			break;
-		}
-	}
 	kqp_wc_to_cqe(wc, cqe, slot->wr_id, qp_num, KQP_WC_OP_RECV);
 	slot->busy = false;
 	slot->next_free = srq->free_head;
@@ -112,19 +114,25 @@ unlock:
 	spin_unlock(&srq->lock);
 }
 
-void kqp_srq_add_qp(struct kqp_srq *srq, struct kqp_qp *qp)
+/*
+ * The QP's hardware was just made: its completions can be named.  One
+ * that came before (a UD QP is ready at once) says QP number 0.
+ */
+int kqp_srq_add_qp(struct kqp_srq *srq, struct kqp_qp *qp)
 {
-	spin_lock_irq(&srq->lock);
-	list_add_tail(&qp->srq_entry, &srq->qps);
-	spin_unlock_irq(&srq->lock);
+	return xa_insert(&srq->qps, (unsigned long)qp->srq_ibqp, qp,
+			 GFP_KERNEL_ACCOUNT);
 }
 
-/* The QP's hardware is gone: it takes and completes no more receives. */
+/*
+ * The QP is going: its completions still in a CQ say QP number 0.  Only
+ * its own entry goes; one that failed to go in finds another's there.
+ */
 void kqp_srq_del_qp(struct kqp_srq *srq, struct kqp_qp *qp)
 {
-	spin_lock_irq(&srq->lock);
-	list_del_init(&qp->srq_entry);
-	spin_unlock_irq(&srq->lock);
+	if (qp->srq_ibqp)
+		xa_cmpxchg(&srq->qps, (unsigned long)qp->srq_ibqp, qp, NULL,
+			   GFP_KERNEL);
 }
 
 static void kqp_srq_event_handler(struct ib_event *event, void *context)
@@ -184,7 +192,8 @@ static u32 kqp_srq_free(struct kqp_ucontext *uctx, struct kqp_srq *srq)
 
 	kqp_object_drain(&srq->vobj.obj);
 	kqp_vobj_destroy_hw(&srq->vobj);
-	WARN_ON(!list_empty(&srq->qps));
+	WARN_ON(!xa_empty(&srq->qps));
+	xa_destroy(&srq->qps);
 	kqp_async_forget(uctx, &srq->async_reported);
 	reported = srq->async_reported;
 	kqp_pd_put_user(srq->pd);
@@ -283,7 +292,7 @@ int kqp_create_srq_ioctl(struct kqp_ucmd *ucmd)
 		return -ENOMEM;
 	mutex_init(&srq->post_mutex);
 	spin_lock_init(&srq->lock);
-	INIT_LIST_HEAD(&srq->qps);
+	xa_init(&srq->qps);
 	srq->free_head = KQP_SRQ_NO_SLOT;
 	srq->uctx = uctx;
 	srq->uid = cmd->uid;
