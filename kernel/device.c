@@ -136,7 +136,8 @@ static int kqp_ib_add(struct ib_device *ibdev)
 static void kqp_ib_remove(struct ib_device *ibdev, void *client_data)
 {
 	static const enum kqp_obj_type order[] = {
-		KQP_OBJ_QP, KQP_OBJ_AH, KQP_OBJ_MR, KQP_OBJ_CQ, KQP_OBJ_PD,
+		KQP_OBJ_QP, KQP_OBJ_SRQ, KQP_OBJ_AH, KQP_OBJ_MR, KQP_OBJ_CQ,
+		KQP_OBJ_PD,
 	};
 	struct kqp_device *kdev = client_data;
 	struct kqp_vobj *vobj, *found;
@@ -184,8 +185,8 @@ static struct ib_client kqp_ib_client = {
 
 /*
  * The capabilities kqp passes on: what the device has and kqp lets a
- * caller use.  Not SRQ_RESIZE (no SRQs), the MEM_WINDOW flags (no memory
- * windows), MEM_MGT_EXTENSIONS (no fast registration, local invalidate or
+ * caller use; SRQ_RESIZE too (KQP_IOCTL_MODIFY_SRQ resizes).  Not the
+ * MEM_WINDOW flags (no memory windows), MEM_MGT_EXTENSIONS (no fast registration, local invalidate or
  * send with invalidate), XRC, the raw packet QP flags (RAW_MULTI,
  * RAW_IP_CSUM, RAW_SCATTER_FCS, MANAGED_FLOW_STEERING,
  * PCI_WRITE_END_PADDING), RESIZE_MAX_WR (no IBV_QP_CAP in a modify), nor
@@ -197,7 +198,8 @@ static struct ib_client kqp_ib_client = {
 	 IB_DEVICE_UD_AV_PORT_ENFORCE | IB_DEVICE_CURR_QP_STATE_MOD |	\
 	 IB_DEVICE_SHUTDOWN_PORT | IB_DEVICE_PORT_ACTIVE_EVENT |		\
 	 IB_DEVICE_SYS_IMAGE_GUID | IB_DEVICE_RC_RNR_NAK_GEN |		\
-	 IB_DEVICE_N_NOTIFY_CQ | IB_DEVICE_UD_IP_CSUM | IB_DEVICE_RC_IP_CSUM)
+	 IB_DEVICE_N_NOTIFY_CQ | IB_DEVICE_UD_IP_CSUM |			\
+	 IB_DEVICE_RC_IP_CSUM | IB_DEVICE_SRQ_RESIZE)
 
 /*
  * One line of /sys/kernel/debug/kqp/resources for @vobj, named as
@@ -238,6 +240,10 @@ static void kqp_device_show_vobj(struct seq_file *m, struct kqp_device *kdev,
 		type = "qp lqpn";
 		id = container_of(vobj, struct kqp_qp, vobj)->qp_num;
 		break;
+	case KQP_OBJ_SRQ:
+		type = "srq srqn";
+		id = container_of(vobj, struct kqp_srq, vobj)->srq->res.id;
+		break;
 	default:
 		/* AHs: rdma res does not list them either. */
 		return;
@@ -253,7 +259,7 @@ static void kqp_device_show_vobj(struct seq_file *m, struct kqp_device *kdev,
 }
 
 /*
- * /sys/kernel/debug/kqp/resources: every PD, CQ, MR and QP a process made
+ * /sys/kernel/debug/kqp/resources: every PD, CQ, MR, QP and SRQ a process made
  * through /dev/kqp, one per line, on the devices the reader's network
  * namespace may use: "dev DEV TYPE IDNAME ID pid PID comm COMM".
  */
@@ -406,9 +412,12 @@ int kqp_query_device_ioctl(struct kqp_ucmd *ucmd)
 	cmd->out_max_mcast_qp_attach = a->max_mcast_qp_attach;
 	cmd->out_max_total_mcast_qp_attach = a->max_total_mcast_qp_attach;
 	cmd->out_max_ah = a->max_ah;
+	cmd->out_max_srq = a->max_srq;
+	cmd->out_max_srq_wr = min_t(u32, a->max_srq_wr, KQP_SRQ_DEPTH_MAX);
+	cmd->out_max_srq_sge = a->max_srq_sge;
 	/*
 	 * Left zero, as the memset made them: EE contexts, RDDs, memory
-	 * windows, raw packet QPs and SRQs, which kqp does not make.
+	 * windows and raw packet QPs, which kqp does not make.
 	 */
 	cmd->out_max_pkeys = a->max_pkeys;
 	cmd->out_local_ca_ack_delay = a->local_ca_ack_delay;

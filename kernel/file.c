@@ -202,6 +202,16 @@ static const struct kqp_ioctl_op kqp_ioctl_ops[] = {
 		     struct kqp_mcast_attach, gid, 0),
 	KQP_IOCTL_OP(KQP_IOCTL_DETACH_MCAST, kqp_detach_mcast_ioctl,
 		     struct kqp_mcast_attach, gid, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_CREATE_SRQ, kqp_create_srq_ioctl,
+		     struct kqp_create_srq, __reserved2, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_DESTROY_SRQ, kqp_destroy_srq_ioctl,
+		     struct kqp_destroy_srq, out_events_reported, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_MODIFY_SRQ, kqp_modify_srq_ioctl,
+		     struct kqp_modify_srq, attr, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_QUERY_SRQ, kqp_query_srq_ioctl,
+		     struct kqp_query_srq, out_attr, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_POST_SRQ_RECV, kqp_post_srq_recv_ioctl,
+		     struct kqp_post, out_posted, 0),
 };
 
 static_assert(ARRAY_SIZE(kqp_ioctl_ops) == KQP_CMD_MAX - KQP_CMD_BASE);

@@ -44,6 +44,8 @@ extern unsigned int kqp_max_mcast;
  *     kqp_device.hw_rwsem		read: using hardware; write: removal
  *					and destroying a verbs object
  *       kqp_qp.sq_mutex, rq_mutex	posting
+ *       kqp_srq.post_mutex		posting to an SRQ, resizing it
+ *         kqp_srq.lock		(spin, irq) an SRQ's slots
  *       kqp_qp.mcast_mutex		a QP's group list
  *         kqp_mcast_hw_mutex (qp.c)	every attach and detach, a leaf
  *       kqp_ucontext.lock		PD and CQ use counts, default PDs
@@ -52,6 +54,7 @@ extern unsigned int kqp_max_mcast;
  *       kqp_kernel_lock (kapi.c)	the exported API's default PDs
  *   kqp_cq.lock				(spin, bh) producer, arming
  *     kqp_qp.lock			(spin, irq) a QP's slots
+ *     kqp_srq.lock			(spin, irq) an SRQ's slots
  *     kqp_channel.lock			(spin, irqsave) pending CQs
  *     kqp_async.lock (async.c)		(spin, irqsave) async events
  *   kqp_channel.read_mutex -> kqp_channel.lock
@@ -70,7 +73,8 @@ extern unsigned int kqp_max_mcast;
  * id is destroyed under it) and takes kqp_cq.lock (kqp_cq_destroy_hw());
  * NOTIFY waits for an event with kqp_cm_id.mutex held.  The completion
  * path (kqp_cq_poll(), a softirq) takes kqp_cq.lock, then kqp_qp.lock in
- * kqp_qp_complete(), then the channel's and the async queue's locks.
+ * kqp_qp_complete() (or kqp_srq.lock in kqp_srq_complete()), then the
+ * channel's and the async queue's locks.
  *
  * The three lifetimes of a cm_id (struct kqp_cm_id):
  *  - the table entry: reserved (reads as NULL), published, claimed (swapped
@@ -82,6 +86,22 @@ extern unsigned int kqp_max_mcast;
  *  - @mem_ref: the struct's memory: the id holds one and a QP created on
  *    it one, so a QP being destroyed can always take the id's mutex.
  *    What keeps the struct.
+ *
+ * The lifetime of an SRQ (struct kqp_srq), a verbs object like the rest:
+ *  - the table entry and @vobj.obj.users as for every object: a command
+ *    using the SRQ holds a reference; DESTROY_SRQ claims it only while no
+ *    QP uses it (@users, under kqp_ucontext.lock: EBUSY otherwise), and
+ *    the table's teardown destroys QPs before SRQs.
+ *  - @users: QPs created on it.  Each holds one from CREATE_QP until its
+ *    own hardware and deps are released, and is in @qps from just after
+ *    its hardware is made until just before it goes.
+ *  - the ib_srq: destroyed by whoever comes first of DESTROY_SRQ (or the
+ *    table's teardown) and the device's removal, which releases QPs
+ *    before SRQs.  The SRQ's PD is a user of the PD until the struct
+ *    goes.
+ *  - the memory, and the slot array, go after an RCU grace period: the
+ *    completion path finds an SRQ by handle under RCU, as it finds QPs;
+ *    a completion for an SRQ that is gone finds nothing and is dropped.
  */
 
 struct kqp_ucontext;
@@ -189,6 +209,7 @@ enum kqp_obj_type {
 	KQP_OBJ_QP,
 	KQP_OBJ_MR,
 	KQP_OBJ_AH,
+	KQP_OBJ_SRQ,
 	KQP_OBJ_MAX,
 };
 
@@ -457,6 +478,9 @@ struct kqp_wq {
  * @pd: the PD, a user of it
  * @send_cq: a user of it
  * @recv_cq: a user of it
+ * @srq: the SRQ it receives from, a user of it, or NULL
+ * @srq_ibqp: the kernel QP, as an SRQ completion names it: its key in
+ *	@srq->qps, never followed
  * @uid: the caller's value, reported with async events
  * @qp_num: the QP number
  * @qp_type: IB_QPT_RC or IB_QPT_UD
@@ -484,6 +508,8 @@ struct kqp_qp {
 	struct kqp_pd *pd;
 	struct kqp_cq *send_cq;
 	struct kqp_cq *recv_cq;
+	struct kqp_srq *srq;
+	const void *srq_ibqp;
 	u64 uid;
 	u32 qp_num;
 	enum ib_qp_type qp_type;
@@ -498,6 +524,68 @@ struct kqp_qp {
 	struct mutex mcast_mutex;	/* @mcasts, @nr_mcasts */
 	struct list_head mcasts;
 	unsigned int nr_mcasts;
+	bool abandoned;
+	struct rcu_head rcu;
+};
+
+/*
+ * The deepest SRQ kqp makes: its slots' index must fit the kernel's wr_id
+ * (srq.c).  KQP_IOCTL_QUERY_DEVICE reports no more as max_srq_wr.
+ */
+#define KQP_SRQ_DEPTH_MAX	(1U << 20)
+
+/**
+ * struct kqp_srq_slot - a receive posted to an SRQ and not completed yet
+ * @wr_id: the caller's wr_id
+ * @gen: bumped each time the slot is taken; the kernel's wr_id carries it
+ * @next_free: the next free slot, while this one is free
+ * @busy: posted, not completed
+ */
+struct kqp_srq_slot {
+	u64 wr_id;
+	u32 gen;
+	u32 next_free;
+	bool busy;
+};
+
+/**
+ * struct kqp_srq - a shared receive queue
+ * @vobj: handle, device, lifetime
+ * @uctx: the owning context
+ * @srq: the kernel SRQ; NULL once its hardware is gone
+ * @pd: its PD, a user of it: receives are checked against its MRs
+ * @uid: the caller's value, reported with async events
+ * @max_sge: SGEs per receive, as the device gave it
+ * @users: QPs using it, under @uctx->lock
+ * @post_mutex: serialises posting and resizing
+ * @lock: protects the slots, between posting and completions
+ * @slots: @nslots slots; SRQ receives complete in any order, so each is
+ *	retired alone
+ * @nslots: slots, twice the depth: a receive a QP took when it went to
+ *	the error state never completes and keeps its slot
+ * @free_head: the first free slot, or U32_MAX
+ * @qps: kernel QP address -> struct kqp_qp using the SRQ, for the QP
+ *	number of a completion, looked up under RCU without following the
+ *	kernel QP, which may be gone by the time its completion is polled
+ * @async_reported: async events read for the SRQ
+ * @abandoned: the device refused to destroy the SRQ; it keeps the struct
+ * @rcu: the completion path looks SRQs up under RCU
+ */
+struct kqp_srq {
+	struct kqp_vobj vobj;
+	struct kqp_ucontext *uctx;
+	struct ib_srq *srq;
+	struct kqp_pd *pd;
+	u64 uid;
+	u32 max_sge;
+	unsigned int users;
+	struct mutex post_mutex;	/* posting, resizing */
+	spinlock_t lock;		/* slots */
+	struct kqp_srq_slot *slots;
+	u32 nslots;
+	u32 free_head;
+	struct xarray qps;
+	u32 async_reported;
 	bool abandoned;
 	struct rcu_head rcu;
 };
@@ -741,6 +829,25 @@ void kqp_qp_attr_to_user(struct ib_device *ibdev, struct kqp_qp_attr *dst,
 void kqp_qp_cap_to_user(struct kqp_qp_cap *dst, const struct ib_qp_cap *src);
 void kqp_qp_complete(struct kqp_ucontext *uctx, struct ib_wc *wc,
 		     struct kqp_cqe *cqe, bool *report);
+void kqp_wc_to_cqe(const struct ib_wc *wc, struct kqp_cqe *cqe, u64 wr_id,
+		   u32 qp_num, u32 err_opcode);
+void *kqp_post_copy(struct kqp_post *cmd);
+long kqp_build_recv(struct kqp_pd *pd, u32 max_sge, const void *p,
+		    size_t len, struct ib_recv_wr *wr, struct ib_sge *ksge);
+
+/* srq.c */
+int kqp_create_srq_ioctl(struct kqp_ucmd *ucmd);
+int kqp_destroy_srq_ioctl(struct kqp_ucmd *ucmd);
+int kqp_modify_srq_ioctl(struct kqp_ucmd *ucmd);
+int kqp_query_srq_ioctl(struct kqp_ucmd *ucmd);
+int kqp_post_srq_recv_ioctl(struct kqp_ucmd *ucmd);
+void kqp_srq_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
+struct kqp_srq *kqp_srq_take(struct kqp_ucontext *uctx, u32 handle);
+void kqp_srq_put_user(struct kqp_srq *srq);
+int kqp_srq_add_qp(struct kqp_srq *srq, struct kqp_qp *qp);
+void kqp_srq_del_qp(struct kqp_srq *srq, struct kqp_qp *qp);
+void kqp_srq_complete(struct kqp_srq *srq, struct ib_wc *wc,
+		      struct kqp_cqe *cqe, bool *report);
 
 /* mr.c */
 int kqp_reg_mr_ioctl(struct kqp_ucmd *ucmd);

@@ -62,6 +62,7 @@ static int kqp_objects_show(struct seq_file *m, void *v)
 		[KQP_OBJ_CM_ID] = "cm_ids", [KQP_OBJ_PD] = "pds",
 		[KQP_OBJ_CQ] = "cqs", [KQP_OBJ_QP] = "qps",
 		[KQP_OBJ_MR] = "mrs", [KQP_OBJ_AH] = "ahs",
+		[KQP_OBJ_SRQ] = "srqs",
 	};
 	unsigned int type;
 	u32 live;

@@ -292,6 +292,7 @@ static const struct kqp_object_ops kqp_object_ops[KQP_OBJ_MAX] = {
 	[KQP_OBJ_QP] = { .destroy = kqp_qp_destroy },
 	[KQP_OBJ_MR] = { .destroy = kqp_mr_destroy },
 	[KQP_OBJ_AH] = { .destroy = kqp_ah_destroy },
+	[KQP_OBJ_SRQ] = { .destroy = kqp_srq_destroy },
 };
 
 /* Destroy @obj, which the caller claimed. */
@@ -410,14 +411,14 @@ static bool kqp_object_is_type(struct kqp_object *obj, void *type)
 
 /*
  * The last file using the table is gone.  Tear down in dependency order:
- * QPs use CQs and PDs, so they go first.
+ * QPs use CQs, SRQs and PDs, so they go first; SRQs use PDs.
  */
 static void kqp_ucontext_release(struct kref *ref)
 {
 	struct kqp_ucontext *uctx = container_of(ref, struct kqp_ucontext, ref);
 	static const enum kqp_obj_type order[] = {
-		KQP_OBJ_CM_ID, KQP_OBJ_QP, KQP_OBJ_AH, KQP_OBJ_MR, KQP_OBJ_CQ,
-		KQP_OBJ_PD,
+		KQP_OBJ_CM_ID, KQP_OBJ_QP, KQP_OBJ_SRQ, KQP_OBJ_AH, KQP_OBJ_MR,
+		KQP_OBJ_CQ, KQP_OBJ_PD,
 	};
 	enum kqp_obj_type type;
 	struct kqp_object *obj;

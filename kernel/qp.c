@@ -80,9 +80,36 @@ static u32 kqp_wc_flags(int flags)
 }
 
 /*
+ * Fill @cqe from a kernel completion of the request the caller posted as
+ * @wr_id; @err_opcode is the completion opcode of a request that failed.
+ */
+void kqp_wc_to_cqe(const struct ib_wc *wc, struct kqp_cqe *cqe, u64 wr_id,
+		   u32 qp_num, u32 err_opcode)
+{
+	memset(cqe, 0, sizeof(*cqe));
+	cqe->wr_id = wr_id;
+	cqe->status = wc->status;
+	cqe->opcode = wc->status == IB_WC_SUCCESS ? wc->opcode : err_opcode;
+	cqe->vendor_err = wc->vendor_err;
+	cqe->byte_len = wc->byte_len;
+	if (wc->wc_flags & IB_WC_WITH_INVALIDATE)
+		cqe->imm_data = wc->ex.invalidate_rkey;
+	else
+		cqe->imm_data = (__force u32)wc->ex.imm_data;
+	cqe->qp_num = qp_num;
+	cqe->src_qp = wc->src_qp;
+	cqe->wc_flags = kqp_wc_flags(wc->wc_flags);
+	cqe->slid = wc->slid;
+	cqe->pkey_index = wc->pkey_index;
+	cqe->sl = wc->sl;
+	cqe->dlid_path_bits = wc->dlid_path_bits;
+}
+
+/*
  * Fill @cqe from a kernel completion; @report says whether it is to be
  * reported.  Runs in the CQ's poller (a softirq) or a flush, under the
- * CQ's lock.
+ * CQ's lock.  The handle in the kernel's wr_id names a QP, or for a
+ * receive posted to an SRQ, the SRQ.
  */
 void kqp_qp_complete(struct kqp_ucontext *uctx, struct ib_wc *wc,
 		     struct kqp_cqe *cqe, bool *report)
@@ -98,6 +125,11 @@ void kqp_qp_complete(struct kqp_ucontext *uctx, struct ib_wc *wc,
 	*report = false;
 	rcu_read_lock();
 	obj = xa_load(&uctx->objects, handle);
+	if (obj && obj->type == KQP_OBJ_SRQ && recv) {
+		kqp_srq_complete(container_of(obj, struct kqp_srq, vobj.obj),
+				 wc, cqe, report);
+		goto out;
+	}
 	if (!obj || obj->type != KQP_OBJ_QP)
 		goto out;
 	qp = container_of(obj, struct kqp_qp, vobj.obj);
@@ -110,27 +142,8 @@ void kqp_qp_complete(struct kqp_ucontext *uctx, struct ib_wc *wc,
 		goto unlock;
 	slot = &wq->slots[idx & (wq->size - 1)];
 
-	memset(cqe, 0, sizeof(*cqe));
-	cqe->wr_id = slot->wr_id;
-	cqe->status = wc->status;
-	if (wc->status == IB_WC_SUCCESS)
-		cqe->opcode = wc->opcode;
-	else
-		cqe->opcode = recv ? KQP_WC_OP_RECV :
-				     kqp_wc_opcode_of_wr(slot->opcode);
-	cqe->vendor_err = wc->vendor_err;
-	cqe->byte_len = wc->byte_len;
-	if (wc->wc_flags & IB_WC_WITH_INVALIDATE)
-		cqe->imm_data = wc->ex.invalidate_rkey;
-	else
-		cqe->imm_data = (__force u32)wc->ex.imm_data;
-	cqe->qp_num = qp->qp_num;
-	cqe->src_qp = wc->src_qp;
-	cqe->wc_flags = kqp_wc_flags(wc->wc_flags);
-	cqe->slid = wc->slid;
-	cqe->pkey_index = wc->pkey_index;
-	cqe->sl = wc->sl;
-	cqe->dlid_path_bits = wc->dlid_path_bits;
+	kqp_wc_to_cqe(wc, cqe, slot->wr_id, qp->qp_num,
+		      recv ? KQP_WC_OP_RECV : kqp_wc_opcode_of_wr(slot->opcode));
 
 	/* Completions come in order: everything before it is done too. */
 	wq->tail += ((idx - wq->tail) & KQP_WRID_SLOT_MASK) + 1;
@@ -270,6 +283,8 @@ static void kqp_qp_release_deps(struct kqp_ucontext *uctx, struct kqp_qp *qp,
 		else
 			kqp_cq_put_user(cqs[i]);
 	}
+	if (qp->srq)
+		kqp_srq_put_user(qp->srq);
 	if (qp->pd)
 		kqp_pd_put_user(qp->pd);
 	if (qp->cm)
@@ -289,6 +304,12 @@ static u32 kqp_qp_free(struct kqp_ucontext *uctx, struct kqp_object *obj,
 	u32 reported;
 
 	kqp_object_drain(obj);
+	/*
+	 * Completions from its SRQ stop naming it, before its kernel QP goes:
+	 * until then no other QP can have that address.
+	 */
+	if (qp->srq)
+		kqp_srq_del_qp(qp->srq, qp);
 	if (cm) {
 		mutex_lock(&cm->mutex);
 		kqp_vobj_destroy_hw(&qp->vobj);
@@ -450,12 +471,13 @@ static struct kqp_qp *kqp_qp_alloc(struct kqp_ucontext *uctx,
 }
 
 /*
- * Take a user reference on the PD and CQs the caller named.  On failure
- * what was taken is in @qp, for kqp_qp_release_deps().
+ * Take a user reference on the PD, CQs and SRQ the caller named.  On
+ * failure what was taken is in @qp, for kqp_qp_release_deps().
  */
 static int kqp_qp_take_deps(struct kqp_ucontext *uctx, struct kqp_qp *qp,
 			    const struct kqp_create_qp *cmd)
 {
+	struct kqp_srq *srq;
 	struct kqp_pd *pd;
 	struct kqp_cq *cq;
 
@@ -477,15 +499,22 @@ static int kqp_qp_take_deps(struct kqp_ucontext *uctx, struct kqp_qp *qp,
 			return PTR_ERR(cq);
 		qp->recv_cq = cq;
 	}
+	if (cmd->srq) {
+		srq = kqp_srq_take(uctx, cmd->srq);
+		if (IS_ERR(srq))
+			return PTR_ERR(srq);
+		qp->srq = srq;
+	}
 	return 0;
 }
 
-/* Are the PD and CQs the QP has so far all on @kdev? */
+/* Are the PD, CQs and SRQ the QP has so far all on @kdev? */
 static bool kqp_qp_deps_on(struct kqp_qp *qp, struct kqp_device *kdev)
 {
 	return (!qp->pd || qp->pd->vobj.kdev == kdev) &&
 	       (!qp->send_cq || qp->send_cq->vobj.kdev == kdev) &&
-	       (!qp->recv_cq || qp->recv_cq->vobj.kdev == kdev);
+	       (!qp->recv_cq || qp->recv_cq->vobj.kdev == kdev) &&
+	       (!qp->srq || qp->srq->vobj.kdev == kdev);
 }
 
 /* Did the hardware of any of them go?  Under their device's hw_rwsem. */
@@ -493,7 +522,8 @@ static bool kqp_qp_deps_gone(struct kqp_qp *qp)
 {
 	return (qp->pd && qp->pd->vobj.hw_gone) ||
 	       (qp->send_cq && qp->send_cq->vobj.hw_gone) ||
-	       (qp->recv_cq && qp->recv_cq->vobj.hw_gone);
+	       (qp->recv_cq && qp->recv_cq->vobj.hw_gone) ||
+	       (qp->srq && qp->srq->vobj.hw_gone);
 }
 
 /*
@@ -598,6 +628,8 @@ static int kqp_qp_create_hw(struct kqp_uscope *us, struct kqp_qp *qp,
 	qp->qp = ibqp;
 	qp->qp_num = ibqp->qp_num;
 	qp->cap = attr->cap;
+	if (qp->srq)
+		qp->srq_ibqp = ibqp;
 	/*
 	 * The id before the device list: once the device's removal can
 	 * find the QP, it must see whether rdma_cm holds it, or it would
@@ -722,7 +754,7 @@ int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_cq_counts unused[2];
 	int ret;
 
-	if (cmd->__reserved || cmd->__reserved2 || cmd->cap.__reserved)
+	if (cmd->__reserved2 || cmd->cap.__reserved)
 		return -EOPNOTSUPP;
 	if (cmd->qp_type != KQP_QPT_RC && cmd->qp_type != KQP_QPT_UD)
 		return -EINVAL;
@@ -752,13 +784,21 @@ int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
 		attr.send_cq = qp->send_cq->cq;
 	if (qp->recv_cq)
 		attr.recv_cq = qp->recv_cq->cq;
+	if (qp->srq)
+		attr.srq = qp->srq->srq;
 	ret = kqp_qp_create_hw(&us, qp, cm, kdev, &attr);
 	if (ret)
 		goto err_cm;
 
-	ret = kqp_wq_init(&qp->sq, qp->cap.max_send_wr);
+	/*
+	 * With an SRQ the receive caps are the caller's, unchecked (rxe
+	 * leaves them as given): the QP has no receive queue of its own.
+	 */
+	ret = qp->srq ? kqp_srq_add_qp(qp->srq, qp) : 0;
 	if (!ret)
-		ret = kqp_wq_init(&qp->rq, qp->cap.max_recv_wr);
+		ret = kqp_wq_init(&qp->sq, qp->cap.max_send_wr);
+	if (!ret)
+		ret = kqp_wq_init(&qp->rq, qp->srq ? 0 : qp->cap.max_recv_wr);
 	if (!ret)
 		ret = kqp_create_qp_respond(ucmd, qp, &us);
 	if (ret) {
@@ -1022,6 +1062,10 @@ int kqp_query_qp_ioctl(struct kqp_ucmd *ucmd)
 
 	kqp_qp_attr_to_user(qp->qp->device, u, &attr);
 	kqp_qp_cap_to_user(&cmd->out_cap, &qp->cap);
+	if (qp->srq) {
+		cmd->out_cap.max_recv_wr = 0;
+		cmd->out_cap.max_recv_sge = 0;
+	}
 	cmd->out_qp_type = qp->qp_type == IB_QPT_RC ? KQP_QPT_RC : KQP_QPT_UD;
 	cmd->out_sq_sig_all = qp->sq_sig_all;
 out:
@@ -1031,7 +1075,7 @@ out:
 }
 
 /* The caller's list of work requests, copied once. */
-static void *kqp_post_copy(struct kqp_post *cmd)
+void *kqp_post_copy(struct kqp_post *cmd)
 {
 	void *buf;
 
@@ -1057,17 +1101,18 @@ union kqp_kwr {
 };
 
 /*
- * Check an SGE list (already in kernel memory) against the QP's PD and
- * convert it.  @access is what the device will do with the memory.
+ * Check an SGE list (already in kernel memory) against a PD (the QP's, or
+ * the SRQ's) and convert it.  @access is what the device will do with the
+ * memory.
  */
-static int kqp_post_sges(struct kqp_qp *qp, const struct kqp_sge *usge,
+static int kqp_post_sges(struct kqp_pd *pd, const struct kqp_sge *usge,
 			 u32 num, struct ib_sge *ksge, int access)
 {
 	u32 i;
 	int ret;
 
 	for (i = 0; i < num; i++) {
-		ret = kqp_mr_check_sge(qp->pd, usge[i].addr, usge[i].length,
+		ret = kqp_mr_check_sge(pd, usge[i].addr, usge[i].length,
 				       usge[i].lkey, access);
 		if (ret)
 			return ret;
@@ -1224,7 +1269,7 @@ static long kqp_build_send(struct kqp_qp *qp, struct kqp_post_ctx *pc,
 		}
 		wr->send_flags |= IB_SEND_INLINE;
 	} else {
-		ret = kqp_post_sges(qp, (const struct kqp_sge *)(hdr + 1),
+		ret = kqp_post_sges(qp->pd, (const struct kqp_sge *)(hdr + 1),
 				    hdr->num_sge, ksge, access);
 		if (ret)
 			return ret;
@@ -1242,22 +1287,24 @@ static long kqp_build_send(struct kqp_qp *qp, struct kqp_post_ctx *pc,
 	return need;
 }
 
-/* Build one receive request; as kqp_build_send(). */
-static long kqp_build_recv(struct kqp_qp *qp, const void *p, size_t len,
-			   union kqp_kwr *kwr, struct ib_sge *ksge)
+/*
+ * Build one receive request, for a QP or an SRQ with @max_sge SGEs per
+ * request whose receives are checked against @pd; as kqp_build_send().
+ */
+long kqp_build_recv(struct kqp_pd *pd, u32 max_sge, const void *p,
+		    size_t len, struct ib_recv_wr *wr, struct ib_sge *ksge)
 {
 	const struct kqp_recv_wr *hdr = p;
 	int ret;
 
-	if (len < sizeof(*hdr) || hdr->__reserved ||
-	    hdr->num_sge > qp->cap.max_recv_sge ||
+	if (len < sizeof(*hdr) || hdr->__reserved || hdr->num_sge > max_sge ||
 	    len - sizeof(*hdr) < hdr->num_sge * sizeof(struct kqp_sge))
 		return -EINVAL;
-	memset(&kwr->recv, 0, sizeof(kwr->recv));
-	ret = kqp_post_sges(qp, (const struct kqp_sge *)(hdr + 1),
+	memset(wr, 0, sizeof(*wr));
+	ret = kqp_post_sges(pd, (const struct kqp_sge *)(hdr + 1),
 			    hdr->num_sge, ksge, IB_ACCESS_LOCAL_WRITE);
-	kwr->recv.sg_list = ksge;
-	kwr->recv.num_sge = hdr->num_sge;
+	wr->sg_list = ksge;
+	wr->num_sge = hdr->num_sge;
 	if (ret)
 		return ret;
 	return sizeof(*hdr) + hdr->num_sge * sizeof(struct kqp_sge);
@@ -1320,7 +1367,7 @@ static int kqp_post(struct kqp_ucmd *ucmd, bool recv)
 	struct kqp_qp *qp;
 	size_t off = 0;
 	void *buf;
-	u32 i, max_sge;
+	u32 i = 0, max_sge;
 	int ret = 0;
 
 	buf = kqp_post_copy(cmd);
@@ -1330,6 +1377,11 @@ static int kqp_post(struct kqp_ucmd *ucmd, bool recv)
 	if (IS_ERR(qp)) {
 		kvfree(buf);
 		return PTR_ERR(qp);
+	}
+	/* Its receives come from its SRQ: KQP_IOCTL_POST_SRQ_RECV. */
+	if (recv && qp->srq) {
+		ret = -EINVAL;
+		goto out;
 	}
 	max_sge = max(recv ? qp->cap.max_recv_sge : qp->cap.max_send_sge, 1U);
 	kwr = kmalloc(sizeof(*kwr) + max_sge * sizeof(*ksge),
@@ -1347,8 +1399,9 @@ static int kqp_post(struct kqp_ucmd *ucmd, bool recv)
 		long used;
 
 		if (recv) {
-			used = kqp_build_recv(qp, buf + off, cmd->wrs_len - off,
-					      kwr, ksge);
+			used = kqp_build_recv(qp->pd, qp->cap.max_recv_sge,
+					      buf + off, cmd->wrs_len - off,
+					      &kwr->recv, ksge);
 		} else {
 			used = kqp_build_send(qp, &pc, buf + off,
 					      cmd->wrs_len - off, kwr, ksge,

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include <rdma/rdma_verbs.h>
+
 #include "kqp_priv.h"
 
 static void kqp_rai_to_ai(struct addrinfo *ai, const struct rdma_addrinfo *rai)
@@ -251,5 +253,7 @@ KQP_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 {
 	if (id->qp)
 		rdma_destroy_qp(id);
+	if (id->srq)
+		rdma_destroy_srq(id);
 	rdma_destroy_id(id);
 }

@@ -119,11 +119,11 @@ static int kqp_id_qp_check(struct rdma_cm_id *id,
 	ret = kqp_qp_ex_check(attr);
 	if (ret)
 		return ret;
-	if (attr->srq || (attr->qp_type != IBV_QPT_RC &&
-			  attr->qp_type != IBV_QPT_UD))
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD)
 		return -EOPNOTSUPP;
 	if ((attr->send_cq && attr->send_cq->context != id->verbs) ||
-	    (attr->recv_cq && attr->recv_cq->context != id->verbs))
+	    (attr->recv_cq && attr->recv_cq->context != id->verbs) ||
+	    (attr->srq && attr->srq->context->cmd_fd != id->verbs->cmd_fd))
 		return -EINVAL;
 	return 0;
 }
@@ -197,6 +197,9 @@ KQP_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	ret = kqp_id_qp_check(id, attr, &pd);
 	if (ret)
 		return kqp_err(-ret);
+	/* As librdmacm: the id's SRQ (rdma_create_srq()) unless given one. */
+	if (id->srq && !attr->srq)
+		attr->srq = id->srq;
 	qp = calloc(1, sizeof(*qp));
 	if (!attr->send_cq)
 		scq = calloc(1, sizeof(*scq));
@@ -213,6 +216,7 @@ KQP_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	cmd.pd = pd ? pd->handle : 0;
 	cmd.send_cq = attr->send_cq ? attr->send_cq->handle : 0;
 	cmd.recv_cq = attr->recv_cq ? attr->recv_cq->handle : 0;
+	cmd.srq = attr->srq ? attr->srq->handle : 0;
 	cmd.send_cq_uid = (uintptr_t)scq;
 	cmd.recv_cq_uid = (uintptr_t)rcq;
 	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_CREATE_QP, &cmd);
@@ -235,6 +239,7 @@ KQP_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	init.qp_context = attr->qp_context;
 	init.send_cq = attr->send_cq;
 	init.recv_cq = attr->recv_cq;
+	init.srq = attr->srq;
 	init.qp_type = attr->qp_type;
 
 	/* rdma_cm moved it: RTS for UD, INIT (receives) for RC. */

@@ -53,6 +53,8 @@ static int kqp_context_alloc(struct kqp_ibv_device *kdev,
 	kctx->vctx.context.ops.req_notify_cq = kqp_req_notify_cq;
 	kctx->vctx.context.ops.post_send = kqp_post_send;
 	kctx->vctx.context.ops.post_recv = kqp_post_recv;
+	kctx->vctx.context.ops.post_srq_recv = kqp_post_srq_recv;
+	kctx->vctx.create_srq_ex = kqp_create_srq_ex;
 	pthread_mutex_init(&kctx->vctx.context.mutex, NULL);
 	pthread_mutex_init(&kctx->pd_lock, NULL);
 	*kctxp = kctx;
@@ -238,6 +240,9 @@ KQP_EXPORT int ibv_get_async_event(struct ibv_context *context,
 	case KQP_ASYNC_QP:
 		event->element.qp = (struct ibv_qp *)(uintptr_t)ev.uid;
 		break;
+	case KQP_ASYNC_SRQ:
+		event->element.srq = (struct ibv_srq *)(uintptr_t)ev.uid;
+		break;
 	case KQP_ASYNC_DEVICE:
 		/* The port the device named, as libibverbs passes it on. */
 		event->element.port_num = (int)ev.uid;
@@ -275,6 +280,16 @@ KQP_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 		qp->events_completed++;
 		pthread_cond_signal(&qp->cond);
 		pthread_mutex_unlock(&qp->mutex);
+		break;
+	}
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED: {
+		struct ibv_srq *srq = event->element.srq;
+
+		pthread_mutex_lock(&srq->mutex);
+		srq->events_completed++;
+		pthread_cond_signal(&srq->cond);
+		pthread_mutex_unlock(&srq->mutex);
 		break;
 	}
 	default:

@@ -293,6 +293,8 @@ int kqp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad_wr);
 int kqp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr);
+int kqp_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad_wr);
 void kqp_qp_cmd_init(struct kqp_create_qp *cmd, struct kqp_lqp *qp,
 		     enum ibv_qp_type type, int sq_sig_all,
 		     const struct ibv_qp_cap *cap);
@@ -309,6 +311,24 @@ int kqp_qp_ex_check(const struct ibv_qp_init_attr_ex *attr);
 bool kqp_qp_ex_wanted(const struct ibv_qp_init_attr_ex *attr);
 void kqp_qp_ex_init(struct kqp_lqp *qp, const struct ibv_qp_init_attr_ex *attr);
 void kqp_qp_ex_fini(struct kqp_lqp *qp);
+
+/* srq.c */
+/**
+ * struct kqp_lsrq - libkqp's ibv_srq
+ * @ibv: what callers see; its uid in the kernel, reported with its async
+ *	events (ibv_async_event.element.srq)
+ */
+struct kqp_lsrq {
+	struct ibv_srq ibv;
+};
+
+static inline struct kqp_lsrq *to_lsrq(struct ibv_srq *srq)
+{
+	return container_of(srq, struct kqp_lsrq, ibv);
+}
+
+struct ibv_srq *kqp_create_srq_ex(struct ibv_context *context,
+				  struct ibv_srq_init_attr_ex *attr);
 
 /* cma_qp.c */
 void kqp_id_qp_gone(struct rdma_cm_id *id, const struct kqp_destroy_qp *d);

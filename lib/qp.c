@@ -33,7 +33,7 @@ void kqp_qp_cmd_init(struct kqp_create_qp *cmd, struct kqp_lqp *qp,
 
 /*
  * Fill in the ibv_qp of a QP the kernel made with @cmd, in @state; of
- * @attr, only qp_context, the CQs and qp_type are used.
+ * @attr, only qp_context, the CQs, the SRQ and qp_type are used.
  */
 void kqp_qp_init(struct kqp_lqp *qp, const struct kqp_create_qp *cmd,
 		 struct ibv_context *ctx, struct ibv_pd *pd,
@@ -45,6 +45,7 @@ void kqp_qp_init(struct kqp_lqp *qp, const struct kqp_create_qp *cmd,
 	qp->ibv.pd = pd;
 	qp->ibv.send_cq = attr->send_cq;
 	qp->ibv.recv_cq = attr->recv_cq;
+	qp->ibv.srq = attr->srq;
 	qp->ibv.handle = cmd->out_qp;
 	qp->ibv.qp_num = cmd->out_qp_num;
 	qp->ibv.state = state;
@@ -69,8 +70,8 @@ static int kqp_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
 		return -EINVAL;
 	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD)
 		return -EOPNOTSUPP;
-	if (attr->srq)
-		return -EOPNOTSUPP;
+	if (attr->srq && attr->srq->context->cmd_fd != pd->context->cmd_fd)
+		return -EINVAL;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
@@ -78,6 +79,7 @@ static int kqp_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
 	cmd.pd = pd->handle;
 	cmd.send_cq = attr->send_cq->handle;
 	cmd.recv_cq = attr->recv_cq->handle;
+	cmd.srq = attr->srq ? attr->srq->handle : 0;
 	ret = kqp_ioctl(pd->context->cmd_fd, KQP_IOCTL_CREATE_QP, &cmd);
 	if (ret) {
 		free(qp);
@@ -295,7 +297,7 @@ static size_t kqp_send_wr_size(const struct ibv_send_wr *wr)
  * The list in the kernel's form: each request followed by its SGEs or,
  * inline, by its bytes (copied here, from the caller's buffers).
  */
-static void kqp_send_wr_fill(void *p, const struct ibv_qp *qp,
+static void kqp_send_wr_fill(void *p, enum ibv_qp_type type,
 			     const struct ibv_send_wr *wr)
 {
 	struct kqp_send_wr *k = p;
@@ -322,7 +324,7 @@ static void kqp_send_wr_fill(void *p, const struct ibv_qp *qp,
 		break;
 	default:
 		/* wr.ud shares its bytes with wr.rdma: only UD reads it. */
-		if (qp->qp_type == IBV_QPT_UD && wr->wr.ud.ah) {
+		if (type == IBV_QPT_UD && wr->wr.ud.ah) {
 			k->wr.ud.ah = wr->wr.ud.ah->handle;
 			k->wr.ud.remote_qpn = wr->wr.ud.remote_qpn;
 			k->wr.ud.remote_qkey = wr->wr.ud.remote_qkey;
@@ -350,17 +352,31 @@ static void kqp_send_wr_fill(void *p, const struct ibv_qp *qp,
 	}
 }
 
+/**
+ * struct kqp_post_target - what a list is posted to
+ * @fd: the file the kernel's object is on
+ * @handle: the QP's handle, or the SRQ's
+ * @type: the QP's type (an SRQ's receives: IBV_QPT_RC, unused)
+ * @gone: the kernel's QP went with its id
+ */
+struct kqp_post_target {
+	int fd;
+	uint32_t handle;
+	enum ibv_qp_type type;
+	bool gone;
+};
+
 /*
  * Hand a built list to the kernel; on failure point at the culprit.
  * 0 or -errno.
  */
-static int kqp_post_list(struct ibv_qp *qp, unsigned long req, void *buf,
-			 size_t len, uint32_t count, void *first,
+static int kqp_post_list(const struct kqp_post_target *t, unsigned long req,
+			 void *buf, size_t len, uint32_t count, void *first,
 			 void **bad, bool recv)
 {
 	struct kqp_post cmd = {
 		.size = sizeof(cmd),
-		.qp = qp->handle,
+		.qp = t->handle,
 		.count = count,
 		.wrs = (uintptr_t)buf,
 		.wrs_len = len,
@@ -369,7 +385,7 @@ static int kqp_post_list(struct ibv_qp *qp, unsigned long req, void *buf,
 	int ret;
 	void *w;
 
-	ret = kqp_ioctl(qp->context->cmd_fd, req, &cmd);
+	ret = kqp_ioctl(t->fd, req, &cmd);
 	if (!ret)
 		return 0;
 	w = first;
@@ -387,14 +403,12 @@ static size_t kqp_recv_wr_size(const struct ibv_recv_wr *wr)
 	       (size_t)wr->num_sge * sizeof(struct kqp_sge);
 }
 
-static void kqp_recv_wr_fill(void *p, const struct ibv_qp *qp,
-			     const struct ibv_recv_wr *wr)
+static void kqp_recv_wr_fill(void *p, const struct ibv_recv_wr *wr)
 {
 	struct kqp_recv_wr *k = p;
 	struct kqp_sge *s = (struct kqp_sge *)(k + 1);
 	int i;
 
-	(void)qp;
 	k->wr_id = wr->wr_id;
 	k->num_sge = wr->num_sge;
 	k->__reserved = 0;
@@ -411,7 +425,7 @@ struct kqp_post_kind {
 	void *(*next)(const void *wr);
 	int (*num_sge)(const void *wr);
 	size_t (*size)(const void *wr);
-	void (*fill)(void *p, const struct ibv_qp *qp, const void *wr);
+	void (*fill)(void *p, enum ibv_qp_type type, const void *wr);
 };
 
 static void *kqp_send_next(const void *wr)
@@ -429,9 +443,9 @@ static size_t kqp_send_size(const void *wr)
 	return kqp_send_wr_size(wr);
 }
 
-static void kqp_send_fill(void *p, const struct ibv_qp *qp, const void *wr)
+static void kqp_send_fill(void *p, enum ibv_qp_type type, const void *wr)
 {
-	kqp_send_wr_fill(p, qp, wr);
+	kqp_send_wr_fill(p, type, wr);
 }
 
 static void *kqp_recv_next(const void *wr)
@@ -449,9 +463,10 @@ static size_t kqp_recv_size(const void *wr)
 	return kqp_recv_wr_size(wr);
 }
 
-static void kqp_recv_fill(void *p, const struct ibv_qp *qp, const void *wr)
+static void kqp_recv_fill(void *p, enum ibv_qp_type type, const void *wr)
 {
-	kqp_recv_wr_fill(p, qp, wr);
+	(void)type;
+	kqp_recv_wr_fill(p, wr);
 }
 
 static const struct kqp_post_kind kqp_send_kind = {
@@ -471,21 +486,30 @@ static const struct kqp_post_kind kqp_recv_kind = {
 	.fill = kqp_recv_fill,
 };
 
+static const struct kqp_post_kind kqp_srq_recv_kind = {
+	.req = KQP_IOCTL_POST_SRQ_RECV,
+	.recv = true,
+	.next = kqp_recv_next,
+	.num_sge = kqp_recv_num_sge,
+	.size = kqp_recv_size,
+	.fill = kqp_recv_fill,
+};
+
 /*
  * Post a list in as few ioctls as it takes: one, unless it is longer than
  * KQP_POST_MAX_BYTES in the kernel's form.  A request that cannot be
  * expressed (negative num_sge, larger than a whole list may be) stops the
  * list there, as the kernel stops at one it refuses.  0 or -errno.
  */
-static int kqp_post(struct ibv_qp *qp, const struct kqp_post_kind *kind,
-		    void *wr, void **bad)
+static int kqp_post(const struct kqp_post_target *t,
+		    const struct kqp_post_kind *kind, void *wr, void **bad)
 {
 	uint64_t stack[512];
 	void *buf = stack, *w, *invalid;
 	size_t cap = sizeof(stack);
 	int ret = 0;
 
-	if (to_lqp(qp)->gone) {
+	if (t->gone) {
 		if (bad)
 			*bad = wr;
 		return -ENOENT;
@@ -521,10 +545,10 @@ static int kqp_post(struct ibv_qp *qp, const struct kqp_post_kind *kind,
 				cap = len;
 			}
 			for (w = wr; off < len; w = kind->next(w)) {
-				kind->fill((char *)buf + off, qp, w);
+				kind->fill((char *)buf + off, t->type, w);
 				off += kind->size(w);
 			}
-			ret = kqp_post_list(qp, kind->req, buf, len, count, wr,
+			ret = kqp_post_list(t, kind->req, buf, len, count, wr,
 					    bad, kind->recv);
 			if (ret)
 				goto out;
@@ -543,16 +567,43 @@ out:
 	return ret;
 }
 
+static struct kqp_post_target kqp_qp_target(struct ibv_qp *qp)
+{
+	return (struct kqp_post_target){
+		.fd = qp->context->cmd_fd,
+		.handle = qp->handle,
+		.type = qp->qp_type,
+		.gone = to_lqp(qp)->gone,
+	};
+}
+
 /* The context op behind ibv_post_send(): returns 0 or an errno value. */
 int kqp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad_wr)
 {
-	return -kqp_post(qp, &kqp_send_kind, wr, (void **)bad_wr);
+	struct kqp_post_target t = kqp_qp_target(qp);
+
+	return -kqp_post(&t, &kqp_send_kind, wr, (void **)bad_wr);
 }
 
 /* The context op behind ibv_post_recv(). */
 int kqp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr)
 {
-	return -kqp_post(qp, &kqp_recv_kind, wr, (void **)bad_wr);
+	struct kqp_post_target t = kqp_qp_target(qp);
+
+	return -kqp_post(&t, &kqp_recv_kind, wr, (void **)bad_wr);
+}
+
+/* The context op behind ibv_post_srq_recv(). */
+int kqp_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad_wr)
+{
+	struct kqp_post_target t = {
+		.fd = srq->context->cmd_fd,
+		.handle = srq->handle,
+		.type = IBV_QPT_RC,
+	};
+
+	return -kqp_post(&t, &kqp_srq_recv_kind, wr, (void **)bad_wr);
 }

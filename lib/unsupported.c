@@ -9,8 +9,6 @@
  *
  *  - rsockets (r*): a socket layer of its own over librdmacm, not an
  *    RDMA CM call; -1 and ENOSYS.
- *  - SRQs (ibv_*_srq, rdma_*_srq): kqp's QPs have their own receive
- *    queues; NULL or -1 and ENOSYS (librdmacm) or EOPNOTSUPP (libibverbs).
  *  - ECE (rdma_*_ece, ibv_*_ece): kqp's ids carry no ECE options, as
  *    rxe's do not; ENOSYS (librdmacm) or EOPNOTSUPP (libibverbs).
  *  - Resizing CQs, re-registering MRs (after libibverbs' own checks of
@@ -81,62 +79,6 @@ KQP_EXPORT int rfcntl(int s, int cmd, ...)
 	(void)s;
 	(void)cmd;
 	return kqp_err(ENOSYS);
-}
-
-/* SRQs. */
-
-KQP_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
-				  struct ibv_srq_init_attr_ex *attr)
-{
-	(void)id;
-	(void)attr;
-	return kqp_err(ENOSYS);
-}
-
-KQP_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
-			       struct ibv_srq_init_attr *attr)
-{
-	(void)id;
-	(void)pd;
-	(void)attr;
-	return kqp_err(ENOSYS);
-}
-
-/* No id ever has an SRQ, so there is nothing to free. */
-KQP_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
-{
-	(void)id;
-}
-
-KQP_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
-					  struct ibv_srq_init_attr *attr)
-{
-	(void)pd;
-	(void)attr;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-KQP_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
-			      int attr_mask)
-{
-	(void)srq;
-	(void)attr;
-	(void)attr_mask;
-	return EOPNOTSUPP;
-}
-
-KQP_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
-{
-	(void)srq;
-	(void)attr;
-	return EOPNOTSUPP;
-}
-
-KQP_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	(void)srq;
-	return EOPNOTSUPP;
 }
 
 /* ECE. */

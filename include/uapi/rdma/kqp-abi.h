@@ -52,11 +52,11 @@
  *    RDMA_CM_EVENT_DEVICE_REMOVAL); it can still be destroyed.  ucma
  *    answers ENXIO here too.
  *  - ENOMEM: out of memory.
- *  - EMFILE: a command that creates an object (an id, PD, CQ, QP, MR or
- *    AH) would take its user past the max_objects module parameter, which
+ *  - EMFILE: a command that creates an object (an id, PD, CQ, QP, SRQ,
+ *    MR or AH) would take its user past the max_objects module parameter, which
  *    counts the objects of all of a user's tables together.  A
  *    connection request that would do so is rejected.
- *  - EAGAIN: creating a PD, CQ, QP, MR or AH would take the caller's rdma
+ *  - EAGAIN: creating a PD, CQ, QP, SRQ, MR or AH would take the caller's rdma
  *    cgroup past its rdma.max (hca_object for each of them, hca_handle
  *    for a table's first object on a device), as with uverbs.
  *  - ENODEV: a device index names no device the caller's network
@@ -120,6 +120,11 @@
  * @KQP_CMD_DESTROY_AH: KQP_IOCTL_DESTROY_AH
  * @KQP_CMD_ATTACH_MCAST: KQP_IOCTL_ATTACH_MCAST
  * @KQP_CMD_DETACH_MCAST: KQP_IOCTL_DETACH_MCAST
+ * @KQP_CMD_CREATE_SRQ: KQP_IOCTL_CREATE_SRQ
+ * @KQP_CMD_DESTROY_SRQ: KQP_IOCTL_DESTROY_SRQ
+ * @KQP_CMD_MODIFY_SRQ: KQP_IOCTL_MODIFY_SRQ
+ * @KQP_CMD_QUERY_SRQ: KQP_IOCTL_QUERY_SRQ
+ * @KQP_CMD_POST_SRQ_RECV: KQP_IOCTL_POST_SRQ_RECV
  * @KQP_CMD_MAX: one past the last command
  */
 enum kqp_cmd {
@@ -169,6 +174,11 @@ enum kqp_cmd {
 	KQP_CMD_DESTROY_AH,
 	KQP_CMD_ATTACH_MCAST,
 	KQP_CMD_DETACH_MCAST,
+	KQP_CMD_CREATE_SRQ,
+	KQP_CMD_DESTROY_SRQ,
+	KQP_CMD_MODIFY_SRQ,
+	KQP_CMD_QUERY_SRQ,
+	KQP_CMD_POST_SRQ_RECV,
 	KQP_CMD_MAX,
 };
 
@@ -1034,9 +1044,10 @@ struct kqp_ctx_info {
  * @out_phys_port_cnt: physical ports, numbered from 1
  *
  * The device's attributes, as struct ibv_device_attr, as far as kqp
- * implements them: the flags of features kqp does not implement (SRQs,
- * memory windows, XRC, raw packet QPs, ...) are clear, and their limits
- * (@out_max_srq, @out_max_mw, the EE, RDD and raw QP ones) 0.  ENODEV if
+ * implements them: the flags of features kqp does not implement (memory
+ * windows, XRC, raw packet QPs, ...) are clear, and their limits
+ * (@out_max_mw, the EE, RDD and raw QP ones) 0.  SRQs are the device's,
+ * and IBV_DEVICE_SRQ_RESIZE is passed on (KQP_IOCTL_MODIFY_SRQ).  ENODEV if
  * @device_index names no device.
  */
 struct kqp_query_device {
@@ -1526,7 +1537,9 @@ struct kqp_qp_cap {
  * @send_cq: the send CQ, or 0 (on an id only) to have one made
  * @recv_cq: the receive CQ, or 0 (on an id only) to have one made
  * @qp_type: KQP_QPT_RC or KQP_QPT_UD; on an id, the id's
- * @__reserved: zero
+ * @srq: an SRQ (KQP_IOCTL_CREATE_SRQ) the QP receives from, or 0 (added
+ *	later: a kernel without SRQs refuses a non-zero one with EOPNOTSUPP,
+ *	as a reserved field)
  * @send_cq_uid: the uid of a send CQ made here
  * @recv_cq_uid: the uid of a receive CQ made here
  * @uid: the caller's value, reported with the QP's async events
@@ -1555,6 +1568,14 @@ struct kqp_qp_cap {
  *
  * Without an id, @pd, @send_cq and @recv_cq are required and the QP is
  * left in RESET.
+ *
+ * With @srq, the QP has no receive queue of its own: its receives come
+ * from the SRQ, which must be on the QP's device (EINVAL otherwise; its
+ * PD may differ, as ib_core allows), and which cannot be destroyed while
+ * the QP uses it.  @cap's max_recv_wr and max_recv_sge then go to the
+ * device, which may ignore them (rxe does), and come back as it leaves
+ * them; KQP_IOCTL_QUERY_QP reports 0 for both, and KQP_IOCTL_POST_RECV on
+ * the QP is EINVAL.
  */
 struct kqp_create_qp {
 	__u32 size;
@@ -1564,7 +1585,7 @@ struct kqp_create_qp {
 	__u32 send_cq;
 	__u32 recv_cq;
 	__u32 qp_type;
-	__u32 __reserved;
+	__u32 srq;
 	__aligned_u64 send_cq_uid;
 	__aligned_u64 recv_cq_uid;
 	__aligned_u64 uid;
@@ -1792,10 +1813,11 @@ struct kqp_recv_wr {
 };
 
 /**
- * struct kqp_post - ioctl(KQP_IOCTL_POST_SEND), ioctl(KQP_IOCTL_POST_RECV)
+ * struct kqp_post - ioctl(KQP_IOCTL_POST_SEND), ioctl(KQP_IOCTL_POST_RECV),
+ *	ioctl(KQP_IOCTL_POST_SRQ_RECV)
  * @size: sizeof(struct kqp_post)
  * @flags: must be 0
- * @qp: handle
+ * @qp: the QP's handle; for KQP_IOCTL_POST_SRQ_RECV, the SRQ's
  * @count: requests in the list
  * @wrs: user pointer to the list
  * @wrs_len: its length in bytes, at most KQP_POST_MAX_BYTES
@@ -1813,7 +1835,8 @@ struct kqp_recv_wr {
  *    or shorter than the requests it must hold; an opcode or flag the QP's
  *    type does not allow; more SGEs or inline bytes than the QP's caps; an
  *    SGE whose lkey is not an MR this context registered in the QP's PD
- *    (a deregistered MR, another process's, the PD's local_dma_lkey), or
+ *    (a deregistered MR, another process's, the PD's local_dma_lkey; for
+ *    an SRQ, the SRQ's PD), or
  *    whose range is not inside that MR; an AH that is not the caller's or
  *    is of another PD; an atomic whose operand is not one 8-byte SGE.
  *  - EACCES: the MR lacks local write, and the device would write there
@@ -1821,6 +1844,8 @@ struct kqp_recv_wr {
  *  - EOPNOTSUPP: a reserved field is not zero.
  *  - ENOMEM: the queue is full.
  *  - Errnos of the device's post routine, passed through.
+ *
+ * KQP_IOCTL_POST_RECV on a QP that receives from an SRQ is EINVAL.
  */
 struct kqp_post {
 	__u32 size;
@@ -1864,6 +1889,7 @@ struct kqp_create_async_fd {
 #define KQP_ASYNC_CQ	1
 #define KQP_ASYNC_QP	2
 #define KQP_ASYNC_DEVICE 3
+#define KQP_ASYNC_SRQ	4
 
 /**
  * struct kqp_async_event - an async event (enum ibv_event_type)
@@ -2012,5 +2038,126 @@ struct kqp_mcast_attach {
 
 #define KQP_IOCTL_ATTACH_MCAST _IO(KQP_IOCTL_TYPE, KQP_CMD_ATTACH_MCAST)
 #define KQP_IOCTL_DETACH_MCAST _IO(KQP_IOCTL_TYPE, KQP_CMD_DETACH_MCAST)
+
+/**
+ * struct kqp_srq_attr - SRQ attributes, as struct ibv_srq_attr
+ * @max_wr: outstanding receive work requests
+ * @max_sge: SGEs per work request
+ * @srq_limit: the limit: when fewer requests than this are left, the SRQ
+ *	reports IBV_EVENT_SRQ_LIMIT_REACHED once and the limit drops to 0
+ *	(disarmed) until set again; 0 is disarmed
+ * @__reserved: zero
+ */
+struct kqp_srq_attr {
+	__u32 max_wr;
+	__u32 max_sge;
+	__u32 srq_limit;
+	__u32 __reserved;
+};
+
+/**
+ * struct kqp_create_srq - ioctl(KQP_IOCTL_CREATE_SRQ)
+ * @size: sizeof(struct kqp_create_srq)
+ * @flags: must be 0
+ * @pd: the PD; the SGEs of the SRQ's work requests are checked against
+ *	the MRs registered in it
+ * @__reserved: zero
+ * @uid: the caller's value, reported with the SRQ's async events
+ * @attr: wanted attributes; on return @attr.max_wr and @attr.max_sge are
+ *	the actual ones (at least those asked for)
+ * @out_srq: handle
+ * @__reserved2: zero
+ *
+ * A basic SRQ (IBV_SRQT_BASIC) on the PD's device, its limit armed with
+ * a non-zero @attr.srq_limit.  EINVAL: @attr.max_wr is 0 or above the
+ * max_srq_wr KQP_IOCTL_QUERY_DEVICE reports, @attr.max_sge above its
+ * max_srq_sge; the device may refuse more.  ENOENT: @pd names no PD.
+ * ENXIO: its device went away.
+ */
+struct kqp_create_srq {
+	__u32 size;
+	__u32 flags;
+	__u32 pd;
+	__u32 __reserved;
+	__aligned_u64 uid;
+	struct kqp_srq_attr attr;
+	__u32 out_srq;
+	__u32 __reserved2;
+};
+
+#define KQP_IOCTL_CREATE_SRQ _IO(KQP_IOCTL_TYPE, KQP_CMD_CREATE_SRQ)
+
+/**
+ * struct kqp_destroy_srq - ioctl(KQP_IOCTL_DESTROY_SRQ)
+ * @size: sizeof(struct kqp_destroy_srq)
+ * @flags: must be 0
+ * @srq: handle
+ * @out_events_reported: async events read for the SRQ
+ *
+ * EBUSY while a QP uses the SRQ, as with uverbs; nothing changes then.
+ * Work still posted is discarded with the SRQ: completions that arrive
+ * for it later are dropped.
+ */
+struct kqp_destroy_srq {
+	__u32 size;
+	__u32 flags;
+	__u32 srq;
+	__u32 out_events_reported;
+};
+
+#define KQP_IOCTL_DESTROY_SRQ _IO(KQP_IOCTL_TYPE, KQP_CMD_DESTROY_SRQ)
+
+/* struct kqp_modify_srq's attr_mask: enum ibv_srq_attr_mask. */
+#define KQP_SRQ_MAX_WR		(1U << 0)
+#define KQP_SRQ_LIMIT		(1U << 1)
+
+/**
+ * struct kqp_modify_srq - ioctl(KQP_IOCTL_MODIFY_SRQ)
+ * @size: sizeof(struct kqp_modify_srq)
+ * @flags: must be 0
+ * @srq: handle
+ * @attr_mask: KQP_SRQ_*; other bits are EOPNOTSUPP
+ * @attr: with KQP_SRQ_MAX_WR, the new depth (resizing: EINVAL on a device
+ *	without IBV_DEVICE_SRQ_RESIZE, or for 0 or more than its
+ *	max_srq_wr); with KQP_SRQ_LIMIT, the limit to arm (0 disarms).  The
+ *	device refuses a limit above the depth, and a depth below the work
+ *	requests posted (EINVAL).  @attr.max_sge is ignored, as
+ *	ibv_modify_srq() ignores it; @attr.__reserved must be zero.
+ */
+struct kqp_modify_srq {
+	__u32 size;
+	__u32 flags;
+	__u32 srq;
+	__u32 attr_mask;
+	struct kqp_srq_attr attr;
+};
+
+#define KQP_IOCTL_MODIFY_SRQ _IO(KQP_IOCTL_TYPE, KQP_CMD_MODIFY_SRQ)
+
+/**
+ * struct kqp_query_srq - ioctl(KQP_IOCTL_QUERY_SRQ)
+ * @size: sizeof(struct kqp_query_srq)
+ * @flags: must be 0
+ * @srq: handle
+ * @__reserved: zero
+ * @out_attr: the SRQ's attributes, as the device reports them
+ */
+struct kqp_query_srq {
+	__u32 size;
+	__u32 flags;
+	__u32 srq;
+	__u32 __reserved;
+	struct kqp_srq_attr out_attr;
+};
+
+#define KQP_IOCTL_QUERY_SRQ _IO(KQP_IOCTL_TYPE, KQP_CMD_QUERY_SRQ)
+
+/*
+ * KQP_IOCTL_POST_SRQ_RECV takes a struct kqp_post whose @qp is the SRQ's
+ * handle and whose list holds struct kqp_recv_wr, checked as for
+ * KQP_IOCTL_POST_RECV against the SRQ's max_sge and PD.  A completion of
+ * one of them carries the number of the QP that took it.
+ */
+#define KQP_IOCTL_POST_SRQ_RECV _IO(KQP_IOCTL_TYPE, KQP_CMD_POST_SRQ_RECV)
 
 #endif /* _UAPI_RDMA_KQP_ABI_H */

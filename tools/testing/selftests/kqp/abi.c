@@ -169,6 +169,15 @@ static void prep_create_qp(int fd, void *arg)
 	c->pd = 0x7ffffff0;	/* no such PD */
 }
 
+static void prep_create_srq(int fd, void *arg)
+{
+	struct kqp_create_srq *c = arg;
+
+	(void)fd;
+	c->pd = 0x7ffffff0;	/* no such PD */
+	c->attr.max_wr = 4;
+}
+
 static uint64_t post_buf[8];
 
 static void prep_post(int fd, void *arg)
@@ -221,6 +230,8 @@ static void prep_reg_mr(int fd, void *arg)
 		 _writes, 0, _rsv)
 #define RSV(_struct) .reserved_off = offsetof(_struct, __reserved),	\
 	.reserved_size = sizeof(((_struct *)0)->__reserved)
+#define RSV2(_struct) .reserved_off = offsetof(_struct, __reserved2), \
+	.reserved_size = sizeof(((_struct *)0)->__reserved2)
 #define NORSV .reserved_off = -1
 #define NONE (-1)
 
@@ -322,7 +333,7 @@ static const struct abi_case cases[KQP_CMD_MAX - KQP_CMD_BASE] = {
 		 __reserved, RSV(struct kqp_flush_cq), NONE, prep_id0, ENOENT,
 		 false),
 	ABI_CASE_F(KQP_CMD_CREATE_QP, KQP_IOCTL_CREATE_QP, struct kqp_create_qp,
-		   out_recv_ring, RSV(struct kqp_create_qp), NONE,
+		   out_recv_ring, RSV2(struct kqp_create_qp), NONE,
 		   prep_create_qp, ENOENT, true, KQP_CREATE_QP_SQ_SIG_ALL),
 	ABI_CASE(KQP_CMD_DESTROY_QP, KQP_IOCTL_DESTROY_QP,
 		 struct kqp_destroy_qp, out_recv_cq_events, NORSV, NONE,
@@ -359,6 +370,21 @@ static const struct abi_case cases[KQP_CMD_MAX - KQP_CMD_BASE] = {
 	ABI_CASE(KQP_CMD_DETACH_MCAST, KQP_IOCTL_DETACH_MCAST,
 		 struct kqp_mcast_attach, gid, RSV(struct kqp_mcast_attach),
 		 NONE, prep_id0, ENOENT, false),
+	ABI_CASE(KQP_CMD_CREATE_SRQ, KQP_IOCTL_CREATE_SRQ,
+		 struct kqp_create_srq, __reserved2, RSV(struct kqp_create_srq),
+		 NONE, prep_create_srq, ENOENT, true),
+	ABI_CASE(KQP_CMD_DESTROY_SRQ, KQP_IOCTL_DESTROY_SRQ,
+		 struct kqp_destroy_srq, out_events_reported, NORSV, NONE,
+		 prep_id0, ENOENT, true),
+	ABI_CASE(KQP_CMD_MODIFY_SRQ, KQP_IOCTL_MODIFY_SRQ,
+		 struct kqp_modify_srq, attr, NORSV, NONE, prep_id0, ENOENT,
+		 false),
+	ABI_CASE(KQP_CMD_QUERY_SRQ, KQP_IOCTL_QUERY_SRQ, struct kqp_query_srq,
+		 out_attr, RSV(struct kqp_query_srq), NONE, prep_id0, ENOENT,
+		 true),
+	ABI_CASE(KQP_CMD_POST_SRQ_RECV, KQP_IOCTL_POST_SRQ_RECV,
+		 struct kqp_post, out_posted, NORSV,
+		 offsetof(struct kqp_post, wrs), prep_post, ENOENT, true),
 };
 
 #define for_each_case(c) \

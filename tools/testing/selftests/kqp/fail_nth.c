@@ -19,7 +19,7 @@
 #include "kselftest_harness.h"
 #include "qp_test.h"
 
-#define NTYPES 7
+#define NTYPES 8
 
 /* Live objects of each type, then contexts: "TYPE LIVE MADE" lines. */
 static int objects(long out[NTYPES])
@@ -93,7 +93,7 @@ struct path {
 
 struct sweep {
 	int fd, fd2, nth_fd;
-	uint32_t dev, pd, cq, id, udid, qp, mr, ah, mc, gid_index;
+	uint32_t dev, pd, cq, id, udid, qp, mr, ah, mc, srq, gid_index;
 	char *buf;
 	int chan;
 	struct kqp_create_qp cq_out;
@@ -609,6 +609,94 @@ static int call_post(struct sweep *s)
 	return ret;
 }
 
+static int call_create_srq(struct sweep *s)
+{
+	struct kqp_create_srq c = {
+		.size = sizeof(c), .pd = s->pd,
+		.attr = { .max_wr = 16, .max_sge = 2, .srq_limit = 4 },
+	};
+	int ret = xioctl(s->fd, KQP_IOCTL_CREATE_SRQ, &c);
+
+	s->srq = c.out_srq;
+	return ret;
+}
+
+static void undo_srq(struct sweep *s)
+{
+	struct kqp_destroy_srq d = { .size = sizeof(d), .srq = s->srq };
+
+	xioctl(s->fd, KQP_IOCTL_DESTROY_SRQ, &d);
+}
+
+static int prep_pd_srq(struct sweep *s)
+{
+	int ret = call_alloc_pd(s);
+
+	return ret ? ret : call_create_srq(s);
+}
+
+static void done_pd_srq(struct sweep *s)
+{
+	undo_srq(s);
+	undo_pd(s);
+}
+
+/* A receive posted to an SRQ, with its MR made in the window too. */
+static int call_post_srq(struct sweep *s)
+{
+	struct {
+		struct kqp_recv_wr wr;
+		struct kqp_sge sge;
+	} w = { .wr = { .num_sge = 1 } };
+	struct kqp_post p = { .size = sizeof(p), .qp = s->srq, .count = 1,
+			      .wrs = (uintptr_t)&w, .wrs_len = sizeof(w) };
+	struct kqp_reg_mr r = {
+		.size = sizeof(r), .pd = s->pd,
+		.access = IBV_ACCESS_LOCAL_WRITE,
+		.addr = (uintptr_t)s->buf, .iova = (uintptr_t)s->buf,
+		.length = 4096,
+	};
+	int ret;
+
+	ret = xioctl(s->fd, KQP_IOCTL_REG_MR, &r);
+	if (ret)
+		return ret;
+	s->mr = r.out_mr;
+	w.sge = (struct kqp_sge){ (uintptr_t)s->buf, 64, r.out_lkey };
+	ret = xioctl(s->fd, KQP_IOCTL_POST_SRQ_RECV, &p);
+	undo_mr(s);
+	return ret;
+}
+
+/* ibv_create_qp() with an SRQ: PD, CQ and SRQ given. */
+static int prep_pd_cq_srq(struct sweep *s)
+{
+	int ret = prep_pd_cq(s);
+
+	return ret ? ret : call_create_srq(s);
+}
+
+static void done_pd_cq_srq(struct sweep *s)
+{
+	undo_srq(s);
+	done_pd_cq(s);
+}
+
+static int call_srq_qp(struct sweep *s)
+{
+	struct kqp_create_qp *c = &s->cq_out;
+
+	memset(c, 0, sizeof(*c));
+	c->size = sizeof(*c);
+	c->pd = s->pd;
+	c->send_cq = c->recv_cq = s->cqc.out_cq;
+	c->srq = s->srq;
+	c->qp_type = KQP_QPT_RC;
+	c->cap = (struct kqp_qp_cap){ 8, 0, 1, 0, 0, 0 };
+	c->out_send_channel_fd = c->out_recv_channel_fd = -1;
+	return xioctl(s->fd, KQP_IOCTL_CREATE_QP, c);
+}
+
 static const struct path paths[] = {
 	{ "table", NULL, call_open_table, NULL, NULL },
 	{ "attach", NULL, call_attach, NULL, NULL },
@@ -630,6 +718,9 @@ static const struct path paths[] = {
 	{ "attach_mcast", prep_ud_qp, call_attach_mcast, undo_attach_mcast,
 	  done_ud_qp },
 	{ "post_recv", prep_ud_qp, call_post, NULL, done_ud_qp },
+	{ "create_srq", prep_pd, call_create_srq, undo_srq, undo_pd },
+	{ "post_srq_recv", prep_pd_srq, call_post_srq, NULL, done_pd_srq },
+	{ "srq_qp", prep_pd_cq_srq, call_srq_qp, undo_qp, done_pd_cq_srq },
 };
 
 FIXTURE(fail) {

@@ -199,11 +199,12 @@ enum res {
 	R_MC,		/* h, fd; a = id */
 	R_CHAN,		/* fd of a completion channel or async fd */
 	R_MAP,		/* a = address, b = length */
+	R_SRQ,		/* h, fd */
 	R_MAX,
 };
 
 static const char *const res_names[R_MAX] = {
-	"fd", "id", "pd", "cq", "qp", "mr", "ah", "mc", "chan", "map",
+	"fd", "id", "pd", "cq", "qp", "mr", "ah", "mc", "chan", "map", "srq",
 };
 
 struct resv {
@@ -573,6 +574,11 @@ static const struct cmd_info cmds[KQP_CMD_MAX - KQP_CMD_BASE] = {
 	CMD(KQP_CMD_DESTROY_AH, KQP_IOCTL_DESTROY_AH, struct kqp_destroy_ah, __reserved, 0, 0),
 	CMD(KQP_CMD_ATTACH_MCAST, KQP_IOCTL_ATTACH_MCAST, struct kqp_mcast_attach, gid, 0, 0),
 	CMD(KQP_CMD_DETACH_MCAST, KQP_IOCTL_DETACH_MCAST, struct kqp_mcast_attach, gid, 0, 0),
+	CMD(KQP_CMD_CREATE_SRQ, KQP_IOCTL_CREATE_SRQ, struct kqp_create_srq, __reserved2, 0, 0),
+	CMD(KQP_CMD_DESTROY_SRQ, KQP_IOCTL_DESTROY_SRQ, struct kqp_destroy_srq, out_events_reported, 0, 0),
+	CMD(KQP_CMD_MODIFY_SRQ, KQP_IOCTL_MODIFY_SRQ, struct kqp_modify_srq, attr, 0, 0),
+	CMD(KQP_CMD_QUERY_SRQ, KQP_IOCTL_QUERY_SRQ, struct kqp_query_srq, out_attr, 0, 0),
+	CMD(KQP_CMD_POST_SRQ_RECV, KQP_IOCTL_POST_SRQ_RECV, struct kqp_post, out_posted, 0, 0),
 };
 
 static uint32_t dev_index(struct rng *r)
@@ -1012,6 +1018,8 @@ static int gen_cmd(struct rng *r, struct thread *t, int op, void *arg,
 			c->recv_cq = chance(r, 50) ? c->send_cq :
 						     handle(r, R_CQ, NULL);
 		}
+		if (chance(r, 25))
+			c->srq = handle(r, R_SRQ, NULL);
 		c->send_cq_uid = rnd(r);
 		c->recv_cq_uid = rnd(r);
 		c->uid = rnd(r);
@@ -1045,20 +1053,23 @@ static int gen_cmd(struct rng *r, struct thread *t, int op, void *arg,
 		break;
 	}
 	case KQP_CMD_POST_SEND:
-	case KQP_CMD_POST_RECV: {
+	case KQP_CMD_POST_RECV:
+	case KQP_CMD_POST_SRQ_RECV: {
 		struct kqp_post *c = arg;
 		struct resv qp;
 		uint32_t qptype = KQP_QPT_RC;
 
-		if (pool_pick(r, R_QP, &qp) && chance(r, 90)) {
+		if (op + KQP_CMD_BASE == KQP_CMD_POST_SRQ_RECV) {
+			c->qp = handle(r, R_SRQ, &hfd);
+		} else if (pool_pick(r, R_QP, &qp) && chance(r, 90)) {
 			c->qp = qp.h;
 			hfd = qp.fd;
 			qptype = (uint32_t)qp.a;
 		} else {
 			c->qp = handle(r, R_QP, &hfd);
 		}
-		c->wrs_len = wr_list_gen(r, t, op + KQP_CMD_BASE ==
-					 KQP_CMD_POST_RECV, qptype,
+		c->wrs_len = wr_list_gen(r, t, op + KQP_CMD_BASE !=
+					 KQP_CMD_POST_SEND, qptype,
 					 &c->count);
 		c->wrs = (uintptr_t)t->arena + 4096;
 		if (chance(r, 10))
@@ -1100,6 +1111,29 @@ static int gen_cmd(struct rng *r, struct thread *t, int op, void *arg,
 	case KQP_CMD_DESTROY_AH:
 		((struct kqp_destroy_ah *)arg)->ah = handle(r, R_AH, &hfd);
 		break;
+	case KQP_CMD_CREATE_SRQ: {
+		struct kqp_create_srq *c = arg;
+
+		c->pd = handle(r, R_PD, &hfd);
+		c->uid = rnd(r);
+		c->attr.max_wr = chance(r, 90) ? below(r, 64) : num32(r, 1 << 21);
+		c->attr.max_sge = chance(r, 90) ? below(r, 4) : num32(r, 64);
+		c->attr.srq_limit = chance(r, 70) ? 0 : num32(r, 64);
+		break;
+	}
+	case KQP_CMD_DESTROY_SRQ:
+	case KQP_CMD_QUERY_SRQ:
+		((uint32_t *)arg)[2] = handle(r, R_SRQ, &hfd);
+		break;
+	case KQP_CMD_MODIFY_SRQ: {
+		struct kqp_modify_srq *c = arg;
+
+		c->srq = handle(r, R_SRQ, &hfd);
+		c->attr_mask = chance(r, 90) ? below(r, 4) : (uint32_t)rnd(r);
+		c->attr.max_wr = chance(r, 90) ? below(r, 128) : num32(r, 1 << 21);
+		c->attr.srq_limit = chance(r, 80) ? below(r, 64) : num32(r, 1 << 21);
+		break;
+	}
 	case KQP_CMD_ATTACH_MCAST:
 	case KQP_CMD_DETACH_MCAST: {
 		struct kqp_mcast_attach *c = arg;
@@ -1232,6 +1266,10 @@ static void learn(int op, int fd, const void *arg)
 	case KQP_CMD_CREATE_AH:
 		v.h = ((const struct kqp_create_ah *)arg)->out_ah;
 		pool_add(R_AH, v);
+		break;
+	case KQP_CMD_CREATE_SRQ:
+		v.h = ((const struct kqp_create_srq *)arg)->out_srq;
+		pool_add(R_SRQ, v);
 		break;
 	default:
 		break;

@@ -62,20 +62,12 @@ FIXTURE_TEARDOWN(id)
 
 TEST_F(id, verbs_eopnotsupp)
 {
-	struct ibv_srq_init_attr sattr = {
-		.attr = { .max_wr = 4, .max_sge = 1 },
-	};
 	struct ibv_context *ctx = self->id->verbs;
 	struct ibv_qp *qp = self->id->qp;
-	struct ibv_srq_attr sa;
 	struct ibv_ece ece = { .vendor_id = 1 };
 	uint8_t mac[6];
 	int cqe;
 
-	errno = 0;
-	EXPECT_EQ(NULL, ibv_create_srq(self->id->pd, &sattr));
-	EXPECT_EQ(EOPNOTSUPP, errno);
-	EXPECT_EQ(EOPNOTSUPP, ibv_modify_srq((struct ibv_srq *)&sa, &sa, 0));
 	cqe = self->cq->cqe;
 	EXPECT_EQ(EOPNOTSUPP, ibv_resize_cq(self->cq, 2 * cqe));
 	EXPECT_EQ(cqe, self->cq->cqe);
@@ -112,16 +104,8 @@ TEST_F(id, verbs_eopnotsupp)
 
 TEST_F(id, rdmacm_enosys)
 {
-	struct ibv_srq_init_attr sattr = {
-		.attr = { .max_wr = 4, .max_sge = 1 },
-	};
 	struct ibv_ece ece = { .vendor_id = 1 };
 
-	errno = 0;
-	EXPECT_EQ(-1, rdma_create_srq(self->id, NULL, &sattr));
-	EXPECT_EQ(ENOSYS, errno);
-	EXPECT_EQ(NULL, self->id->srq);
-	rdma_destroy_srq(self->id);
 	errno = 0;
 	EXPECT_EQ(-1, rdma_set_local_ece(self->id, &ece));
 	EXPECT_EQ(ENOSYS, errno);
