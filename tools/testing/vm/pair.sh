@@ -164,16 +164,16 @@ perftest_n=100
 # (mckey), and $stop: "exit" (it ends by itself) or "kill".  Some of
 # these programs exit 0 whatever failed (cmtime goes on past a failed
 # connection), so each test also says what its outputs must show
-# ($sgood, $cgood: an extended regex each must match) and what neither
-# may ($bad).
+# ($sgood, $cgood: an extended regex each must match, if set) and what
+# neither may ($bad).  rping -V prints nothing on success but for the
+# events it does not expect, whose order depends on timing; a data
+# mismatch makes it exit non-zero.
 server_cmd() {
 	local port=$2
-	ready=listen stop=exit pre= sgood=. cgood=.
+	ready=listen stop=exit pre= sgood= cgood=
 	bad='[Ff]ail|[Ee]rror|mismatch|[Cc]ouldn.t|Invalid|[Uu]nable'
 	case $1 in
-	rping) cmd=(rping -s -a "$A" -p "$port" -C 20 -S 4096 -V)
-		sgood='server DISCONNECT EVENT'
-		cgood='client DISCONNECT EVENT' ;;
+	rping) cmd=(rping -s -a "$A" -p "$port" -C 20 -S 4096 -V) ;;
 	rdma_server) cmd=(rdma_server -s "$A" -p "$port")
 		sgood='^rdma_server: end 0$'
 		cgood='^rdma_client: end 0$' ;;
@@ -193,7 +193,8 @@ server_cmd() {
 
 # outputs_ok SERVER-OUT CLIENT-OUT: what server_cmd said they must show.
 outputs_ok() {
-	grep -Eq "$sgood" "$1" && grep -Eq "$cgood" "$2" &&
+	{ [ -z "$sgood" ] || grep -Eq "$sgood" "$1"; } &&
+	{ [ -z "$cgood" ] || grep -Eq "$cgood" "$2"; } &&
 		! grep -Eq "$bad" "$1" "$2"
 }
 
