@@ -19,7 +19,8 @@
 # stock->stock, which shows that the link and the program work at all.
 # A prints those as TAP ("ok N - pair: rping kqp->stock"): both sides must
 # exit 0 (the cmtime server never exits: it is killed once its client is
-# done) and a preloaded side must have made its QPs in kqp
+# done), their outputs must show success and no error (see server_cmd),
+# and a preloaded side must have made its QPs in kqp
 # (/sys/kernel/debug/kqp/objects), a stock side none.
 #
 # Last, the link is cut in the middle of a transfer: b runs linkcut (see
@@ -28,9 +29,10 @@
 # once, to two servers, and see the same cut: linkcut_rdmacm (the
 # reference) and linkcut over kqp.  rxe never fails the WRs on its own
 # (see linkcut.c): 20 s after the cut linkcut disconnects, which flushes
-# them.  b prints that TAP: every outstanding WR completed with an error status, the same
-# first status, flushes and CM events as stock, and no kqp object left
-# once the program exited.  guest.sh then checks that kqp.ko unloads.
+# them.  b prints that TAP: every outstanding WR completed with an error
+# status, the same first status, flushes and CM events as stock, and no
+# kqp object left once the program exited.  guest.sh then checks that
+# kqp.ko unloads, in both guests.
 #
 # KQP_PAIR_TESTS="rping mckey ...": only these tests (a developer's
 # shortcut; the names are those of the list below, "linkcut" included).
