@@ -401,19 +401,20 @@ if wanted linkcut; then
 		echo "TAP version 13"
 		echo "1..4"
 		b_linkcut
-		lines=40 show "$rv/$id.stock.out"
+		lines=40 show "$rv/$id.stock.out" 2>/dev/null
 		[ "$rc_stock" = 0 ]
 		tap $? "linkcut stock: a link cut mid-transfer fails every outstanding WRITE (the reference)"
-		lines=40 show "$rv/$id.kqp.out"
+		lines=40 show "$rv/$id.kqp.out" 2>/dev/null
 		[ "$rc_kqp" = 0 ]
 		tap $? "linkcut kqp: a link cut mid-transfer fails every outstanding WRITE, nothing hangs"
-		ref=$(grep '^summary:' "$rv/$id.stock.out")
-		got=$(grep '^summary:' "$rv/$id.kqp.out")
+		ref=$(grep -s '^summary:' "$rv/$id.stock.out")
+		got=$(grep -s '^summary:' "$rv/$id.kqp.out")
 		echo "# stock: $ref"
 		echo "# kqp:   $got"
 		[ -n "$ref" ] && [ "$ref" = "$got" ]
 		tap $? "linkcut kqp: the same first error status, flushes and CM events as stock"
-		nothing_left
+		# Only worth saying if the kqp client ran.
+		[ "$rc_kqp" != noserver ] && nothing_left
 		tap $? "linkcut kqp: no kqp object left after the program exited"
 	fi
 fi

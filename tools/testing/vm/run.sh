@@ -218,6 +218,15 @@ boot_pair() {
 		kill_guests
 		return 1
 	fi
+	# A guest that died (a panic, its timeout) cannot say it left: say it
+	# for it, so that the other one's waits end now (pair.sh's gone.ROLE).
+	while kill -0 "$qemu_a" 2>/dev/null || kill -0 "$qemu_b" 2>/dev/null; do
+		kill -0 "$qemu_a" 2>/dev/null || [ -e "$out/rv/gone.a" ] ||
+			echo host > "$out/rv/gone.a"
+		kill -0 "$qemu_b" 2>/dev/null || [ -e "$out/rv/gone.b" ] ||
+			echo host > "$out/rv/gone.b"
+		sleep 1
+	done
 	wait "$qemu_a"
 	qemu_rc_a=$?
 	wait "$qemu_b"
