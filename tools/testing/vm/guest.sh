@@ -226,7 +226,7 @@ if [ -n "${kqp_role:-}" ]; then
 	echo "bench: running pair.sh $kqp_role"
 	KQP_REPO=$REPO KQP_PAIR_RV=$kqp_out/rv \
 	KQP_PAIR_TESTS=$(echo "${kqp_tests:-}" | tr , ' ') \
-		timeout -k 10 "${kqp_pair_timeout:-1500}" \
+		timeout -k 10 "${kqp_pair_timeout:-2400}" \
 		bash "$REPO/tools/testing/vm/pair.sh" "$kqp_role" \
 		> "$TAP/10-pair.tap" 2>&1
 	echo $? > "$TAP/10-pair.rc"

@@ -43,6 +43,10 @@ BOOT_DEADLINE=${KQP_BOOT_DEADLINE:-180}
 # The debug kernel (KASAN, lockdep) runs the suite several times slower.
 if [ "$name" = debug ]; then
 	GUEST_TIMEOUT=${KQP_GUEST_TIMEOUT:-3000}
+elif [ "$mode" = pair ]; then
+	# 921 s measured on 6.12 on a quiet host; pair.sh's own timeout in
+	# the guests is 2400 s.
+	GUEST_TIMEOUT=${KQP_GUEST_TIMEOUT:-2700}
 else
 	GUEST_TIMEOUT=${KQP_GUEST_TIMEOUT:-1800}
 fi
