@@ -172,14 +172,14 @@ perftest_n=100
 # mismatch makes it exit non-zero.
 server_cmd() {
 	local port=$2
-	ready=listen stop=exit pre= sgood= cgood=
+	ready=listen stop=exit pre='' sgood='' cgood=''
 	bad='[Ff]ail|[Ee]rror|mismatch|[Cc]ouldn.t|Invalid|[Uu]nable'
 	case $1 in
 	rping) cmd=(rping -s -a "$A" -p "$port" -C 20 -S 4096 -V) ;;
 	rdma_server) cmd=(rdma_server -s "$A" -p "$port")
 		sgood='^rdma_server: end 0$'
 		cgood='^rdma_client: end 0$' ;;
-	cmtime) cmd=(cmtime -b "$A" -p "$port" -c 200); stop=kill
+	cmtime) cmd=(cmtime -b "$A" -p "$port" -c 200); stop='kill'
 		cgood='^destroy +:' ;;
 	udaddy) cmd=(udaddy -b "$A"); port=7174
 		sgood='^test complete$' cgood='^test complete$' ;;
