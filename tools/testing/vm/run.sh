@@ -278,10 +278,12 @@ judge() {
 	# report (warn_alloc(): "page allocation failure", "vmalloc error",
 	# with a stack dump) is not one: fail_nth provokes them on purpose,
 	# in rxe's code too, and what a failure breaks shows up as a splat or
-	# a leak of its own.
+	# a leak of its own.  Nor is a user program's fault ("traps: PROG[PID]
+	# general protection fault ... in LIB"): that program's test fails.
 	log=$dir/dmesg
 	[ -s "$log" ] || log=$dir/console.log
-	awk '/(page allocation failure|vmalloc error): / { skip = 1; n++ }
+	awk '/\] traps: [^ ]+\[[0-9]+\] / { next }
+	     /(page allocation failure|vmalloc error): / { skip = 1; n++ }
 	     !skip { print }
 	     skip && /<\/TASK>/ { skip = 0 }
 	     END { if (n) printf "%d allocation failure reports left out\n", n > "/dev/stderr" }' \
