@@ -6,6 +6,7 @@
 #   make KDIR=/lib/modules/VER/build
 #   make module MODDIR=DIR    build the module in DIR, away from the sources
 #   make check                the whole suite, on every kernel in KERNELS
+#   make pair                 the two-guest tests alone, on PAIR_KERNEL (6.12)
 #   make demo                 kqp working in a guest
 #   make bench                rcbench against libkqp and rdma-core in a 6.12 guest,
 #                             kqp/rdma-core per test (BENCH_ROUNDS, BENCH_ARGS)
@@ -25,12 +26,14 @@ DESTDIR ?=
 # The bench's kernels: Debian's 6.1, 6.12 and 6.12 PREEMPT_RT, and the 6.12 debug build.
 # tools/testing/vm/kernel-info.sh says how each name is found.
 KERNELS ?= 6.1 6.12 6.12-rt debug
+# Those of them on which make check runs the two-guest tests too.
+PAIR_KERNELS ?= 6.1 6.12
 
 KDIR ?=
 MODDIR ?=
-export KERNELS VERSION
+export KERNELS PAIR_KERNELS VERSION
 
-.PHONY: all module lib selftests bench check demo deps fuzz install \
+.PHONY: all module lib selftests bench check pair demo deps fuzz install \
 	install-lib install-man uninstall clean clean-module
 
 all: module lib
@@ -56,6 +59,12 @@ selftests: lib
 
 check:
 	@tools/testing/check.sh
+
+# Two guests of one kernel joined by a QEMU link: tools/testing/vm/pair.sh.
+# Builds what the guests run first.
+PAIR_KERNEL ?= 6.12
+pair: selftests
+	@tools/testing/vm/run.sh --pair $(PAIR_KERNEL)
 
 # The kernel the bench boots (a name tools/testing/vm/kernel-info.sh knows).
 BENCH_KERNEL ?= 6.12

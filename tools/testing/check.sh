@@ -3,7 +3,8 @@
 #
 # make check: the whole kqp suite.  Host-side tests first (the build, dkms,
 # libkqp's symbols against rdma-core's, the library without a module),
-# then the VM suite on every kernel in $KERNELS.  The last line is
+# then the VM suite on every kernel in $KERNELS, and on those of them in
+# $PAIR_KERNELS the two-guest tests too (run.sh --pair).  The last line is
 # "N passed, N failed", summed over all of it; the exit status is non-zero
 # on any failure.
 set -uo pipefail
@@ -11,6 +12,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 vm=$top/tools/testing/vm
 KERNELS=${KERNELS:-6.1 6.12 6.12-rt debug}
+PAIR_KERNELS=${PAIR_KERNELS:-6.1 6.12}
 VERSION=${VERSION:-$(sed -n 's/^VERSION := //p' "$top/Makefile")}
 
 missing() {
@@ -88,6 +90,20 @@ for k in $KERNELS; do
 	fi
 	total_p=$((total_p + p)) total_f=$((total_f + f)) total_s=$((total_s + s))
 	summary+=$'\n'"$k: $p passed, $f failed"
+
+	case " $PAIR_KERNELS " in *" $k "*) ;; *) continue ;; esac
+	echo
+	echo "=== $k, two guests ==="
+	rm -f "$top/build/vm/$k-pair/counts"
+	"$vm/run.sh" --pair "$k"
+	if [ -r "$top/build/vm/$k-pair/counts" ]; then
+		read -r p f s < "$top/build/vm/$k-pair/counts"
+	else
+		echo "$k (two guests): the runner gave no result"
+		p=0 f=1 s=0
+	fi
+	total_p=$((total_p + p)) total_f=$((total_f + f)) total_s=$((total_s + s))
+	summary+=$'\n'"$k, two guests: $p passed, $f failed"
 done
 
 echo

@@ -11,13 +11,15 @@
 #              $kqp_script after the Soft-RoCE setup)
 #   kqp_tests  comma-separated: run only these tests (empty: all)
 #   kqp_bench  the bench kernel's name (6.1, 6.12, 6.12-rt, debug)
+#   kqp_role   a or b: one of the two guests of run.sh --pair, whose
+#              results go to $kqp_out/ROLE; it runs pair.sh instead
 # Writes TAP files under $kqp_out/tap, the guest's dmesg and kmemleak
 # report, and "done" when it finished; then powers the guest off.
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/tmp LANG=C
 
-OUT=$kqp_out
+OUT=$kqp_out${kqp_role:+/$kqp_role}
 REPO=$kqp_repo
 TESTS=$REPO/build/selftests
 TAP=$OUT/tap
@@ -87,6 +89,22 @@ setup_rdma() {
 	ip link add "$KQP_TEST_NORDMA_NETDEV" type dummy &&
 	ip addr add "$KQP_TEST_NORDMA_ADDR/24" dev "$KQP_TEST_NORDMA_NETDEV" &&
 	ip link set "$KQP_TEST_NORDMA_NETDEV" up
+}
+
+# run.sh --pair: rxe0 on eth0, the QEMU link to the other guest.
+export KQP_PAIR_A=198.51.100.1 KQP_PAIR_B=198.51.100.2
+setup_pair() {
+	local addr=$KQP_PAIR_A i
+	[ "$kqp_role" = b ] && addr=$KQP_PAIR_B
+	modprobe -a virtio_net rdma_rxe ib_uverbs rdma_ucm rdma_cm || return 1
+	for i in $(seq 1 100); do
+		[ -e /sys/class/net/eth0 ] && break
+		sleep 0.1
+	done
+	ip link set eth0 up &&
+	ip addr add "$addr/24" dev eth0 &&
+	rdma link add "$KQP_TEST_RDMA_DEV" type rxe netdev eth0 &&
+	rdma link show "$KQP_TEST_RDMA_DEV/1"
 }
 
 dev_is_0666() {
@@ -204,9 +222,24 @@ demo() {
 }
 
 echo "bench: guest up, kernel $(uname -r)"
-check "rxe device $KQP_TEST_RDMA_DEV on $KQP_TEST_NETDEV" setup_rdma
+[ -n "${kqp_role:-}" ] ||
+	check "rxe device $KQP_TEST_RDMA_DEV on $KQP_TEST_NETDEV" setup_rdma
 
-if [ "${kqp_mode:-test}" = script ]; then
+if [ -n "${kqp_role:-}" ]; then
+	check "rxe device $KQP_TEST_RDMA_DEV on eth0, the link to the other guest" setup_pair
+	check "insmod kqp.ko" load_kqp
+	echo "bench: running pair.sh $kqp_role"
+	KQP_REPO=$REPO KQP_PAIR_RV=$kqp_out/rv \
+	KQP_PAIR_TESTS=$(echo "${kqp_tests:-}" | tr , ' ') \
+		timeout -k 10 "${kqp_pair_timeout:-2400}" \
+		bash "$REPO/tools/testing/vm/pair.sh" "$kqp_role" \
+		> "$TAP/10-pair.tap" 2>&1
+	echo $? > "$TAP/10-pair.rc"
+	cat "$TAP/10-pair.tap"
+	check "rmmod kqp" rmmod kqp
+	check "/dev/kqp is gone after rmmod" dev_gone
+	echo "1..$bench_n" >> "$bench_tap"
+elif [ "${kqp_mode:-test}" = script ]; then
 	# run.sh --script FILE: a developer's experiment, with the same setup.
 	export KQP_REPO=$REPO
 	bash "$kqp_script"

@@ -1,13 +1,20 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-# run.sh [--demo | --script FILE] NAME: build kqp.ko for the bench kernel NAME (see
+# run.sh [--demo | --script FILE | --pair] NAME: build kqp.ko for the bench kernel NAME (see
 # kernel-info.sh), boot that kernel under QEMU/TCG with the host's root over
 # 9p and Soft-RoCE inside, run the selftests (or the demo), and judge the
 # results: TAP counts, kernel splats in the guest's dmesg, kmemleak reports
 # naming kqp, in every mode.  Prints "NAME: N passed, N failed" last and writes the counts
 # to build/vm/NAME/counts.  Never hangs: the boot has a deadline (one
 # retry), the guest a timeout, every test a timeout.
+#
+# --pair boots two guests of NAME instead, a and b, joined by a QEMU link
+# (UDP on the host's loopback, two free ports picked per boot), each with
+# rxe0 on its eth0, and runs tools/testing/vm/pair.sh in both: the tests
+# across two hosts.  Results in build/vm/NAME-pair/ (out/a, out/b, and
+# out/rv where the guests meet); each guest's log is judged as one
+# guest's is.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,16 +29,24 @@ case "${1:-}" in
 	mode=script
 	script=$(realpath "$2")
 	shift 2 ;;
+--pair)
+	mode=pair
+	shift ;;
 esac
-name=${1:?usage: run.sh [--demo | --script FILE] NAME}
+name=${1:?usage: run.sh [--demo | --script FILE | --pair] NAME}
 # KQP_TESTS="prog ...": run only these of the tests list (a developer's
-# shortcut; make check runs them all).
+# shortcut; make check runs them all).  With --pair: these of pair.sh's
+# tests.
 only=$(echo "${KQP_TESTS:-}" | tr ' ' ',')
 
 BOOT_DEADLINE=${KQP_BOOT_DEADLINE:-180}
 # The debug kernel (KASAN, lockdep) runs the suite several times slower.
 if [ "$name" = debug ]; then
 	GUEST_TIMEOUT=${KQP_GUEST_TIMEOUT:-3000}
+elif [ "$mode" = pair ]; then
+	# 921 s measured on 6.12 on a quiet host; pair.sh's own timeout in
+	# the guests is 2400 s.
+	GUEST_TIMEOUT=${KQP_GUEST_TIMEOUT:-2700}
 else
 	GUEST_TIMEOUT=${KQP_GUEST_TIMEOUT:-1800}
 fi
@@ -40,6 +55,7 @@ info=$("$here/kernel-info.sh" "$name") || exit 1
 eval "$info"
 
 work=$repo/build/vm/$name
+[ "$mode" = pair ] && work=$repo/build/vm/$name-pair
 out=$work/out
 mkdir -p "$work"
 rm -rf "$out"
@@ -60,7 +76,9 @@ host_check() {
 
 finish() {
 	echo "1..$host_n" >> "$host_tap"
-	read -r pass fail skip < <("$here/tapsum.sh" "$out"/tap/*.tap)
+	shopt -s nullglob
+	read -r pass fail skip < <("$here/tapsum.sh" "$out"/tap/*.tap \
+		"$out"/[ab]/tap/*.tap)
 	echo "$pass $fail $skip" > "$work/counts"
 	[ "$skip" -eq 0 ] || echo "$name: $skip skipped"
 	echo "$name: $pass passed, $fail failed"
@@ -106,91 +124,202 @@ if [ ! -e "$initrd" ] || [ "$here/init" -nt "$initrd" ] ||
 	echo "$KVER" > "$work/initrd.kver"
 fi
 
-boot() {
-	rm -f "$out/booted" "$out/done" "$out/console.log"
+# launch DIR APPEND [QEMU ARGS...]: one guest in the background, its
+# console in DIR/console.log, its pid in $!.
+launch() {
+	local dir=$1 app=$2
+	shift 2
 	timeout -k 10 "$GUEST_TIMEOUT" qemu-system-x86_64 \
 		-accel tcg,thread=multi -cpu max -smp 2 -m 2G \
 		-nodefaults -no-reboot -display none -monitor none \
-		-serial "file:$out/console.log" \
+		-serial "file:$dir/console.log" \
 		-kernel "$VMLINUZ" -initrd "$initrd" \
-		-append "console=ttyS0 quiet panic=-1 $APPEND kqp_out=$out kqp_repo=$repo kqp_guest=$here/guest.sh kqp_kmod=$kmod/kqp.ko kqp_mode=$mode kqp_script=$script kqp_tests=$only kqp_bench=$name" \
+		-append "console=ttyS0 quiet panic=-1 $APPEND kqp_out=$out kqp_repo=$repo kqp_guest=$here/guest.sh kqp_kmod=$kmod/kqp.ko kqp_mode=$mode kqp_script=$script kqp_tests=$only kqp_bench=$name $app" \
 		-fsdev local,id=root,path=/,readonly=on,multidevs=remap,security_model=none \
 		-device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
 		-fsdev "local,id=out,path=$out,security_model=none" \
 		-device virtio-9p-pci,fsdev=out,mount_tag=results \
-		> "$work/qemu.log" 2>&1 &
-	qemu=$!
-	local t=0
-	while [ ! -e "$out/booted" ]; do
-		if ! kill -0 "$qemu" 2>/dev/null || [ $t -ge "$BOOT_DEADLINE" ]; then
-			kill "$qemu" 2>/dev/null
-			wait "$qemu" 2>/dev/null
-			return 1
-		fi
+		"$@" > "$dir/qemu.log" 2>&1 &
+}
+
+# await_boot FILE PID...: until FILE exists for every PID given as
+# FILE PID pairs; fails at the boot deadline or when a QEMU exits.
+await_boot() {
+	local t=0 f p all
+	while :; do
+		all=1
+		set -- "${guests[@]}"
+		while [ $# -gt 0 ]; do
+			f=$1 p=$2
+			shift 2
+			kill -0 "$p" 2>/dev/null || return 1
+			[ -e "$f" ] || all=0
+		done
+		[ $all -eq 1 ] && break
+		[ $t -ge "$BOOT_DEADLINE" ] && return 1
 		sleep 1
 		t=$((t + 1))
 	done
 	echo "$name: guest reached userspace in ${t}s"
+}
+
+kill_guests() {
+	local f p
+	set -- "${guests[@]}"
+	while [ $# -gt 0 ]; do
+		f=$1 p=$2
+		shift 2
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+}
+
+boot() {
+	rm -f "$out/booted" "$out/done" "$out/console.log"
+	launch "$out" ""
+	qemu=$!
+	guests=("$out/booted" "$qemu")
+	if ! await_boot; then
+		kill_guests
+		return 1
+	fi
 	wait "$qemu"
 	qemu_rc=$?
 	return 0
 }
 
+# Two UDP ports on the host's loopback that nothing holds: QEMU binds
+# each guest's own, so a port taken meanwhile fails that boot, and the
+# retry picks others.
+free_ports() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 40000))
+		ss -Hanu "( sport = :$p or sport = :$((p + 1)) )" 2>/dev/null |
+			grep -q . || break
+	done
+	echo "$p $((p + 1))"
+}
+
+# The two guests: a (198.51.100.1) and b (198.51.100.2), each's eth0 the
+# other's.  Their pids in $qemu_a and $qemu_b.
+boot_pair() {
+	local pa pb
+	rm -rf "$out/a" "$out/b" "$out/rv"
+	mkdir -p "$out/a" "$out/b" "$out/rv"
+	read -r pa pb < <(free_ports)
+	echo "$name: guests a and b on 127.0.0.1 UDP ports $pa and $pb"
+	launch "$out/a" "kqp_role=a" \
+		-netdev "socket,id=n0,udp=127.0.0.1:$pb,localaddr=127.0.0.1:$pa" \
+		-device virtio-net-pci,netdev=n0,mac=52:54:00:4b:51:0a
+	qemu_a=$!
+	launch "$out/b" "kqp_role=b" \
+		-netdev "socket,id=n0,udp=127.0.0.1:$pa,localaddr=127.0.0.1:$pb" \
+		-device virtio-net-pci,netdev=n0,mac=52:54:00:4b:51:0b
+	qemu_b=$!
+	guests=("$out/a/booted" "$qemu_a" "$out/b/booted" "$qemu_b")
+	if ! await_boot; then
+		kill_guests
+		return 1
+	fi
+	# A guest that died (a panic, its timeout) cannot say it left: say it
+	# for it, so that the other one's waits end now (pair.sh's gone.ROLE).
+	while kill -0 "$qemu_a" 2>/dev/null || kill -0 "$qemu_b" 2>/dev/null; do
+		kill -0 "$qemu_a" 2>/dev/null || [ -e "$out/rv/gone.a" ] ||
+			echo host > "$out/rv/gone.a"
+		kill -0 "$qemu_b" 2>/dev/null || [ -e "$out/rv/gone.b" ] ||
+			echo host > "$out/rv/gone.b"
+		sleep 1
+	done
+	wait "$qemu_a"
+	qemu_rc_a=$?
+	wait "$qemu_b"
+	qemu_rc_b=$?
+	return 0
+}
+
 start=$(date +%s)
-if ! boot; then
+boot_fn=boot
+[ "$mode" = pair ] && boot_fn=boot_pair
+if ! $boot_fn; then
 	echo "$name: boot deadline (${BOOT_DEADLINE}s) missed; console:"
-	tail -n 40 "$out/console.log" 2>/dev/null
-	mv "$out/console.log" "$out/console-boot1.log" 2>/dev/null
-	echo "$name: retrying the boot once (first console kept in console-boot1.log)"
-	if ! boot; then
+	for d in "$out" "$out"/[ab]; do
+		[ -e "$d/console.log" ] || continue
+		tail -n 40 "$d/console.log"
+		mv "$d/console.log" "$work/console-boot1${d#"$out"}.log" 2>/dev/null
+	done
+	echo "$name: retrying the boot once (first console kept in $work/console-boot1*.log)"
+	if ! $boot_fn; then
 		echo "$name: boot deadline missed again; console:"
-		tail -n 60 "$out/console.log" 2>/dev/null
+		for d in "$out" "$out"/[ab]; do
+			[ -e "$d/console.log" ] && tail -n 60 "$d/console.log"
+		done
 		host_check 1 "guest boots within ${BOOT_DEADLINE}s"
 		finish
 	fi
 fi
 echo "$name: guest ran $(( $(date +%s) - start ))s"
 
-rc=0
-[ -e "$out/done" ] || rc=1
-if [ $rc -ne 0 ]; then
-	[ "$qemu_rc" -eq 124 ] && echo "$name: guest timed out after ${GUEST_TIMEOUT}s"
-	echo "$name: guest did not finish; console:"
-	tail -n 80 "$out/console.log"
-fi
-host_check $rc "guest ran to the end"
-
-# Kernel splats anywhere in the guest's log.  A failed allocation's report
-# (warn_alloc(): "page allocation failure", "vmalloc error", with a stack
-# dump) is not one: fail_nth provokes them on purpose, in rxe's code too,
-# and what a failure breaks shows up as a splat or a leak of its own.
-splats='WARNING:|BUG:|KASAN:|UBSAN:|KFENCE:|Oops|general protection|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|refcount_t|blocked for more than|Kernel panic|Call Trace:|cm_destroy_id_wait_timeout|kqp: the device refused'
-log=$out/dmesg
-[ -s "$log" ] || log=$out/console.log
-awk '/(page allocation failure|vmalloc error): / { skip = 1; n++ }
-     !skip { print }
-     skip && /<\/TASK>/ { skip = 0 }
-     END { if (n) printf "%d allocation failure reports left out\n", n > "/dev/stderr" }' \
-	"$log" > "$work/dmesg.checked"
-log=$work/dmesg.checked
-rc=0
-if grep -Eq "$splats" "$log"; then
-	rc=1
-	echo "$name: kernel splat in the guest:"
-	grep -E -B 5 -A 30 "$splats" "$log" | head -n 200
-fi
-host_check $rc "no kernel splat in the guest's dmesg"
-
-# kmemleak (debug kernel): any leak whose backtrace names kqp.
-if [ -e "$out/kmemleak" ]; then
+# judge DIR QEMU_RC WHO: did the guest whose results are in DIR finish,
+# and is its log clean (splats, kmemleak)?  WHO names it in the TAP lines.
+judge() {
+	local dir=$1 qrc=$2 who=$3 log rc
 	rc=0
-	if awk 'BEGIN { RS = "unreferenced object" } NR > 1 && /kqp/ { found = 1 } END { exit !found }' "$out/kmemleak"; then
-		rc=1
-		echo "$name: kmemleak reports leaks from kqp:"
-		head -n 100 "$out/kmemleak"
+	[ -e "$dir/done" ] || rc=1
+	if [ $rc -ne 0 ]; then
+		[ "$qrc" -eq 124 ] &&
+			echo "$name: $who timed out after ${GUEST_TIMEOUT}s: killed"
+		echo "$name: $who did not finish; console:"
+		tail -n 80 "$dir/console.log"
 	fi
-	host_check $rc "kmemleak: nothing leaked by kqp"
+	host_check $rc "$who ran to the end"
+
+	# Kernel splats anywhere in the guest's log.  A failed allocation's
+	# report (warn_alloc(): "page allocation failure", "vmalloc error",
+	# with a stack dump) is not one: fail_nth provokes them on purpose,
+	# in rxe's code too, and what a failure breaks shows up as a splat or
+	# a leak of its own.  Nor is a user program's fault ("traps: PROG[PID]
+	# general protection fault ... in LIB"): that program's test fails.
+	log=$dir/dmesg
+	[ -s "$log" ] || log=$dir/console.log
+	awk '/\] traps: [^ ]+\[[0-9]+\] / { next }
+	     /(page allocation failure|vmalloc error): / { skip = 1; n++ }
+	     !skip { print }
+	     skip && /<\/TASK>/ { skip = 0 }
+	     END { if (n) printf "%d allocation failure reports left out\n", n > "/dev/stderr" }' \
+		"$log" > "$dir/dmesg.checked"
+	log=$dir/dmesg.checked
+	rc=0
+	if grep -Eq "$splats" "$log"; then
+		rc=1
+		echo "$name: kernel splat in the $who:"
+		grep -E -B 5 -A 30 "$splats" "$log" | head -n 200
+	fi
+	host_check $rc "no kernel splat in the $who's dmesg"
+
+	# kmemleak (debug kernel): any leak whose backtrace names kqp.
+	if [ -e "$dir/kmemleak" ]; then
+		rc=0
+		if awk 'BEGIN { RS = "unreferenced object" } NR > 1 && /kqp/ { found = 1 } END { exit !found }' "$dir/kmemleak"; then
+			rc=1
+			echo "$name: kmemleak reports leaks from kqp in the $who:"
+			head -n 100 "$dir/kmemleak"
+		fi
+		host_check $rc "kmemleak: nothing leaked by kqp$([ "$who" = guest ] || echo " in $who")"
+	fi
+}
+
+splats='WARNING:|BUG:|KASAN:|UBSAN:|KFENCE:|Oops|general protection|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|refcount_t|blocked for more than|Kernel panic|Call Trace:|cm_destroy_id_wait_timeout|kqp: the device refused'
+if [ "$mode" = pair ]; then
+	judge "$out/a" "$qemu_rc_a" "guest a"
+	judge "$out/b" "$qemu_rc_b" "guest b"
+	for d in a b; do
+		echo "--- guest $d:"
+		cat "$out/$d/guest.log"
+	done
+	finish
 fi
+judge "$out" "$qemu_rc" guest
 
 # The demo, the bench and make fuzz: their script's verdict too.
 if [ "$mode" != test ]; then
