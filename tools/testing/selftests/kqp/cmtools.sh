@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
 # cmtools.sh: rdmacm-utils' programs, unchanged, over kqp in the bench
-# guest, beyond rping and rdma_server/rdma_client (dropin.sh) and mckey
-# (mckey.sh): ucmatose, udaddy, cmtime and rdma_xserver/rdma_xclient,
-# each with LD_PRELOAD=libkqp.so on both sides, on the client only and on
-# the server only.  A run passes when both sides exit 0 (cmtime's server,
+# guest, beyond what dropin.sh (rping and rdma_server/rdma_client,
+# preloaded on one side) and mckey.sh do: rping -V and rdma_server/
+# rdma_client preloaded on both sides, then ucmatose, udaddy, cmtime and
+# rdma_xserver/rdma_xclient, each with LD_PRELOAD=libkqp.so on both sides,
+# on the client only and on the server only.  A run passes when both sides exit 0 (cmtime's server,
 # which never exits, is stopped once its client is done) and
 # /sys/kernel/debug/kqp/objects shows that kqp made the preloaded sides'
 # ids.  A run that fails is run again stock on both sides; if rdma-core
@@ -74,6 +75,11 @@ tool() {
 
 runs() {
 	local w
+	# dropin.sh runs these preloaded on one side; here, on both.
+	tool both 1 7474 rping -s -V -C 20 -S 4096 -a "$addr" -p 7474 -- \
+		rping -c -V -C 20 -S 4096 -a "$addr" -p 7474
+	tool both 1 7475 rdma_server -s "$addr" -p 7475 -- \
+		rdma_client -s "$addr" -p 7475
 	for w in both client server; do
 		tool "$w" 4 7471 ucmatose -c 4 -C 20 -p 7471 -- \
 			ucmatose -c 4 -C 20 -p 7471 -s "$addr"
