@@ -564,10 +564,13 @@ struct kqp_srq_slot {
  * @nslots: slots, twice the depth: a receive a QP took when it went to
  *	the error state never completes and keeps its slot
  * @free_head: the first free slot, or U32_MAX
+ * @busy: slots in use: receives posted and not completed, an upper bound
+ *	of what the device holds (MODIFY_SRQ never shrinks it below that)
  * @qps: kernel QP address -> struct kqp_qp using the SRQ, for the QP
  *	number of a completion, looked up under RCU without following the
  *	kernel QP, which may be gone by the time its completion is polled
  * @async_reported: async events read for the SRQ
+ * @ready: the SRQ was made whole; its events are queued from then on
  * @abandoned: the device refused to destroy the SRQ; it keeps the struct
  * @rcu: the completion path looks SRQs up under RCU
  */
@@ -584,8 +587,10 @@ struct kqp_srq {
 	struct kqp_srq_slot *slots;
 	u32 nslots;
 	u32 free_head;
+	u32 busy;
 	struct xarray qps;
 	u32 async_reported;
+	bool ready;
 	bool abandoned;
 	struct rcu_head rcu;
 };

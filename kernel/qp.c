@@ -825,6 +825,8 @@ int kqp_destroy_qp_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_object *obj;
 	struct kqp_cq_counts cq_counts[2] = {};
 
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
 	obj = kqp_object_claim_id(uctx, cmd->qp, KQP_OBJ_QP);
 	if (IS_ERR(obj))
 		return PTR_ERR(obj);

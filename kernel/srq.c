@@ -109,6 +109,7 @@ void kqp_srq_complete(struct kqp_srq *srq, struct ib_wc *wc,
 	slot->busy = false;
 	slot->next_free = srq->free_head;
 	srq->free_head = idx;
+	srq->busy--;
 	*report = true;
 unlock:
 	spin_unlock(&srq->lock);
@@ -139,9 +140,13 @@ static void kqp_srq_event_handler(struct ib_event *event, void *context)
 {
 	struct kqp_srq *srq = context;
 
-	/* Pairs with synchronize_rcu() in kqp_srq_destroy_hw(). */
+	/*
+	 * Pairs with synchronize_rcu() in kqp_srq_destroy_hw() and on
+	 * kqp_srq_create_hw()'s error path; an SRQ not made whole yet
+	 * (@ready) has nobody to tell, and may be freed unpublished.
+	 */
 	rcu_read_lock();
-	if (!READ_ONCE(srq->abandoned))
+	if (READ_ONCE(srq->ready) && !READ_ONCE(srq->abandoned))
 		kqp_async_queue_event(srq->uctx, event->event, KQP_ASYNC_SRQ,
 				      srq->vobj.obj.id, srq->uid,
 				      &srq->async_reported);
@@ -266,11 +271,14 @@ static int kqp_srq_create_hw(struct kqp_srq *srq, struct kqp_ucontext *uctx,
 	srq->srq = ibsrq;
 	a->max_wr = got.max_wr;
 	a->max_sge = srq->max_sge;
+	WRITE_ONCE(srq->ready, true);
 	kqp_vobj_init(&srq->vobj, kdev, kqp_srq_destroy_hw);
 	return 0;
 
 err_srq:
 	ib_destroy_srq(ibsrq);
+	/* A handler that was running sees !ready, but reads @srq. */
+	synchronize_rcu();
 err_uncharge:
 	kqp_vobj_uncharge(&srq->vobj);
 	return ret;
@@ -459,7 +467,18 @@ int kqp_modify_srq_ioctl(struct kqp_ucmd *ucmd)
 	attr.srq_limit = cmd->attr.srq_limit;
 	/* Posts wait while the slots grow and the device resizes. */
 	mutex_lock(&srq->post_mutex);
-	if (cmd->attr_mask & KQP_SRQ_MAX_WR)
+	/*
+	 * Never below what is posted: rxe notices only late, and before
+	 * 6.12 ("RDMA/rxe: fix null deref on srq->rq.queue after resize
+	 * failure") it then freed the queue it still used.
+	 */
+	if (cmd->attr_mask & KQP_SRQ_MAX_WR) {
+		spin_lock_irq(&srq->lock);
+		if (attr.max_wr < srq->busy)
+			ret = -EINVAL;
+		spin_unlock_irq(&srq->lock);
+	}
+	if (!ret && (cmd->attr_mask & KQP_SRQ_MAX_WR))
 		ret = kqp_srq_grow(srq, attr.max_wr);
 	if (!ret)
 		ret = ib_modify_srq(srq->srq, &attr, cmd->attr_mask);
@@ -521,6 +540,7 @@ static int kqp_srq_post_one(struct kqp_srq *srq, struct ib_recv_wr *wr,
 	slot = &srq->slots[idx];
 	srq->free_head = slot->next_free;
 	slot->busy = true;
+	srq->busy++;
 	slot->gen++;
 	slot->wr_id = wr_id;
 	wr->wr_id = kqp_srq_wrid(srq, idx, slot->gen);
@@ -534,6 +554,7 @@ static int kqp_srq_post_one(struct kqp_srq *srq, struct ib_recv_wr *wr,
 		slot->busy = false;
 		slot->next_free = srq->free_head;
 		srq->free_head = idx;
+		srq->busy--;
 		spin_unlock_irq(&srq->lock);
 	}
 	return ret;

@@ -1620,7 +1620,7 @@ struct kqp_create_qp {
  *	the fields before)
  * @out_recv_cq_async_events: likewise for the receive CQ
  * @out_flags: KQP_DESTROY_QP_*_CQ_KEPT (added later, as the async counts)
- * @__reserved: must be 0
+ * @__reserved: must be 0 (EOPNOTSUPP)
  *
  * Work still posted is discarded with the QP.  CQs made for it go too,
  * but for one that another QP uses (rdma_create_qp(3) writes an id's CQs
@@ -2120,8 +2120,9 @@ struct kqp_destroy_srq {
  * @attr: with KQP_SRQ_MAX_WR, the new depth (resizing: EINVAL on a device
  *	without IBV_DEVICE_SRQ_RESIZE, or for 0 or more than its
  *	max_srq_wr); with KQP_SRQ_LIMIT, the limit to arm (0 disarms).  The
- *	device refuses a limit above the depth, and a depth below the work
- *	requests posted (EINVAL).  @attr.max_sge is ignored, as
+ *	device refuses a limit above the depth; kqp refuses a depth below
+ *	the receives posted and not completed yet (EINVAL), before the
+ *	device sees it.  @attr.max_sge is ignored, as
  *	ibv_modify_srq() ignores it; @attr.__reserved must be zero.
  */
 struct kqp_modify_srq {

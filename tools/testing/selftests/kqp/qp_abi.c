@@ -229,7 +229,13 @@ TEST_F(v, in_use_ebusy)
 	EXPECT_EQ(EBUSY, kqp_test_ioctl(self->fd, KQP_IOCTL_DEALLOC_PD, &d));
 	EXPECT_EQ(EBUSY, kq_destroy_cq(self->fd, cq.out_cq));
 	dq.qp = c.out_qp;
+	/* Its reserved word must be zero, and refusing destroys nothing. */
+	dq.__reserved = 1;
+	EXPECT_EQ(EOPNOTSUPP, kqp_test_ioctl(self->fd, KQP_IOCTL_DESTROY_QP,
+					     &dq));
+	dq.__reserved = 0;
 	ASSERT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_DESTROY_QP, &dq));
+	EXPECT_EQ(0, dq.out_flags);
 	EXPECT_EQ(0, kq_destroy_cq(self->fd, cq.out_cq));
 	EXPECT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_DEALLOC_PD, &d));
 	/* A QP without an id needs everything named. */

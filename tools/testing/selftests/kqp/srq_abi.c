@@ -330,6 +330,44 @@ TEST_F(s, post_checks)
 }
 
 /*
+ * A depth below the receives posted is refused before the device sees
+ * it: rxe finds out only while resizing, and before 6.12 then freed the
+ * queue it kept using (a NULL dereference on the next post or message).
+ * The SRQ keeps its depth and takes receives as before.
+ */
+TEST_F(s, shrink_below_posted)
+{
+	struct kqp_modify_srq m = { .size = sizeof(m), .srq = self->srq,
+				    .attr_mask = KQP_SRQ_MAX_WR };
+	uint64_t b = (uintptr_t)self->buf;
+	struct kqp_srq_attr a, after;
+	struct rlist rl;
+	uint32_t posted, n;
+
+	/* A deeper SRQ first, then fill most of it. */
+	m.attr.max_wr = 64;
+	ASSERT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_MODIFY_SRQ, &m));
+	ASSERT_EQ(0, kq_query_srq(self->fd, self->srq, &a));
+	ASSERT_LE(64, a.max_wr);
+	one(&rl, 0, b, 64, self->lkey);
+	for (n = 0; n < 40; n++)
+		ASSERT_EQ(0, kq_post(self->fd, KQP_IOCTL_POST_SRQ_RECV,
+				     self->srq, &rl, 1, &posted));
+	m.attr.max_wr = 16;
+	EXPECT_EQ(EINVAL, kqp_test_ioctl(self->fd, KQP_IOCTL_MODIFY_SRQ, &m));
+	ASSERT_EQ(0, kq_query_srq(self->fd, self->srq, &after));
+	EXPECT_EQ(a.max_wr, after.max_wr);
+	EXPECT_EQ(0, kq_post(self->fd, KQP_IOCTL_POST_SRQ_RECV, self->srq,
+			     &rl, 1, &posted));
+	EXPECT_EQ(1, posted);
+	/* Still room for the posted ones: allowed. */
+	m.attr.max_wr = 48;
+	EXPECT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_MODIFY_SRQ, &m));
+	EXPECT_EQ(0, kq_post(self->fd, KQP_IOCTL_POST_SRQ_RECV, self->srq,
+			     &rl, 1, &posted));
+}
+
+/*
  * A QP with an SRQ: its own receive queue refuses posts; the SRQ may be
  * of another PD (ib_core allows it); it cannot go while the QP is there.
  */
