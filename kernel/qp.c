@@ -233,6 +233,14 @@ static void kqp_qp_destroy_hw(struct kqp_vobj *vobj)
 	qp->nr_mcasts = 0;
 
 	/*
+	 * Completions from its SRQ stop naming it before its kernel QP goes,
+	 * on every path that destroys it (its id's close and device removal
+	 * too): until then no other QP can have that address.
+	 */
+	if (qp->srq)
+		kqp_srq_del_qp(qp->srq, qp);
+
+	/*
 	 * While the id lives, rdma_cm holds the QP and must let go of it
 	 * itself.  The id's close destroys this before the id, under the
 	 * same lock, so a live cm_id here is one rdma_cm still uses.
@@ -304,12 +312,6 @@ static u32 kqp_qp_free(struct kqp_ucontext *uctx, struct kqp_object *obj,
 	u32 reported;
 
 	kqp_object_drain(obj);
-	/*
-	 * Completions from its SRQ stop naming it, before its kernel QP goes:
-	 * until then no other QP can have that address.
-	 */
-	if (qp->srq)
-		kqp_srq_del_qp(qp->srq, qp);
 	if (cm) {
 		mutex_lock(&cm->mutex);
 		kqp_vobj_destroy_hw(&qp->vobj);
