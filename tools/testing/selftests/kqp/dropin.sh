@@ -24,26 +24,10 @@ objects=/sys/kernel/debug/kqp/objects
 limit=${KQP_DROPIN_TIMEOUT:-180}
 count=100
 
-n=0
-tap() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n $2"
-	else
-		echo "not ok $n $2"
-	fi
-}
-
-# Run a command, preloaded with libkqp if $1 is "kqp", with a timeout.
-side() {
-	local who=$1
-	shift
-	if [ "$who" = kqp ]; then
-		LD_PRELOAD=$lib timeout -k 5 "$limit" "$@"
-	else
-		timeout -k 5 "$limit" "$@"
-	fi
-}
+KQP_LIB=$lib
+KQP_LIMIT=$limit
+# shellcheck source=tools/testing/selftests/kqp/lib.sh
+. "$here/lib.sh"
 
 # How many objects of a type kqp ever made ("TYPE LIVE MADE").
 made() {
@@ -63,24 +47,8 @@ made_since() {
 	[ $((${now% *} - b_ids)) -eq "$ids" ] && [ $((${now#* } - b_qps)) -eq "$qps" ]
 }
 
-# Wait until something listens on $1: rdma_cm lists the listening id,
-# whether uverbs or kqp made it, with its process's name.
-wait_listen() {
-	local i
-	for i in $(seq 1 600); do
-		rdma res show cm_id 2>/dev/null |
-			grep -q "state LISTEN .*src-addr $addr:$1 " && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
-
-show() {
-	sed 's/^/# /' "$@" | tail -n 40
-}
-
 work=$(mktemp -d)
+KQP_WORK=$work
 trap 'rm -rf "$work"' EXIT
 
 if [ ! -r "$objects" ] || [ ! -e "$lib" ]; then
@@ -123,7 +91,13 @@ pair() {
 		watch_pair "$name" &
 		wpid=$!
 		wait "$cpid"
-		echo $? > "$work/$name.c.rc"
+		rc=$?
+		echo $rc > "$work/$name.c.rc"
+		# A client that failed may leave its server waiting for it.
+		if [ $rc -ne 0 ]; then
+			sleep 2
+			kill "$spid" 2>/dev/null
+		fi
 	fi
 	wait "$spid"
 	rc=$?
@@ -150,17 +124,6 @@ watch_pair() {
 		done
 		dmesg | grep -v 'speed is unknown' | tail -n 20
 	} > "$work/$name.stuck" 2>&1
-}
-
-# Both sides exited 0.
-both_ok() {
-	local s c
-	s=$(cat "$work/$1.s.rc") c=$(cat "$work/$1.c.rc")
-	if [ "$s" -ne 0 ] || [ "$c" -ne 0 ]; then
-		echo "# $1: server exit $s, client exit $c"
-		show "$work/$1.s.err" "$work/$1.c.err"
-		return 1
-	fi
 }
 
 # rping -v: the client prints "ping data: ...", the server "server ping
@@ -191,7 +154,7 @@ rping_args=(-C "$count" -v -a "$addr")
 before=$(snapshot)
 pair rping0 stock stock 7301 rping -s "${rping_args[@]}" -p 7301 -- \
 	rping -c "${rping_args[@]}" -p 7301
-both_ok rping0 && ping_lines rping0
+pair_ok rping0 && ping_lines rping0
 tap $? "stock rping -s and rping -c: $count pings, the same data on both sides"
 made_since "$before" 0 0
 tap $? "stock rping pair: kqp made nothing"
@@ -200,7 +163,7 @@ tap $? "stock rping pair: kqp made nothing"
 before=$(snapshot)
 pair rping1 stock kqp 7302 rping -s "${rping_args[@]}" -p 7302 -- \
 	rping -c "${rping_args[@]}" -p 7302
-both_ok rping1
+pair_ok rping1
 tap $? "LD_PRELOAD=libkqp.so rping -c against stock rping -s: both exit 0"
 ping_lines rping1 rping0
 tap $? "LD_PRELOAD=libkqp.so rping -c against stock rping -s: the stock pair's $count pings on both sides"
@@ -211,7 +174,7 @@ tap $? "LD_PRELOAD=libkqp.so rping -c: its id and QP are kqp's, the server's are
 before=$(snapshot)
 pair rping2 kqp stock 7303 rping -s "${rping_args[@]}" -p 7303 -- \
 	rping -c "${rping_args[@]}" -p 7303
-both_ok rping2
+pair_ok rping2
 tap $? "LD_PRELOAD=libkqp.so rping -s against stock rping -c: both exit 0"
 ping_lines rping2 rping0
 tap $? "LD_PRELOAD=libkqp.so rping -s against stock rping -c: the stock pair's $count pings on both sides"
@@ -231,7 +194,7 @@ same_out() {
 before=$(snapshot)
 pair cm0 stock stock 7304 rdma_server -s "$addr" -p 7304 -- \
 	rdma_client -s "$addr" -p 7304
-both_ok cm0 && grep -qx 'rdma_server: end 0' "$work/cm0.s.out" &&
+pair_ok cm0 && grep -qx 'rdma_server: end 0' "$work/cm0.s.out" &&
 	grep -qx 'rdma_client: end 0' "$work/cm0.c.out"
 tap $? "stock rdma_server and rdma_client: both end 0"
 made_since "$before" 0 0
@@ -241,7 +204,7 @@ tap $? "stock rdma_server/rdma_client pair: kqp made nothing"
 before=$(snapshot)
 pair cm1 stock kqp 7305 rdma_server -s "$addr" -p 7305 -- \
 	rdma_client -s "$addr" -p 7305
-both_ok cm1 && same_out cm1 cm0 s && same_out cm1 cm0 c
+pair_ok cm1 && same_out cm1 cm0 s && same_out cm1 cm0 c
 tap $? "LD_PRELOAD=libkqp.so rdma_client against stock rdma_server: what the stock pair prints"
 made_since "$before" 1 1
 tap $? "LD_PRELOAD=libkqp.so rdma_client: its id and QP are kqp's, the server's are not"
@@ -250,7 +213,7 @@ tap $? "LD_PRELOAD=libkqp.so rdma_client: its id and QP are kqp's, the server's 
 before=$(snapshot)
 pair cm2 kqp stock 7306 rdma_server -s "$addr" -p 7306 -- \
 	rdma_client -s "$addr" -p 7306
-both_ok cm2 && same_out cm2 cm0 s && same_out cm2 cm0 c
+pair_ok cm2 && same_out cm2 cm0 s && same_out cm2 cm0 c
 tap $? "LD_PRELOAD=libkqp.so rdma_server against stock rdma_client: what the stock pair prints"
 made_since "$before" 2 1
 tap $? "LD_PRELOAD=libkqp.so rdma_server: its listener, connection and QP are kqp's, the client's are not"
@@ -278,11 +241,11 @@ tap $? "dropin built with pkg-config --libs kqp: its ids and QPs are kqp's"
 # 19-20: the device tools.  ibv_devinfo -v differs in these lines only:
 # kqp's extended query has none of rxe's extended flags
 # (device_cap_flags_ex, Unknown flags), kqp gives
-# each context one completion vector, and it advertises no SRQs, memory
+# each context one completion vector, and it advertises no memory
 # windows or other features it does not implement (device_cap_flags, the
-# names of those flags, max_srq*, max_mw).
+# names of those flags, max_mw).
 timeout -k 5 60 ibv_devices > "$work/dev0" 2>&1
-side kqp ibv_devices > "$work/dev1" 2>&1
+(side kqp ibv_devices) > "$work/dev1" 2>&1
 rc=$?
 [ $rc -eq 0 ] && grep -q "${KQP_TEST_RDMA_DEV:-rxe0}" "$work/dev1" &&
 	cmp -s "$work/dev0" "$work/dev1" ||
@@ -290,11 +253,11 @@ rc=$?
 tap $? "LD_PRELOAD=libkqp.so ibv_devices lists what ibv_devices lists"
 unext() {
 	grep -Ev 'device_cap_flags_ex:|Unknown flags:|num_comp_vectors:' "$1" |
-	grep -Ev 'device_cap_flags:|max_srq|max_mw:' |
+	grep -Ev 'device_cap_flags:|max_mw:' |
 	grep -Ev '^[[:space:]]*(SRQ_RESIZE|MEM_WINDOW|MEM_WINDOW_TYPE_2[AB]|MEM_MGT_EXTENSIONS|XRC|RAW_MULTI|RAW_IP_CSUM|MANAGED_FLOW_STEERING|RAW_SCATTER_FCS|PCI_WRITE_END_PADDING|RESIZE_MAX_WR)[[:space:]]*$'
 }
 timeout -k 5 60 ibv_devinfo -v > "$work/info0" 2>&1
-side kqp ibv_devinfo -v > "$work/info1" 2>&1
+(side kqp ibv_devinfo -v) > "$work/info1" 2>&1
 rc=$?
 [ $rc -eq 0 ] && grep -q 'GID\[' "$work/info1" &&
 	cmp -s <(unext "$work/info0") <(unext "$work/info1") ||

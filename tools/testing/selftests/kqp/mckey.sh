@@ -28,18 +28,12 @@ objects=/sys/kernel/debug/kqp/objects
 limit=${KQP_MCKEY_TIMEOUT:-120}
 count=10
 
-n=0
-tap() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n $2"
-	else
-		echo "not ok $n $2"
-	fi
-}
+# shellcheck source=tools/testing/selftests/kqp/lib.sh
+. "$here/lib.sh"
 
 # side WHO [slow] CMD...: run CMD preloaded with libkqp if WHO is kqp,
-# and with mckey_slow.so ahead of it if asked.
+# and with mckey_slow.so ahead of it if asked.  It execs, as lib.sh's
+# does: run it in the background or in a subshell.
 side() {
 	local who=$1 pre=
 	shift
@@ -48,15 +42,11 @@ side() {
 		shift
 	fi
 	[ "$who" = kqp ] && pre="$pre $lib"
-	LD_PRELOAD=${pre# } timeout -k 5 "$limit" "$@"
+	LD_PRELOAD=${pre# } exec timeout -k 5 "$limit" "$@"
 }
 
 qps_made() {
 	awk '$1 == "qps" { print $3 }' "$objects"
-}
-
-show() {
-	sed 's/^/# /' "$@" | tail -n 20
 }
 
 work=$(mktemp -d)
@@ -95,7 +85,7 @@ run() {
 		sleep 0.1
 	done
 	if [ $joined -eq 0 ]; then
-		side "$sw" slow stdbuf -oL mckey -m "$group" -b "$addr" -C 25 -s \
+		(side "$sw" slow stdbuf -oL mckey -m "$group" -b "$addr" -C 25 -s) \
 			> "$work/$name.s.out" 2>&1
 		src=$?
 	else
