@@ -106,6 +106,27 @@ for k in $KERNELS; do
 	summary+=$'\n'"$k, two guests: $p passed, $f failed"
 done
 
+# What failed, next to the summary: CI keeps only the end of the output.
+failures() {
+	local label=$1 dir=$2 f
+	shopt -s nullglob
+	for f in "$dir"/tap/*.tap "$dir"/[ab]/tap/*.tap; do
+		grep -E '^not ok' "$f" | head -n 5 |
+			sed "s|^|$label: ${f#"$dir"/}: |"
+		"$vm/tapsum.sh" "$f" 2>&1 > /dev/null | sed "s|^|$label: |"
+	done
+	shopt -u nullglob
+}
+
+echo
+echo "=== failures ==="
+failures host "$host"
+for k in $KERNELS; do
+	failures "$k" "$top/build/vm/$k/out"
+	case " $PAIR_KERNELS " in *" $k "*) ;; *) continue ;; esac
+	failures "$k, two guests" "$top/build/vm/$k-pair/out"
+done
+
 echo
 echo "=== summary ==="
 echo "$summary"
