@@ -197,8 +197,7 @@ static enum ibv_wc_opcode wc_opcode_of(enum ibv_wr_opcode op)
 FIXTURE(rc) {
 	struct qp_pair p;
 	uint32_t max_msg_sz;
-	char *cbuf, *sbuf;
-	struct ibv_mr *cmr, *smr;
+	struct qp_bufs b;
 };
 
 FIXTURE_VARIANT(rc) {
@@ -241,26 +240,13 @@ FIXTURE_SETUP(rc)
 	ASSERT_EQ(0, ibv_query_port(self->p.cid->verbs, self->p.cid->port_num,
 				    &pa));
 	self->max_msg_sz = pa.max_msg_sz;
-	self->cbuf = malloc(BIG + CANARY);
-	self->sbuf = malloc(BIG + CANARY);
-	ASSERT_NE(NULL, self->cbuf);
-	ASSERT_NE(NULL, self->sbuf);
-	self->cmr = ibv_reg_mr(self->p.cid->pd, self->cbuf, BIG + CANARY,
-			       ACCESS_ALL);
-	self->smr = ibv_reg_mr(self->p.sid->pd, self->sbuf, BIG + CANARY,
-			       ACCESS_ALL);
-	ASSERT_NE(NULL, self->cmr);
-	ASSERT_NE(NULL, self->smr);
+	ASSERT_EQ(0, qp_bufs_reg(&self->b, &self->p, BIG + CANARY, ACCESS_ALL))
+		TH_LOG("%s", strerror(errno));
 }
 
 FIXTURE_TEARDOWN(rc)
 {
-	if (self->cmr)
-		ibv_dereg_mr(self->cmr);
-	if (self->smr)
-		ibv_dereg_mr(self->smr);
-	free(self->cbuf);
-	free(self->sbuf);
+	qp_bufs_free(&self->b);
 	qp_pair_close(&self->p);
 }
 
@@ -273,10 +259,10 @@ static void rc_one(struct __test_metadata *_metadata, FIXTURE_DATA(rc) *self,
 	bool send = op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM;
 	bool read = op == IBV_WR_RDMA_READ;
 	struct ibv_sge ssge = {
-		(uintptr_t)self->cbuf, (uint32_t)size, self->cmr->lkey
+		(uintptr_t)self->b.cbuf, (uint32_t)size, self->b.cmr->lkey
 	};
 	struct ibv_sge rsge = {
-		(uintptr_t)self->sbuf, BIG + CANARY, self->smr->lkey
+		(uintptr_t)self->b.sbuf, BIG + CANARY, self->b.smr->lkey
 	};
 	struct ibv_send_wr swr = {
 		.wr_id = 0x5000 + seq,
@@ -291,8 +277,8 @@ static void rc_one(struct __test_metadata *_metadata, FIXTURE_DATA(rc) *self,
 		.sg_list = &rsge,
 		.num_sge = send ? 1 : 0,
 	}, *brw;
-	char *src = read ? self->sbuf : self->cbuf;
-	char *dst = read ? self->cbuf : self->sbuf;
+	char *src = read ? self->b.sbuf : self->b.cbuf;
+	char *dst = read ? self->b.cbuf : self->b.sbuf;
 	struct ibv_wc wc;
 	long bad;
 
@@ -301,8 +287,8 @@ static void rc_one(struct __test_metadata *_metadata, FIXTURE_DATA(rc) *self,
 	if (imm)
 		swr.imm_data = htonl(0xc0de0000 + seq);
 	if (!send) {
-		swr.wr.rdma.remote_addr = (uintptr_t)self->sbuf;
-		swr.wr.rdma.rkey = self->smr->rkey;
+		swr.wr.rdma.remote_addr = (uintptr_t)self->b.sbuf;
+		swr.wr.rdma.rkey = self->b.smr->rkey;
 	}
 	if (send || imm)
 		ASSERT_EQ(0, ibv_post_recv(p->sid->qp, &rwr, &brw));

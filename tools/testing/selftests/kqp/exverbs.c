@@ -239,8 +239,7 @@ FIXTURE(rc) {
 	struct qp_pair p;
 	struct ibv_qp_init_attr_ex ca, sa;
 	struct ibv_qp_ex *cx;
-	char *cbuf, *sbuf;
-	struct ibv_mr *cmr, *smr;
+	struct qp_bufs b;
 };
 
 FIXTURE_SETUP(rc)
@@ -272,24 +271,13 @@ FIXTURE_SETUP(rc)
 	ASSERT_EQ(0, rdma_accept(p->sid, &param));
 	ASSERT_EQ(0, cm_expect_ack(p->cch, RDMA_CM_EVENT_ESTABLISHED));
 	ASSERT_EQ(0, cm_expect_ack(p->sch, RDMA_CM_EVENT_ESTABLISHED));
-	self->cbuf = calloc(1, BUF);
-	self->sbuf = calloc(1, BUF);
-	ASSERT_NE(NULL, self->cbuf);
-	ASSERT_NE(NULL, self->sbuf);
-	self->cmr = ibv_reg_mr(p->cid->pd, self->cbuf, BUF, ACCESS_ALL);
-	self->smr = ibv_reg_mr(p->sid->pd, self->sbuf, BUF, ACCESS_ALL);
-	ASSERT_NE(NULL, self->cmr);
-	ASSERT_NE(NULL, self->smr);
+	ASSERT_EQ(0, qp_bufs_reg(&self->b, p, BUF, ACCESS_ALL))
+		TH_LOG("%s", strerror(errno));
 }
 
 FIXTURE_TEARDOWN(rc)
 {
-	if (self->cmr)
-		ibv_dereg_mr(self->cmr);
-	if (self->smr)
-		ibv_dereg_mr(self->smr);
-	free(self->cbuf);
-	free(self->sbuf);
+	qp_bufs_free(&self->b);
 	qp_pair_close(&self->p);
 }
 
@@ -297,8 +285,8 @@ FIXTURE_TEARDOWN(rc)
 static int srv_recv(FIXTURE_DATA(rc) *self, uint64_t wr_id, size_t off,
 		    uint32_t len)
 {
-	struct ibv_sge sge = { (uintptr_t)self->sbuf + off, len,
-			       self->smr->lkey };
+	struct ibv_sge sge = { (uintptr_t)self->b.sbuf + off, len,
+			       self->b.smr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge,
 				  .num_sge = 1 }, *bad;
 
@@ -332,25 +320,25 @@ TEST_F_TIMEOUT(rc, send_and_imm, 60)
 	struct ibv_qp_ex *x = self->cx;
 	struct ibv_wc wc;
 
-	fill(self->cbuf, 1000, 1);
+	fill(self->b.cbuf, 1000, 1);
 	ASSERT_EQ(0, srv_recv(self, 0x51, 0, BUF));
 	ibv_wr_start(x);
 	x->wr_id = 0xc1;
 	x->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_send(x);
-	ibv_wr_set_sge(x, self->cmr->lkey, (uintptr_t)self->cbuf, 1000);
+	ibv_wr_set_sge(x, self->b.cmr->lkey, (uintptr_t)self->b.cbuf, 1000);
 	ASSERT_EQ(0, ibv_wr_complete(x));
 	expect_wc(_metadata, self->p.cid->send_cq, 0xc1, IBV_WC_SEND, -1);
 	expect_wc(_metadata, self->p.sid->recv_cq, 0x51, IBV_WC_RECV, 1000);
-	EXPECT_TRUE(same(self->sbuf, 1000, 1));
+	EXPECT_TRUE(same(self->b.sbuf, 1000, 1));
 
-	fill(self->cbuf, 77, 2);
+	fill(self->b.cbuf, 77, 2);
 	ASSERT_EQ(0, srv_recv(self, 0x52, 0, BUF));
 	ibv_wr_start(x);
 	x->wr_id = 0xc2;
 	x->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
 	ibv_wr_send_imm(x, htonl(0x12345678));
-	ibv_wr_set_sge(x, self->cmr->lkey, (uintptr_t)self->cbuf, 77);
+	ibv_wr_set_sge(x, self->b.cmr->lkey, (uintptr_t)self->b.cbuf, 77);
 	ASSERT_EQ(0, ibv_wr_complete(x));
 	expect_wc(_metadata, self->p.cid->send_cq, 0xc2, IBV_WC_SEND, -1);
 	ASSERT_EQ(1, qp_poll(self->p.sid->recv_cq, &wc, 1, POLL_MS));
@@ -359,7 +347,7 @@ TEST_F_TIMEOUT(rc, send_and_imm, 60)
 	EXPECT_EQ(77, wc.byte_len);
 	EXPECT_TRUE(wc.wc_flags & IBV_WC_WITH_IMM);
 	EXPECT_EQ(htonl(0x12345678), wc.imm_data);
-	EXPECT_TRUE(same(self->sbuf, 77, 2));
+	EXPECT_TRUE(same(self->b.sbuf, 77, 2));
 }
 
 TEST_F_TIMEOUT(rc, write_read, 60)
@@ -368,25 +356,25 @@ TEST_F_TIMEOUT(rc, write_read, 60)
 	struct ibv_wc wc;
 
 	/* A write, then a write with immediate into the server's buffer. */
-	fill(self->cbuf, 2048, 3);
+	fill(self->b.cbuf, 2048, 3);
 	ibv_wr_start(x);
 	x->wr_id = 0xd1;
 	x->wr_flags = IBV_SEND_SIGNALED;
-	ibv_wr_rdma_write(x, self->smr->rkey, (uintptr_t)self->sbuf + 100);
-	ibv_wr_set_sge(x, self->cmr->lkey, (uintptr_t)self->cbuf, 2048);
+	ibv_wr_rdma_write(x, self->b.smr->rkey, (uintptr_t)self->b.sbuf + 100);
+	ibv_wr_set_sge(x, self->b.cmr->lkey, (uintptr_t)self->b.cbuf, 2048);
 	ASSERT_EQ(0, ibv_wr_complete(x));
 	expect_wc(_metadata, self->p.cid->send_cq, 0xd1, IBV_WC_RDMA_WRITE,
 		  -1);
-	EXPECT_TRUE(same(self->sbuf + 100, 2048, 3));
+	EXPECT_TRUE(same(self->b.sbuf + 100, 2048, 3));
 
-	fill(self->cbuf, 300, 4);
+	fill(self->b.cbuf, 300, 4);
 	ASSERT_EQ(0, srv_recv(self, 0x53, 0, 0));
 	ibv_wr_start(x);
 	x->wr_id = 0xd2;
 	x->wr_flags = IBV_SEND_SIGNALED;
-	ibv_wr_rdma_write_imm(x, self->smr->rkey,
-			      (uintptr_t)self->sbuf + 3000, htonl(0xabcd));
-	ibv_wr_set_sge(x, self->cmr->lkey, (uintptr_t)self->cbuf, 300);
+	ibv_wr_rdma_write_imm(x, self->b.smr->rkey,
+			      (uintptr_t)self->b.sbuf + 3000, htonl(0xabcd));
+	ibv_wr_set_sge(x, self->b.cmr->lkey, (uintptr_t)self->b.cbuf, 300);
 	ASSERT_EQ(0, ibv_wr_complete(x));
 	expect_wc(_metadata, self->p.cid->send_cq, 0xd2, IBV_WC_RDMA_WRITE,
 		  -1);
@@ -395,42 +383,42 @@ TEST_F_TIMEOUT(rc, write_read, 60)
 	EXPECT_EQ(0x53, wc.wr_id);
 	EXPECT_EQ(IBV_WC_RECV_RDMA_WITH_IMM, wc.opcode);
 	EXPECT_EQ(htonl(0xabcd), wc.imm_data);
-	EXPECT_TRUE(same(self->sbuf + 3000, 300, 4));
+	EXPECT_TRUE(same(self->b.sbuf + 3000, 300, 4));
 
 	/* A read of the server's buffer into the client's. */
-	fill(self->sbuf, BUF, 5);
-	memset(self->cbuf, 0, BUF);
+	fill(self->b.sbuf, BUF, 5);
+	memset(self->b.cbuf, 0, BUF);
 	ibv_wr_start(x);
 	x->wr_id = 0xd3;
 	x->wr_flags = IBV_SEND_SIGNALED;
-	ibv_wr_rdma_read(x, self->smr->rkey, (uintptr_t)self->sbuf);
-	ibv_wr_set_sge(x, self->cmr->lkey, (uintptr_t)self->cbuf, BUF);
+	ibv_wr_rdma_read(x, self->b.smr->rkey, (uintptr_t)self->b.sbuf);
+	ibv_wr_set_sge(x, self->b.cmr->lkey, (uintptr_t)self->b.cbuf, BUF);
 	ASSERT_EQ(0, ibv_wr_complete(x));
 	expect_wc(_metadata, self->p.cid->send_cq, 0xd3, IBV_WC_RDMA_READ,
 		  BUF);
-	EXPECT_TRUE(same(self->cbuf, BUF, 5));
+	EXPECT_TRUE(same(self->b.cbuf, BUF, 5));
 }
 
 TEST_F_TIMEOUT(rc, atomics, 60)
 {
 	struct ibv_qp_ex *x = self->cx;
-	uint64_t *target = (uint64_t *)self->sbuf;
-	uint64_t *res = (uint64_t *)self->cbuf;
+	uint64_t *target = (uint64_t *)self->b.sbuf;
+	uint64_t *res = (uint64_t *)self->b.cbuf;
 
 	*target = 1000;
 	ibv_wr_start(x);
 	x->wr_id = 0xe1;
 	x->wr_flags = IBV_SEND_SIGNALED;
-	ibv_wr_atomic_fetch_add(x, self->smr->rkey, (uintptr_t)target, 23);
-	ibv_wr_set_sge(x, self->cmr->lkey, (uintptr_t)&res[0], 8);
+	ibv_wr_atomic_fetch_add(x, self->b.smr->rkey, (uintptr_t)target, 23);
+	ibv_wr_set_sge(x, self->b.cmr->lkey, (uintptr_t)&res[0], 8);
 	x->wr_id = 0xe2;
-	ibv_wr_atomic_cmp_swp(x, self->smr->rkey, (uintptr_t)target, 1023,
+	ibv_wr_atomic_cmp_swp(x, self->b.smr->rkey, (uintptr_t)target, 1023,
 			      77);
-	ibv_wr_set_sge(x, self->cmr->lkey, (uintptr_t)&res[1], 8);
+	ibv_wr_set_sge(x, self->b.cmr->lkey, (uintptr_t)&res[1], 8);
 	x->wr_id = 0xe3;
 	/* A compare that fails leaves the target. */
-	ibv_wr_atomic_cmp_swp(x, self->smr->rkey, (uintptr_t)target, 1, 5);
-	ibv_wr_set_sge(x, self->cmr->lkey, (uintptr_t)&res[2], 8);
+	ibv_wr_atomic_cmp_swp(x, self->b.smr->rkey, (uintptr_t)target, 1, 5);
+	ibv_wr_set_sge(x, self->b.cmr->lkey, (uintptr_t)&res[2], 8);
 	ASSERT_EQ(0, ibv_wr_complete(x));
 	expect_wc(_metadata, self->p.cid->send_cq, 0xe1, IBV_WC_FETCH_ADD, 8);
 	expect_wc(_metadata, self->p.cid->send_cq, 0xe2, IBV_WC_COMP_SWAP, 8);
@@ -460,13 +448,13 @@ TEST_F_TIMEOUT(rc, inline_data, 60)
 	expect_wc(_metadata, self->p.cid->send_cq, 0xf1, IBV_WC_SEND, -1);
 	expect_wc(_metadata, self->p.sid->recv_cq, 0x54, IBV_WC_RECV,
 		  sizeof(a));
-	EXPECT_TRUE(same(self->sbuf, sizeof(a), 6));
+	EXPECT_TRUE(same(self->b.sbuf, sizeof(a), 6));
 
 	/* More than max_inline_data: ENOSPC at complete, nothing sent. */
 	ibv_wr_start(x);
 	x->wr_id = 0xf3;
 	ibv_wr_send(x);
-	ibv_wr_set_inline_data(x, self->cbuf,
+	ibv_wr_set_inline_data(x, self->b.cbuf,
 			       self->ca.cap.max_inline_data + 1);
 	EXPECT_EQ(ENOSPC, ibv_wr_complete(x));
 	EXPECT_TRUE(cq_quiet(self->p.cid->send_cq, 300));
@@ -506,22 +494,22 @@ TEST_F_TIMEOUT(rc, inline_data_list, 60)
 	expect_wc(_metadata, self->p.cid->send_cq, 0xf2, IBV_WC_SEND, -1);
 	expect_wc(_metadata, self->p.sid->recv_cq, 0x55, IBV_WC_RECV,
 		  sizeof(a) + sizeof(b));
-	EXPECT_TRUE(same(self->sbuf, sizeof(a), 7));
-	EXPECT_TRUE(same(self->sbuf + sizeof(a), sizeof(b), 8));
+	EXPECT_TRUE(same(self->b.sbuf, sizeof(a), 7));
+	EXPECT_TRUE(same(self->b.sbuf + sizeof(a), sizeof(b), 8));
 }
 
 TEST_F_TIMEOUT(rc, sge_list, 60)
 {
 	struct ibv_qp_ex *x = self->cx;
 	struct ibv_sge sgl[2] = {
-		{ (uintptr_t)self->cbuf, 100, self->cmr->lkey },
-		{ (uintptr_t)self->cbuf + 1000, 156, self->cmr->lkey },
+		{ (uintptr_t)self->b.cbuf, 100, self->b.cmr->lkey },
+		{ (uintptr_t)self->b.cbuf + 1000, 156, self->b.cmr->lkey },
 	};
 
 	if (rxe_list_bug())
 		SKIP(return, "rxe's wr_set_sge_list() miscounts the length");
-	fill(self->cbuf, 100, 12);
-	fill(self->cbuf + 1000, 156, 13);
+	fill(self->b.cbuf, 100, 12);
+	fill(self->b.cbuf + 1000, 156, 13);
 	ASSERT_EQ(0, srv_recv(self, 0x56, 0, 512));
 	ibv_wr_start(x);
 	x->wr_id = 0xf4;
@@ -531,8 +519,8 @@ TEST_F_TIMEOUT(rc, sge_list, 60)
 	ASSERT_EQ(0, ibv_wr_complete(x));
 	expect_wc(_metadata, self->p.cid->send_cq, 0xf4, IBV_WC_SEND, -1);
 	expect_wc(_metadata, self->p.sid->recv_cq, 0x56, IBV_WC_RECV, 256);
-	EXPECT_TRUE(same(self->sbuf, 100, 12));
-	EXPECT_TRUE(same(self->sbuf + 100, 156, 13));
+	EXPECT_TRUE(same(self->b.sbuf, 100, 12));
+	EXPECT_TRUE(same(self->b.sbuf + 100, 156, 13));
 
 	/* More SGEs than max_send_sge: ENOSPC, nothing sent. */
 	ibv_wr_start(x);
@@ -550,14 +538,14 @@ TEST_F_TIMEOUT(rc, batch_and_abort, 60)
 
 	for (i = 0; i < 8; i++)
 		ASSERT_EQ(0, srv_recv(self, 0x100 + i, i * 256, 256));
-	fill(self->cbuf, BUF, 9);
+	fill(self->b.cbuf, BUF, 9);
 	ibv_wr_start(x);
 	for (i = 0; i < 8; i++) {
 		x->wr_id = 0x200 + i;
 		x->wr_flags = IBV_SEND_SIGNALED;
 		ibv_wr_send(x);
-		ibv_wr_set_sge(x, self->cmr->lkey,
-			       (uintptr_t)self->cbuf + i * 256, 256);
+		ibv_wr_set_sge(x, self->b.cmr->lkey,
+			       (uintptr_t)self->b.cbuf + i * 256, 256);
 	}
 	ASSERT_EQ(0, ibv_wr_complete(x));
 	for (i = 0; i < 8; i++) {
@@ -566,7 +554,7 @@ TEST_F_TIMEOUT(rc, batch_and_abort, 60)
 		expect_wc(_metadata, self->p.sid->recv_cq, 0x100 + i,
 			  IBV_WC_RECV, 256);
 	}
-	EXPECT_TRUE(same(self->sbuf, 8 * 256, 9));
+	EXPECT_TRUE(same(self->b.sbuf, 8 * 256, 9));
 
 	/* An aborted batch posts nothing, and the next one works. */
 	ASSERT_EQ(0, srv_recv(self, 0x110, 0, 256));
@@ -574,14 +562,14 @@ TEST_F_TIMEOUT(rc, batch_and_abort, 60)
 	x->wr_id = 0x300;
 	x->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_send(x);
-	ibv_wr_set_sge(x, self->cmr->lkey, (uintptr_t)self->cbuf, 10);
+	ibv_wr_set_sge(x, self->b.cmr->lkey, (uintptr_t)self->b.cbuf, 10);
 	ibv_wr_abort(x);
 	EXPECT_TRUE(cq_quiet(self->p.cid->send_cq, 300));
 	EXPECT_TRUE(cq_quiet(self->p.sid->recv_cq, 10));
 	ibv_wr_start(x);
 	x->wr_id = 0x301;
 	ibv_wr_send(x);
-	ibv_wr_set_sge(x, self->cmr->lkey, (uintptr_t)self->cbuf, 11);
+	ibv_wr_set_sge(x, self->b.cmr->lkey, (uintptr_t)self->b.cbuf, 11);
 	ASSERT_EQ(0, ibv_wr_complete(x));
 	expect_wc(_metadata, self->p.cid->send_cq, 0x301, IBV_WC_SEND, -1);
 	expect_wc(_metadata, self->p.sid->recv_cq, 0x110, IBV_WC_RECV, 11);
@@ -599,8 +587,8 @@ static int write_batch(FIXTURE_DATA(rc) *self, uint32_t n)
 	for (i = 0; i < n; i++) {
 		x->wr_id = i;
 		x->wr_flags = IBV_SEND_SIGNALED;
-		ibv_wr_rdma_write(x, self->smr->rkey, (uintptr_t)self->sbuf);
-		ibv_wr_set_sge(x, self->cmr->lkey, (uintptr_t)self->cbuf, 8);
+		ibv_wr_rdma_write(x, self->b.smr->rkey, (uintptr_t)self->b.sbuf);
+		ibv_wr_set_sge(x, self->b.cmr->lkey, (uintptr_t)self->b.cbuf, 8);
 	}
 	return ibv_wr_complete(x);
 }
@@ -642,22 +630,22 @@ TEST_F_TIMEOUT(rc, bad_lkey, 60)
 	struct ibv_wc wc[2];
 	int ret;
 
-	fill(self->cbuf, 64, 10);
+	fill(self->b.cbuf, 64, 10);
 	ibv_wr_start(x);
 	x->wr_id = 0x401;
 	x->wr_flags = IBV_SEND_SIGNALED;
-	ibv_wr_rdma_write(x, self->smr->rkey, (uintptr_t)self->sbuf);
-	ibv_wr_set_sge(x, self->cmr->lkey, (uintptr_t)self->cbuf, 64);
+	ibv_wr_rdma_write(x, self->b.smr->rkey, (uintptr_t)self->b.sbuf);
+	ibv_wr_set_sge(x, self->b.cmr->lkey, (uintptr_t)self->b.cbuf, 64);
 	x->wr_id = 0x402;
-	ibv_wr_rdma_write(x, self->smr->rkey, (uintptr_t)self->sbuf);
-	ibv_wr_set_sge(x, self->cmr->lkey ^ 0x5a5a00, (uintptr_t)self->cbuf,
+	ibv_wr_rdma_write(x, self->b.smr->rkey, (uintptr_t)self->b.sbuf);
+	ibv_wr_set_sge(x, self->b.cmr->lkey ^ 0x5a5a00, (uintptr_t)self->b.cbuf,
 		       64);
 	ret = ibv_wr_complete(x);
 	if (under_kqp()) {
 		EXPECT_EQ(EINVAL, ret);
 		expect_wc(_metadata, self->p.cid->send_cq, 0x401,
 			  IBV_WC_RDMA_WRITE, -1);
-		EXPECT_TRUE(same(self->sbuf, 64, 10));
+		EXPECT_TRUE(same(self->b.sbuf, 64, 10));
 		EXPECT_TRUE(cq_quiet(self->p.cid->send_cq, 300));
 	} else {
 		EXPECT_EQ(0, ret);
@@ -671,8 +659,7 @@ TEST_F_TIMEOUT(rc, bad_lkey, 60)
 /* UD: a send with immediate data, addressed with ibv_wr_set_ud_addr(). */
 FIXTURE(ud) {
 	struct qp_pair p;
-	char *cbuf, *sbuf;
-	struct ibv_mr *cmr, *smr;
+	struct qp_bufs b;
 	struct ibv_ah *ah;
 };
 
@@ -684,12 +671,7 @@ FIXTURE_TEARDOWN(ud)
 {
 	if (self->ah)
 		ibv_destroy_ah(self->ah);
-	if (self->cmr)
-		ibv_dereg_mr(self->cmr);
-	if (self->smr)
-		ibv_dereg_mr(self->smr);
-	free(self->cbuf);
-	free(self->sbuf);
+	qp_bufs_free(&self->b);
 	qp_pair_close(&self->p);
 }
 
@@ -730,15 +712,9 @@ TEST_F_TIMEOUT(ud, send_imm, 60)
 	sa.cap = (struct ibv_qp_cap){ .max_send_wr = 4, .max_recv_wr = 4,
 				      .max_send_sge = 1, .max_recv_sge = 1 };
 	ASSERT_EQ(0, rdma_create_qp(p->sid, NULL, &sa));
-	self->cbuf = calloc(1, BUF);
-	self->sbuf = calloc(1, BUF);
-	ASSERT_NE(NULL, self->cbuf);
-	ASSERT_NE(NULL, self->sbuf);
-	self->cmr = ibv_reg_mr(p->cid->pd, self->cbuf, BUF, ACCESS_ALL);
-	self->smr = ibv_reg_mr(p->sid->pd, self->sbuf, BUF, ACCESS_ALL);
-	ASSERT_NE(NULL, self->cmr);
-	ASSERT_NE(NULL, self->smr);
-	rsge = (struct ibv_sge){ (uintptr_t)self->sbuf, BUF, self->smr->lkey };
+	ASSERT_EQ(0, qp_bufs_reg(&self->b, p, BUF, ACCESS_ALL))
+		TH_LOG("%s", strerror(errno));
+	rsge = (struct ibv_sge){ (uintptr_t)self->b.sbuf, BUF, self->b.smr->lkey };
 	ASSERT_EQ(0, ibv_post_recv(p->sid->qp, &rwr, &brw));
 	ASSERT_EQ(0, rdma_accept(p->sid, &cp));
 	ev = cm_expect(p->cch, RDMA_CM_EVENT_ESTABLISHED);
@@ -748,13 +724,13 @@ TEST_F_TIMEOUT(ud, send_imm, 60)
 	rdma_ack_cm_event(ev);
 	ASSERT_NE(NULL, self->ah);
 
-	fill(self->cbuf, 200, 11);
+	fill(self->b.cbuf, 200, 11);
 	ibv_wr_start(x);
 	x->wr_id = 0x71;
 	x->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_send_imm(x, htonl(0x777));
 	ibv_wr_set_ud_addr(x, self->ah, ud.qp_num, ud.qkey);
-	ibv_wr_set_sge(x, self->cmr->lkey, (uintptr_t)self->cbuf, 200);
+	ibv_wr_set_sge(x, self->b.cmr->lkey, (uintptr_t)self->b.cbuf, 200);
 	ASSERT_EQ(0, ibv_wr_complete(x));
 	expect_wc(_metadata, p->cid->send_cq, 0x71, IBV_WC_SEND, -1);
 	ASSERT_EQ(1, qp_poll(p->sid->recv_cq, &wc, 1, POLL_MS));
@@ -764,7 +740,7 @@ TEST_F_TIMEOUT(ud, send_imm, 60)
 	EXPECT_TRUE(wc.wc_flags & IBV_WC_WITH_IMM);
 	EXPECT_EQ(htonl(0x777), wc.imm_data);
 	EXPECT_EQ(p->cid->qp->qp_num, wc.src_qp);
-	EXPECT_TRUE(same(self->sbuf + 40, 200, 11));
+	EXPECT_TRUE(same(self->b.sbuf + 40, 200, 11));
 }
 
 /* ibv_query_device_ex(): ibv_query_device()'s, and libibverbs' checks. */
@@ -917,8 +893,7 @@ FIXTURE(cqx) {
 	struct qp_pair p;
 	struct ibv_comp_channel *cch;
 	struct ibv_cq_ex *ccq, *scq;
-	char *cbuf, *sbuf;
-	struct ibv_mr *cmr, *smr;
+	struct qp_bufs b;
 };
 
 FIXTURE_SETUP(cqx)
@@ -927,12 +902,7 @@ FIXTURE_SETUP(cqx)
 
 FIXTURE_TEARDOWN(cqx)
 {
-	if (self->cmr)
-		ibv_dereg_mr(self->cmr);
-	if (self->smr)
-		ibv_dereg_mr(self->smr);
-	free(self->cbuf);
-	free(self->sbuf);
+	qp_bufs_free(&self->b);
 	qp_pair_close(&self->p);
 	if (self->ccq)
 		ibv_destroy_cq(ibv_cq_ex_to_cq(self->ccq));
@@ -988,17 +958,11 @@ TEST_F_TIMEOUT(cqx, poll, 60)
 	qa.send_cq = ibv_cq_ex_to_cq(self->scq);
 	qa.recv_cq = ibv_cq_ex_to_cq(self->scq);
 	ASSERT_EQ(0, rdma_create_qp(p->sid, NULL, &qa));
-	self->cbuf = calloc(1, BUF);
-	self->sbuf = calloc(1, BUF);
-	ASSERT_NE(NULL, self->cbuf);
-	ASSERT_NE(NULL, self->sbuf);
-	self->cmr = ibv_reg_mr(p->cid->pd, self->cbuf, BUF, ACCESS_ALL);
-	self->smr = ibv_reg_mr(p->sid->pd, self->sbuf, BUF, ACCESS_ALL);
-	ASSERT_NE(NULL, self->cmr);
-	ASSERT_NE(NULL, self->smr);
+	ASSERT_EQ(0, qp_bufs_reg(&self->b, p, BUF, ACCESS_ALL))
+		TH_LOG("%s", strerror(errno));
 	for (i = 0; i < 3; i++) {
-		sge = (struct ibv_sge){ (uintptr_t)self->sbuf + i * 512, 512,
-					self->smr->lkey };
+		sge = (struct ibv_sge){ (uintptr_t)self->b.sbuf + i * 512, 512,
+					self->b.smr->lkey };
 		rwr = (struct ibv_recv_wr){ .wr_id = 0x80 + i, .sg_list = &sge,
 					    .num_sge = 1 };
 		ASSERT_EQ(0, ibv_post_recv(p->sid->qp, &rwr, &brw));
@@ -1008,10 +972,10 @@ TEST_F_TIMEOUT(cqx, poll, 60)
 	ASSERT_EQ(0, cm_expect_ack(p->sch, RDMA_CM_EVENT_ESTABLISHED));
 
 	ASSERT_EQ(0, ibv_req_notify_cq(ibv_cq_ex_to_cq(self->ccq), 0));
-	fill(self->cbuf, BUF, 14);
+	fill(self->b.cbuf, BUF, 14);
 	for (i = 0; i < 3; i++) {
-		sge = (struct ibv_sge){ (uintptr_t)self->cbuf + i * 512,
-					100 + i, self->cmr->lkey };
+		sge = (struct ibv_sge){ (uintptr_t)self->b.cbuf + i * 512,
+					100 + i, self->b.cmr->lkey };
 		swr = (struct ibv_send_wr){
 			.wr_id = 0x90 + i, .sg_list = &sge, .num_sge = 1,
 			.opcode = i == 1 ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
@@ -1070,8 +1034,8 @@ TEST_F_TIMEOUT(cqx, poll, 60)
 			EXPECT_EQ(i == 1, !!(got[i].wc_flags & IBV_WC_WITH_IMM));
 			if (i == 1)
 				EXPECT_EQ(htonl(0x4242), got[i].imm_data);
-			EXPECT_EQ(0, memcmp(self->sbuf + i * 512,
-					    self->cbuf + i * 512, 100 + i));
+			EXPECT_EQ(0, memcmp(self->b.sbuf + i * 512,
+					    self->b.cbuf + i * 512, 100 + i));
 		}
 		/*
 		 * ibv_create_cq_ex(3): end_poll is due after next_poll's
@@ -1087,11 +1051,11 @@ TEST_F_TIMEOUT(cqx, poll, 60)
 	}
 
 	/* One more, read with ibv_poll_cq() on the same extended CQ. */
-	sge = (struct ibv_sge){ (uintptr_t)self->sbuf, 512, self->smr->lkey };
+	sge = (struct ibv_sge){ (uintptr_t)self->b.sbuf, 512, self->b.smr->lkey };
 	rwr = (struct ibv_recv_wr){ .wr_id = 0x8f, .sg_list = &sge,
 				    .num_sge = 1 };
 	ASSERT_EQ(0, ibv_post_recv(p->sid->qp, &rwr, &brw));
-	sge = (struct ibv_sge){ (uintptr_t)self->cbuf, 7, self->cmr->lkey };
+	sge = (struct ibv_sge){ (uintptr_t)self->b.cbuf, 7, self->b.cmr->lkey };
 	swr = (struct ibv_send_wr){ .wr_id = 0x9f, .sg_list = &sge,
 				    .num_sge = 1, .opcode = IBV_WR_SEND };
 	ASSERT_EQ(0, ibv_post_send(p->cid->qp, &swr, &bsw));

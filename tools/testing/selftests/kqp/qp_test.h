@@ -168,6 +168,39 @@ static inline int qp_pair_connect(struct qp_pair *p, uint16_t port)
 	return qp_pair_connect_with(p, port, NULL, NULL);
 }
 
+/*
+ * A buffer on each side of a qp_pair (c: the client's, s: the server's),
+ * zeroed, and registered on its side's PD with @access.
+ */
+struct qp_bufs {
+	char *cbuf, *sbuf;
+	struct ibv_mr *cmr, *smr;
+};
+
+/* 0 on success; -1 with errno otherwise (qp_bufs_free() still cleans up). */
+static inline int qp_bufs_reg(struct qp_bufs *b, const struct qp_pair *p,
+			      size_t len, int access)
+{
+	b->cbuf = calloc(1, len);
+	b->sbuf = calloc(1, len);
+	if (!b->cbuf || !b->sbuf)
+		return -1;
+	b->cmr = ibv_reg_mr(p->cid->pd, b->cbuf, len, access);
+	b->smr = ibv_reg_mr(p->sid->pd, b->sbuf, len, access);
+	return b->cmr && b->smr ? 0 : -1;
+}
+
+static inline void qp_bufs_free(struct qp_bufs *b)
+{
+	if (b->cmr)
+		ibv_dereg_mr(b->cmr);
+	if (b->smr)
+		ibv_dereg_mr(b->smr);
+	free(b->cbuf);
+	free(b->sbuf);
+	memset(b, 0, sizeof(*b));
+}
+
 static inline void qp_pair_close(struct qp_pair *p)
 {
 	if (p->cid) {
