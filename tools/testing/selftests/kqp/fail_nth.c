@@ -581,32 +581,41 @@ static void done_migrate(struct sweep *s)
 	close(s->fd2);
 }
 
-static int call_post(struct sweep *s)
+/*
+ * One receive of 64 bytes posted with @req to @target (a QP or an SRQ),
+ * its MR on @pd made in the window too: one more path.
+ */
+static int post_one_recv(struct sweep *s, unsigned long req, __u32 target,
+			 __u32 pd)
 {
 	struct {
 		struct kqp_recv_wr wr;
 		struct kqp_sge sge;
 	} w = { .wr = { .num_sge = 1 } };
-	struct kqp_post p = { .size = sizeof(p), .qp = s->cq_out.out_qp,
-			      .count = 1, .wrs = (uintptr_t)&w,
-			      .wrs_len = sizeof(w) };
+	struct kqp_post p = { .size = sizeof(p), .qp = target, .count = 1,
+			      .wrs = (uintptr_t)&w, .wrs_len = sizeof(w) };
 	struct kqp_reg_mr r = {
-		.size = sizeof(r), .pd = s->cq_out.out_pd,
+		.size = sizeof(r), .pd = pd,
 		.access = IBV_ACCESS_LOCAL_WRITE,
 		.addr = (uintptr_t)s->buf, .iova = (uintptr_t)s->buf,
 		.length = 4096,
 	};
 	int ret;
 
-	/* The MR is made in the window too: one more path. */
 	ret = xioctl(s->fd, KQP_IOCTL_REG_MR, &r);
 	if (ret)
 		return ret;
 	s->mr = r.out_mr;
 	w.sge = (struct kqp_sge){ (uintptr_t)s->buf, 64, r.out_lkey };
-	ret = xioctl(s->fd, KQP_IOCTL_POST_RECV, &p);
+	ret = xioctl(s->fd, req, &p);
 	undo_mr(s);
 	return ret;
+}
+
+static int call_post(struct sweep *s)
+{
+	return post_one_recv(s, KQP_IOCTL_POST_RECV, s->cq_out.out_qp,
+			     s->cq_out.out_pd);
 }
 
 static int call_create_srq(struct sweep *s)
@@ -644,28 +653,7 @@ static void done_pd_srq(struct sweep *s)
 /* A receive posted to an SRQ, with its MR made in the window too. */
 static int call_post_srq(struct sweep *s)
 {
-	struct {
-		struct kqp_recv_wr wr;
-		struct kqp_sge sge;
-	} w = { .wr = { .num_sge = 1 } };
-	struct kqp_post p = { .size = sizeof(p), .qp = s->srq, .count = 1,
-			      .wrs = (uintptr_t)&w, .wrs_len = sizeof(w) };
-	struct kqp_reg_mr r = {
-		.size = sizeof(r), .pd = s->pd,
-		.access = IBV_ACCESS_LOCAL_WRITE,
-		.addr = (uintptr_t)s->buf, .iova = (uintptr_t)s->buf,
-		.length = 4096,
-	};
-	int ret;
-
-	ret = xioctl(s->fd, KQP_IOCTL_REG_MR, &r);
-	if (ret)
-		return ret;
-	s->mr = r.out_mr;
-	w.sge = (struct kqp_sge){ (uintptr_t)s->buf, 64, r.out_lkey };
-	ret = xioctl(s->fd, KQP_IOCTL_POST_SRQ_RECV, &p);
-	undo_mr(s);
-	return ret;
+	return post_one_recv(s, KQP_IOCTL_POST_SRQ_RECV, s->srq, s->pd);
 }
 
 /* ibv_create_qp() with an SRQ: PD, CQ and SRQ given. */
