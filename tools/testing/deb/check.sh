@@ -4,7 +4,8 @@
 # check.sh TAPDIR: make check's package step (tools/testing/check.sh, as
 # root, before the guests).  Builds the packages (make deb), runs lintian
 # on them, installs them with apt-get, checks that dkms built and
-# installed kqp.ko for the bench kernels 6.1 and 6.12, builds a program
+# installed kqp.ko for the bench kernels 6.1 and 6.12, and does so again
+# for a kernel installed later (dkms's kernel hook), builds a program
 # with pkg-config against the installed libkqp-dev, runs
 # tools/testing/deb/guest.sh in a 6.12 guest (the installed module and
 # library; results in build/vm/6.12-deb, not the suite's build/vm/6.12),
@@ -127,6 +128,27 @@ for k in 6.1 6.12; do
 	grep -q kqp_create_qp "/var/lib/dkms/kqp/$version/$KVER/x86_64/Module.symvers" 2> /dev/null
 	tap $? "dkms kept kqp's Module.symvers for $KVER, for kernel ULPs"
 done
+
+# A kernel installed or upgraded later: its package's postinst runs
+# /etc/kernel/postinst.d/dkms, which must build kqp.ko for it (dkms.conf's
+# AUTOINSTALL).  6.1 stands for it, its kqp.ko removed first.
+upgrade() {
+	local kver=$1
+	dkms remove -m kqp -v "$version" -k "$kver" > "$work/upgrade.log" 2>&1 &&
+		[ ! -e "/lib/modules/$kver/updates/dkms/kqp.ko" ] &&
+		[ ! -e "/lib/modules/$kver/updates/dkms/kqp.ko.xz" ] &&
+		/etc/kernel/postinst.d/dkms "$kver" >> "$work/upgrade.log" 2>&1 &&
+		dkms status -m kqp -v "$version" -k "$kver" | grep -q ': installed' &&
+		ls "/lib/modules/$kver/updates/dkms/"kqp.ko* > /dev/null 2>&1
+}
+if info=$("$vm/kernel-info.sh" 6.1); then
+	eval "$info"
+	upgrade "$KVER"
+	rc=$?
+	[ $rc -eq 0 ] || show "$work/upgrade.log"
+	tap $rc "a kernel installed later (6.1, kqp.ko removed first): /etc/kernel/postinst.d/dkms builds kqp.ko for it"
+	elapsed "kernel upgrade"
+fi
 
 # A program built against the installed libkqp-dev, the way a user would.
 mv=$(env -u PKG_CONFIG_PATH pkg-config --modversion kqp 2>&1)
