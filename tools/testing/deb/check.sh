@@ -30,7 +30,7 @@ start=$(date +%s)
 
 rm -rf "$work"
 mkdir -p "$work" "$tapdir"
-rm -f "$tapdir"/deb*.tap
+rm -f "$tapdir"/deb*.tap "$tapdir"/deb*.rc
 : > "$out"
 n=0
 tap() {
