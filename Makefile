@@ -14,6 +14,8 @@
 #                             asked (FUZZ_SECONDS, FUZZ_CALLS, FUZZ_SEED, ...)
 #   make deps                 install what the build and the bench need (apt)
 #   make install | install-lib | install-man | uninstall
+#   make deb                  Debian packages kqp-dkms, libkqp1, libkqp-dev
+#                             in build/deb (debian/, dpkg-buildpackage)
 
 VERSION := 0.1.0
 PREFIX ?= /usr/local
@@ -34,7 +36,7 @@ MODDIR ?=
 export KERNELS PAIR_KERNELS VERSION
 
 .PHONY: all module lib selftests bench check pair demo deps fuzz install \
-	install-lib install-man uninstall clean clean-module
+	install-lib install-man uninstall clean clean-module deb
 
 all: module lib
 
@@ -103,6 +105,18 @@ uninstall:
 	rm -f $(DESTDIR)$(MANDIR)/man7/kqp.7
 	$(MAKE) -C lib uninstall DESTDIR=$(DESTDIR) LIBDIR=$(LIBDIR) \
 		INCLUDEDIR=$(INCLUDEDIR) PKGCONFIGDIR=$(PKGCONFIGDIR)
+
+# Built in a copy of the tree under build/deb, so that neither the build
+# nor dpkg-buildpackage's output (written to the parent directory) lands
+# in the sources; the copy goes afterwards, the packages stay.
+DEB_SRC = build/deb/kqp-$(VERSION)
+deb:
+	rm -rf build/deb
+	mkdir -p $(DEB_SRC)
+	tar -c --exclude=./build --exclude=./.git --exclude='*.o' \
+		--exclude='*.ko' . | tar -x -C $(DEB_SRC)
+	cd $(DEB_SRC) && dpkg-buildpackage -us -uc -b
+	rm -rf $(DEB_SRC)
 
 clean-module:
 	rm -rf kernel/*.o kernel/.*.cmd .*.cmd *.o .module-common.o *.ko \

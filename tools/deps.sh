@@ -3,8 +3,9 @@
 #
 # Install, with apt, everything kqp's build and test bench need on Debian
 # bookworm: the test kernels with headers (6.1, 6.12, 6.12 PREEMPT_RT),
-# QEMU, the guest's tools, rdma-core's peers and headers, dkms, and the
-# kernel source the debug kernel and the kselftest harness come from.
+# QEMU, the guest's tools, rdma-core's peers and headers, dkms, debhelper
+# and lintian for the packages, and the kernel source the debug kernel and
+# the kselftest harness come from.
 set -euo pipefail
 
 pkgs=(
@@ -21,6 +22,8 @@ pkgs=(
 	libibverbs-dev librdmacm-dev
 	# building and installing
 	build-essential pkg-config dkms
+	# make deb, and make check's look at the packages
+	debhelper dh-dkms lintian
 )
 
 if [ "$(id -u)" -ne 0 ]; then

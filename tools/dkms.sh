@@ -1,7 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-# dkms.sh install|uninstall|check VERSION
+# dkms.sh install|uninstall|check|sources VERSION [DEST]
+#   sources    copy the module's sources, as install does, to DEST (the
+#              kqp-dkms package's /usr/src/kqp-VERSION: debian/rules)
 #   install    copy the module's sources (with include/linux/kqp.h, the
 #              kernel API's header) to /usr/src/kqp-VERSION and dkms
 #              install them for the running kernel (or every kernel with
@@ -13,8 +15,9 @@
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-action=${1:?usage: dkms.sh install|uninstall|check VERSION}
-version=${2:?usage: dkms.sh install|uninstall|check VERSION}
+usage="usage: dkms.sh install|uninstall|check VERSION | sources VERSION DEST"
+action=${1:?$usage}
+version=${2:?$usage}
 
 # What dkms needs to build the module, and nothing else.
 copy_sources() {
@@ -26,6 +29,9 @@ copy_sources() {
 }
 
 case "$action" in
+sources)
+	copy_sources "${3:?$usage}"
+	;;
 install)
 	src=/usr/src/kqp-$version
 	rm -rf "$src"

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
 # make check: the whole kqp suite.  Host-side tests first (the build, dkms,
-# libkqp's symbols against rdma-core's, the library without a module),
+# libkqp's symbols against rdma-core's, the library without a module, the
+# Debian packages with their own 6.12 guest: tools/testing/deb/check.sh),
 # then the VM suite on every kernel in $KERNELS, and on those of them in
 # $PAIR_KERNELS the two-guest tests too (run.sh --pair).  The last line is
 # "N passed, N failed", summed over all of it; the exit status is non-zero
@@ -18,12 +19,14 @@ VERSION=${VERSION:-$(sed -n 's/^VERSION := //p' "$top/Makefile")}
 missing() {
 	local c
 	for c in qemu-system-x86_64 busybox modprobe cpio xz rdma ibv_devices \
-		 rping dkms pkg-config bc flex bison gcc make; do
+		 rping dkms pkg-config bc flex bison gcc make dpkg-buildpackage \
+		 dh lintian; do
 		command -v "$c" > /dev/null || { echo "$c"; return 0; }
 	done
 	for c in /usr/src/linux-source-6.12.tar.xz \
 		 /usr/include/infiniband/verbs.h /usr/include/rdma/rdma_cma.h \
-		 /usr/include/libelf.h /usr/include/openssl/ssl.h; do
+		 /usr/include/libelf.h /usr/include/openssl/ssl.h \
+		 /usr/bin/dh_dkms; do
 		[ -e "$c" ] || { echo "$c"; return 0; }
 	done
 	"$vm/kernel-info.sh" 6.1 > /dev/null 2>&1 || { echo "6.1 kernel"; return 0; }
@@ -71,6 +74,16 @@ if [ ! -e /dev/kqp ] && [ -x "$top/build/selftests/lib_device" ]; then
 		> "$host/tap/lib-no-module.tap" 2>&1
 	echo $? > "$host/tap/lib-no-module.rc"
 fi
+
+# The Debian packages: built, lintian, installed on the host, used in a
+# 6.12 guest (its results in build/vm/6.12-deb), purged.
+echo "check: the Debian packages (make deb, lintian, install, a 6.12 guest, purge)"
+deb_start=$(date +%s)
+"$top/tools/testing/deb/check.sh" "$host/tap" > "$host/deb.log" 2>&1
+[ -s "$host/tap/deb.tap" ] ||
+	printf 'not ok 1 the package check ran\n1..1\n' > "$host/tap/deb.tap"
+grep -E '^(not )?ok' "$host/tap/deb.tap"
+echo "check: packages took $(( $(date +%s) - deb_start )) s"
 
 read -r hp hf hs < <("$vm/tapsum.sh" "$host"/tap/*.tap)
 echo "host: $hp passed, $hf failed"

@@ -15,6 +15,10 @@
 # across two hosts.  Results in build/vm/NAME-pair/ (out/a, out/b, and
 # out/rv where the guests meet); each guest's log is judged as one
 # guest's is.
+#
+# KQP_VM_DIR=DIR: results in build/vm/DIR instead of build/vm/NAME, for a
+# --script run that must not overwrite the suite's results on NAME (make
+# check's package step, tools/testing/deb/check.sh).
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -54,8 +58,8 @@ fi
 info=$("$here/kernel-info.sh" "$name") || exit 1
 eval "$info"
 
-work=$repo/build/vm/$name
-[ "$mode" = pair ] && work=$repo/build/vm/$name-pair
+work=$repo/build/vm/${KQP_VM_DIR:-$name}
+[ "$mode" = pair ] && work=$repo/build/vm/${KQP_VM_DIR:-$name-pair}
 out=$work/out
 mkdir -p "$work"
 rm -rf "$out"
