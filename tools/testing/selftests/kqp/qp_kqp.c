@@ -332,6 +332,116 @@ TEST_F_TIMEOUT(cm, ring_full_loses_nothing, 90)
 	EXPECT_EQ(0, rdma_destroy_id(id));
 }
 
+/*
+ * The ring fills again and again while completions still arrive, so that
+ * KQP_IOCTL_FLUSH_CQ runs while the poller does: sends of 8 are posted
+ * whenever no more than 12 receives are outstanding, so up to 20 are,
+ * more than the ring's 16 and fewer than the ring and rxe's CQ of 15
+ * hold together (past that rxe would fail the QP), and the consumer
+ * empties the ring between sends.  Every receive must come out, in
+ * order, once; one left in the kernel CQ unarmed never would (seen on
+ * PREEMPT_RT, where the poller can be preempted between its drain and
+ * irq_poll_complete()).
+ */
+TEST_F_TIMEOUT(cm, ring_full_often_loses_nothing, 120)
+{
+	enum { N = 1024, BATCH = 8, RING = 16 };
+	struct sockaddr_in sin = cm_addr(self->port);
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = BATCH, .max_recv_wr = N,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_ah_attr ah_attr = { .is_global = 1, .port_num = 1 };
+	struct pollfd pfd = { .events = POLLIN };
+	static char buf[N][64];
+	struct ibv_recv_wr rwr = { .num_sge = 1 }, *brw;
+	struct ibv_send_wr swr = { .num_sge = 0 }, *bsw;
+	struct ibv_async_event aev;
+	struct ibv_wc wc[RING];
+	struct ibv_cq *rcq, *scq;
+	struct rdma_cm_id *id;
+	struct ibv_sge sge;
+	struct ibv_mr *mr;
+	struct ibv_ah *ah;
+	int i, k, n, sent = 0, got = 0, bad = 0, overflows = 0;
+	long long end;
+
+	ASSERT_EQ(0, rdma_create_id(self->cch, &id, NULL, RDMA_PS_UDP));
+	ASSERT_EQ(0, rdma_bind_addr(id, (struct sockaddr *)&sin));
+	rcq = ibv_create_cq(id->verbs, 8, NULL, NULL, 0);
+	scq = ibv_create_cq(id->verbs, 2 * BATCH, NULL, NULL, 0);
+	ASSERT_NE(NULL, rcq);
+	ASSERT_NE(NULL, scq);
+	attr.recv_cq = rcq;
+	attr.send_cq = scq;
+	ASSERT_EQ(0, rdma_create_qp(id, NULL, &attr));
+	mr = ibv_reg_mr(id->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NE(NULL, mr);
+	rwr.sg_list = &sge;
+	for (i = 0; i < N; i++) {
+		sge = (struct ibv_sge){ (uintptr_t)buf[i], 64, mr->lkey };
+		rwr.wr_id = i;
+		ASSERT_EQ(0, ibv_post_recv(id->qp, &rwr, &brw));
+	}
+	ah_attr.grh.dgid = id->route.addr.addr.ibaddr.sgid;
+	ah_attr.grh.sgid_index = qp_gid_index(id->verbs, 1, &ah_attr.grh.dgid);
+	ah_attr.grh.hop_limit = 64;
+	ah = ibv_create_ah(id->pd, &ah_attr);
+	ASSERT_NE(NULL, ah);
+	swr.opcode = IBV_WR_SEND;
+	swr.send_flags = IBV_SEND_SIGNALED;
+	swr.wr.ud.ah = ah;
+	swr.wr.ud.remote_qpn = id->qp->qp_num;
+	swr.wr.ud.remote_qkey = RDMA_UDP_QKEY;
+
+	end = qp_now_ms() + 60000;
+	while (got < N && qp_now_ms() < end) {
+		if (sent < N && sent - got <= 12) {
+			for (k = 0; k < BATCH; k++) {
+				swr.wr_id = sent + k;
+				ASSERT_EQ(0, ibv_post_send(id->qp, &swr, &bsw));
+			}
+			sent += BATCH;
+			ASSERT_EQ(BATCH, qp_poll(scq, wc, BATCH, 20000));
+			for (k = 0; k < BATCH; k++)
+				ASSERT_EQ(IBV_WC_SUCCESS, wc[k].status);
+		}
+		n = ibv_poll_cq(rcq, RING, wc);
+		ASSERT_LE(0, n);
+		for (k = 0; k < n; k++, got++) {
+			if (wc[k].status != IBV_WC_SUCCESS ||
+			    wc[k].wr_id != (uint64_t)got)
+				bad++;
+		}
+		if (!n)
+			usleep(100);
+	}
+	TH_LOG("%d of %d receives out, %d out of order or failed", got, N,
+	       bad);
+	EXPECT_EQ(N, got);
+	EXPECT_EQ(0, bad);
+	EXPECT_EQ(0, ibv_poll_cq(rcq, 1, wc));
+
+	/* Every overflow said so once; read and ack them all. */
+	pfd.fd = id->verbs->async_fd;
+	while (poll(&pfd, 1, 100) == 1 &&
+	       !ibv_get_async_event(id->verbs, &aev)) {
+		EXPECT_EQ(IBV_EVENT_CQ_ERR, aev.event_type);
+		overflows++;
+		ibv_ack_async_event(&aev);
+	}
+	TH_LOG("%d overflows", overflows);
+	EXPECT_LT(0, overflows);
+
+	EXPECT_EQ(0, ibv_destroy_ah(ah));
+	rdma_destroy_qp(id);
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
+	EXPECT_EQ(0, ibv_destroy_cq(rcq));
+	EXPECT_EQ(0, ibv_destroy_cq(scq));
+	EXPECT_EQ(0, rdma_destroy_id(id));
+}
+
 struct destroy_qp_bg {
 	struct rdma_cm_id *id;
 	int done;
