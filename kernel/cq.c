@@ -20,7 +20,11 @@
  * The ring never drops a completion.  When it is full the handler stops
  * polling: the completions stay in the kernel CQ, the ring says
  * KQP_CQ_RING_OVERFLOW and an IBV_EVENT_CQ_ERR async event is queued.  A
- * consumer that made room calls KQP_IOCTL_FLUSH_CQ to resume.
+ * consumer that made room calls KQP_IOCTL_FLUSH_CQ to resume: it moves
+ * what it can into the ring at once, and schedules the poller for the
+ * rest.  Past its first arm at creation, before any QP can use it, only
+ * the poller arms the kernel CQ, after irq_poll_complete(), and only
+ * while the ring is not marked full (kqp_cq_poll() says why).
  *
  * The ring is kernel memory charged to the caller's memory cgroup, as
  * io_uring's rings are.  Its mapping is not inherited by a child at
@@ -174,18 +178,16 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 
 /*
  * Poll the kernel CQ into the ring; with cq->lock held.  Returns how many
- * completions were polled; true in *@more when the budget ran out first,
- * and in *@arm when the kernel CQ was emptied and is to be armed.  A ring
- * that filled leaves it unarmed until KQP_IOCTL_FLUSH_CQ.
+ * completions were polled; true in *@more when the budget ran out first.
+ * A ring that filled is marked KQP_CQ_RING_OVERFLOW, and the kernel CQ
+ * stays unarmed until KQP_IOCTL_FLUSH_CQ.
  */
-static int kqp_cq_drain(struct kqp_cq *cq, int budget, bool *more,
-			bool *arm)
+static int kqp_cq_drain(struct kqp_cq *cq, int budget, bool *more)
 {
 	bool full;
 	int done;
 
 	*more = false;
-	*arm = false;
 	done = kqp_cq_produce(cq, budget, &full);
 	if (full) {
 		if (!(cq->ring_flags & KQP_CQ_RING_OVERFLOW)) {
@@ -199,8 +201,6 @@ static int kqp_cq_drain(struct kqp_cq *cq, int budget, bool *more,
 	}
 	if (done >= budget)
 		*more = true;
-	else
-		*arm = true;
 	return done;
 }
 
@@ -218,16 +218,19 @@ static bool kqp_cq_arm(struct kqp_cq *cq)
 					IB_CQ_REPORT_MISSED_EVENTS) > 0;
 }
 
-/* The softirq poller: the only path from the kernel CQ to the ring. */
+/*
+ * The softirq poller, and the only one to arm the kernel CQ.  With
+ * KQP_IOCTL_FLUSH_CQ, the only paths from the kernel CQ to the ring.
+ */
 static int kqp_cq_poll(struct irq_poll *iop, int budget)
 {
 	struct kqp_cq *cq = container_of(iop, struct kqp_cq, iop);
-	bool more, arm, missed;
+	bool more, missed = false;
 	u64 dt;
 	int done;
 
 	spin_lock(&cq->lock);
-	done = kqp_cq_drain(cq, budget, &more, &arm);
+	done = kqp_cq_drain(cq, budget, &more);
 	if (done) {
 		/* From the callback to the entries being in the ring. */
 		dt = ktime_get_ns() - READ_ONCE(cq->cb_ns);
@@ -248,17 +251,25 @@ static int kqp_cq_poll(struct irq_poll *iop, int budget)
 	 * callback came between arming and irq_poll_complete() would find
 	 * the poller still scheduled, be dropped there, and then wait in
 	 * the kernel CQ for good.  One that arrives before the arm is
-	 * reported as missed instead.  The CQ outlives this: its hardware
-	 * goes only after cq->dying is set under cq->lock, and its memory
-	 * after an RCU grace period, which this softirq holds off.
+	 * reported as missed instead.
+	 *
+	 * Whether to arm is decided now, under the lock, not from the drain
+	 * above: a ring that was full then may have been flushed since
+	 * (KQP_IOCTL_FLUSH_CQ), whose irq_poll_sched() found this poller
+	 * still scheduled and did nothing.  Deciding from the drain left
+	 * such a CQ unarmed with completions arriving, for good (seen on
+	 * PREEMPT_RT, where this softirq can be preempted right here).
+	 *
+	 * The CQ outlives this: its hardware goes only after cq->dying is
+	 * set under cq->lock, and its memory after an RCU grace period,
+	 * which this softirq holds off.
 	 */
-	if (arm) {
-		spin_lock(&cq->lock);
+	spin_lock(&cq->lock);
+	if (!(cq->ring_flags & KQP_CQ_RING_OVERFLOW))
 		missed = kqp_cq_arm(cq);
-		spin_unlock(&cq->lock);
-		if (missed)
-			irq_poll_sched(iop);
-	}
+	spin_unlock(&cq->lock);
+	if (missed)
+		irq_poll_sched(iop);
 	return done;
 }
 
@@ -674,24 +685,24 @@ int kqp_flush_cq_ioctl(struct kqp_ucmd *ucmd)
 	} else {
 		bool more = false;
 
+		bool sched = false;
+
 		/* In the caller's context, so the room it made is used now. */
 		spin_lock_bh(&cq->lock);
 		if (cq->ring_flags & KQP_CQ_RING_OVERFLOW) {
-			bool arm;
-
 			kqp_cq_set_ring_flags(cq, cq->ring_flags &
 						  ~KQP_CQ_RING_OVERFLOW);
-			kqp_cq_drain(cq, cq->entries, &more, &arm);
+			kqp_cq_drain(cq, cq->entries, &more);
 			/*
-			 * The poller is not scheduled (it left the CQ
-			 * unarmed), or it runs after this and polls what
-			 * arrives now.
+			 * Unless the ring filled again, the poller polls
+			 * what is left and arms the CQ: only it arms (see
+			 * kqp_cq_poll()).  If it is running already, it
+			 * arms after this, as the flag is now clear.
 			 */
-			if (arm && kqp_cq_arm(cq))
-				more = true;
+			sched = !(cq->ring_flags & KQP_CQ_RING_OVERFLOW);
 		}
 		spin_unlock_bh(&cq->lock);
-		if (more)
+		if (sched)
 			irq_poll_sched(&cq->iop);
 	}
 	up_read(&kdev->hw_rwsem);
