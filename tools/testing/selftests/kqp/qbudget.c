@@ -15,6 +15,8 @@
 
 #define BUDGET		"4194304"	/* 4 MiB */
 #define HUGE_DEPTH	65536		/* well over 4 MiB for any queue */
+#define CQ_BUDGET	"1048576"	/* 1 MiB */
+#define CQ_DEPTH	8192		/* well over 1 MiB */
 #define SMALL_DEPTH	16
 #define FILL_DEPTH	1024		/* a few hundred KiB per queue */
 #define MAX_QUEUES	64
@@ -145,12 +147,16 @@ FIXTURE_TEARDOWN(qbudget)
 	param_write("max_queue_bytes", self->saved);
 }
 
-/* A CQ past the budget is refused before it exists. */
+/*
+ * A CQ past the budget is refused before it exists.  rxe's max_cqe is
+ * below HUGE_DEPTH (EINVAL): a smaller budget and a depth it takes.
+ */
 TEST_F(qbudget, cq)
 {
 	uint32_t cq;
 
-	EXPECT_EQ(ENOMEM, create_cq(self->fd, self->dev, HUGE_DEPTH, &cq));
+	ASSERT_EQ(0, param_write("max_queue_bytes", CQ_BUDGET));
+	EXPECT_EQ(ENOMEM, create_cq(self->fd, self->dev, CQ_DEPTH, &cq));
 	EXPECT_EQ(self->cqs, objects_live("cqs"));
 	ASSERT_EQ(0, create_cq(self->fd, self->dev, SMALL_DEPTH, &cq));
 	EXPECT_EQ(self->cqs + 1, objects_live("cqs"));
