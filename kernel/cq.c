@@ -408,11 +408,16 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 	ret = kqp_object_reserve(uctx, &cq->vobj.obj, KQP_OBJ_CQ);
 	if (ret)
 		goto err_free;
+	/* Within max_queue_bytes before the device allocates anything. */
+	ret = kqp_queue_charge(uctx, &cq->vobj, kqp_cq_queue_bytes(cqe),
+			       false);
+	if (ret)
+		goto err_release;
 
 	lockdep_assert_held_read(&kdev->hw_rwsem);
 	ret = kqp_vobj_charge(&cq->vobj, uctx, kdev);
 	if (ret)
-		goto err_release;
+		goto err_queue;
 	/* The depth asked for, as uverbs asks: the device may round it up. */
 	attr.cqe = cqe;
 	attr.comp_vector = comp_vector;
@@ -432,6 +437,12 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 		ret = -EINVAL;
 		goto err_destroy;
 	}
+	/* A device that rounded up is charged what it made. */
+	ret = kqp_queue_charge(uctx, &cq->vobj,
+			       max(cq->vobj.queue_bytes,
+				   kqp_cq_queue_bytes(ibcq->cqe)), false);
+	if (ret)
+		goto err_destroy;
 
 	/*
 	 * At least as many entries as the kernel CQ can hold, so a consumer
@@ -465,6 +476,8 @@ err_destroy:
 	freeable = kqp_cq_destroy_ib(cq, ibcq);
 err_uncharge:
 	kqp_vobj_uncharge(&cq->vobj);
+err_queue:
+	kqp_queue_uncharge(uctx, &cq->vobj);
 err_release:
 	kqp_object_release_id(uctx, &cq->vobj.obj);
 err_free:
@@ -498,6 +511,7 @@ static void kqp_cq_free(struct kqp_ucontext *uctx, struct kqp_cq *cq,
 	kqp_object_release_id(uctx, &cq->vobj.obj);
 	kqp_device_put(kdev);
 	vfree(cq->ring);
+	kqp_queue_uncharge(uctx, &cq->vobj);
 	/* The device may still hand it to the handlers. */
 	if (cq->abandoned)
 		return;

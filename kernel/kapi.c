@@ -14,6 +14,10 @@
  * DEVICE_REMOVAL, which it does before it lets the device go, and the
  * default PD goes with the last of them.  Removal marks the device dead
  * first, under its hw_rwsem, so that nothing new is allocated on it.
+ *
+ * Nothing here counts against max_objects or max_queue_bytes: those bound
+ * what a user makes through /dev/kqp, and a kernel caller has no user.
+ * Its CQs are ib_alloc_cq()'s and its QPs rdma_cm's, as for any ULP.
  */
 #include <linux/debugfs.h>
 #include <linux/kqp.h>

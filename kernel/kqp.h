@@ -29,6 +29,7 @@
 extern unsigned int kqp_max_backlog;
 extern unsigned int kqp_max_objects;
 extern unsigned long kqp_max_mr_bytes;
+extern unsigned long kqp_max_queue_bytes;
 extern unsigned int kqp_max_mcast;
 
 /*
@@ -279,6 +280,9 @@ void kqp_users_exit(void);
  *	on @kdev->objects and read under its lock: who owns it, for
  *	/sys/kernel/debug/kqp/resources (ib_core reports kqp's objects as
  *	the kernel's own; see kqp_device_resources_show())
+ * @queue_bytes: for a CQ, QP or SRQ, what it is charged against its
+ *	user's max_queue_bytes (kqp_queue_charge()); changed only by
+ *	whoever builds, resizes (post_mutex for an SRQ) or frees it
  */
 struct kqp_vobj {
 	struct kqp_object obj;
@@ -289,6 +293,7 @@ struct kqp_vobj {
 	struct kqp_ucontext *uctx;
 	struct rdma_cgroup *cg;
 	struct pid *owner;
+	u64 queue_bytes;
 };
 
 int kqp_vobj_charge(struct kqp_vobj *vobj, struct kqp_ucontext *uctx,
@@ -296,6 +301,13 @@ int kqp_vobj_charge(struct kqp_vobj *vobj, struct kqp_ucontext *uctx,
 void kqp_vobj_uncharge(struct kqp_vobj *vobj);
 void kqp_vobj_init(struct kqp_vobj *vobj, struct kqp_device *kdev,
 		   void (*destroy_hw)(struct kqp_vobj *vobj));
+
+u64 kqp_cq_queue_bytes(u32 cqe);
+u64 kqp_qp_queue_bytes(const struct ib_qp_cap *cap, bool srq);
+u64 kqp_srq_queue_bytes(u32 max_wr, u32 max_sge, u32 nslots);
+int kqp_queue_charge(struct kqp_ucontext *uctx, struct kqp_vobj *vobj,
+		     u64 bytes, bool force);
+void kqp_queue_uncharge(struct kqp_ucontext *uctx, struct kqp_vobj *vobj);
 void kqp_vobj_release_hw(struct kqp_vobj *vobj);
 void kqp_vobj_destroy_hw(struct kqp_vobj *vobj);
 struct pid *kqp_vobj_unlist(struct kqp_vobj *vobj);

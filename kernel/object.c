@@ -26,7 +26,10 @@
  */
 #include <linux/cgroup_rdma.h>
 #include <linux/cred.h>
+#include <linux/log2.h>
 #include <linux/memcontrol.h>
+#include <linux/mm.h>
+#include <linux/overflow.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
@@ -60,14 +63,17 @@ u32 kqp_contexts_read(void)
  * @ref: one per table
  * @uid: the user, in the initial user namespace
  * @nr_objects: handles the user's tables hold, against max_objects
+ * @queue_bytes: what the user's CQs, QPs and SRQs are charged, against
+ *	max_queue_bytes (kqp_queue_charge())
  *
  * Counting per table would let a user hold max_objects times the files
- * it can open.
+ * it can open, and max_queue_bytes times as many bytes.
  */
 struct kqp_user {
 	refcount_t ref;
 	uid_t uid;
 	atomic_t nr_objects;
+	atomic64_t queue_bytes;
 };
 
 /* uid -> struct kqp_user; the lock orders lookups with the last put. */
@@ -106,6 +112,7 @@ static void kqp_user_put(struct kqp_user *user)
 	xa_erase(&kqp_users, user->uid);
 	mutex_unlock(&kqp_users_lock);
 	WARN_ON(atomic_read(&user->nr_objects));
+	WARN_ON(atomic64_read(&user->queue_bytes));
 	kfree(user);
 }
 
@@ -114,6 +121,126 @@ void kqp_users_exit(void)
 {
 	WARN_ON(!xa_empty(&kqp_users));
 	xa_destroy(&kqp_users);
+}
+
+/*
+ * The kernel memory a queue takes, as max_queue_bytes counts it: one
+ * estimate for every device, from the queue's capabilities alone, that
+ * errs high.  The device's part is a ring of @depth entries of @entry
+ * bytes, both rounded as rxe rounds them (and hardware rings mostly are):
+ * one entry more than asked, to a power of two of entries each a power
+ * of two bytes.  The entry sizes are rxe's, rounded up, which are at
+ * least those of the hardware we know (mlx5's 64-byte CQEs and WQE
+ * blocks):
+ *
+ *   CQ:        cqe x 128 (rxe: an ib_wc), plus kqp's ring, its header and
+ *              a power of two of 64-byte entries, whole pages
+ *   send queue: max_send_wr x (256 + 16 x max_send_sge + max_inline_data)
+ *              (rxe: a 208-byte WQE header before the SGEs or inline
+ *              data), plus kqp's power of two of struct kqp_wr_slot
+ *   recv queue: max_recv_wr x (64 + 16 x max_recv_sge) (rxe: 40 bytes
+ *              before the SGEs), plus kqp's slots; none on an SRQ
+ *   SRQ:       max_wr x (64 + 16 x max_sge), plus kqp's @nslots of
+ *              struct kqp_srq_slot (twice max_wr: kqp_srq_grow())
+ *
+ * Saturating at KQP_QUEUE_BYTES_MAX (1 PiB): a capability near U32_MAX
+ * is charged far past any budget, and a user's sum cannot wrap.  The
+ * caller clamps what it asks the device for to the device's limits
+ * first, so that a request the device refuses still fails with EINVAL.
+ */
+#define KQP_QUEUE_BYTES_MAX	(1ULL << 50)
+
+static u64 kqp_pow2(u64 n)
+{
+	return n <= 1 ? 1 : 1ULL << order_base_2(n);
+}
+
+/* @depth is at most 2^32 and @entry below 2^37: neither rounds past 2^63. */
+static u64 kqp_ring_bytes(u64 depth, u64 entry)
+{
+	u64 bytes;
+
+	if (!depth)
+		return 0;
+	if (check_mul_overflow(kqp_pow2(depth + 1), kqp_pow2(entry), &bytes))
+		return KQP_QUEUE_BYTES_MAX;
+	return min(bytes, KQP_QUEUE_BYTES_MAX);
+}
+
+static u64 kqp_queue_bytes_add(u64 a, u64 b)
+{
+	return min(a + b, KQP_QUEUE_BYTES_MAX);	/* each is at most the max */
+}
+
+u64 kqp_cq_queue_bytes(u32 cqe)
+{
+	u64 ring = PAGE_ALIGN(sizeof(struct kqp_cq_ring_hdr) +
+			      kqp_pow2(cqe) * sizeof(struct kqp_cqe));
+
+	return kqp_queue_bytes_add(kqp_ring_bytes(cqe, 128), ring);
+}
+
+u64 kqp_qp_queue_bytes(const struct ib_qp_cap *cap, bool srq)
+{
+	u64 send, recv = 0;
+
+	send = kqp_ring_bytes(cap->max_send_wr,
+			      256 + 16ULL * cap->max_send_sge +
+			      cap->max_inline_data);
+	send = kqp_queue_bytes_add(send, kqp_pow2(cap->max_send_wr) *
+					 sizeof(struct kqp_wr_slot));
+	if (!srq) {
+		recv = kqp_ring_bytes(cap->max_recv_wr,
+				      64 + 16ULL * cap->max_recv_sge);
+		recv = kqp_queue_bytes_add(recv, kqp_pow2(cap->max_recv_wr) *
+						 sizeof(struct kqp_wr_slot));
+	}
+	return kqp_queue_bytes_add(send, recv);
+}
+
+u64 kqp_srq_queue_bytes(u32 max_wr, u32 max_sge, u32 nslots)
+{
+	return kqp_queue_bytes_add(kqp_ring_bytes(max_wr, 64 + 16ULL * max_sge),
+				   (u64)nslots * sizeof(struct kqp_srq_slot));
+}
+
+/*
+ * Set what @vobj, a queue of @uctx, is charged against its user's
+ * max_queue_bytes (a quarter of RAM when 0) to @bytes.  Lowering it
+ * always succeeds; raising it fails with ENOMEM past the budget, as for
+ * max_mr_bytes, unless @force (memory already taken that cannot be given
+ * back).  Called before the device allocates, with the capabilities
+ * asked for, and again with those it gave if they take more.
+ */
+int kqp_queue_charge(struct kqp_ucontext *uctx, struct kqp_vobj *vobj,
+		     u64 bytes, bool force)
+{
+	atomic64_t *used = &uctx->user->queue_bytes;
+	u64 limit = READ_ONCE(kqp_max_queue_bytes);
+	u64 delta;
+	s64 old;
+
+	if (bytes <= vobj->queue_bytes) {
+		atomic64_sub(vobj->queue_bytes - bytes, used);
+		vobj->queue_bytes = bytes;
+		return 0;
+	}
+	if (!limit)
+		limit = ((u64)totalram_pages() << PAGE_SHIFT) / 4;
+	delta = bytes - vobj->queue_bytes;
+	/* Never past the limit, even for a moment: no add and take back. */
+	old = atomic64_read(used);
+	do {
+		if (!force && ((u64)old > limit || delta > limit - (u64)old))
+			return -ENOMEM;
+	} while (!atomic64_try_cmpxchg(used, &old, old + delta));
+	vobj->queue_bytes = bytes;
+	return 0;
+}
+
+void kqp_queue_uncharge(struct kqp_ucontext *uctx, struct kqp_vobj *vobj)
+{
+	kqp_queue_charge(uctx, vobj, 0, false);
 }
 
 /*

@@ -18,6 +18,7 @@
  * keeps the list, because ib_core refuses to destroy a QP still attached.
  */
 #include <linux/file.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -331,6 +332,8 @@ static u32 kqp_qp_free(struct kqp_ucontext *uctx, struct kqp_object *obj,
 	kqp_qp_release_deps(uctx, qp, cq_counts ? cq_counts : dummy);
 	kqp_object_release_id(uctx, obj);
 	kqp_device_put(qp->vobj.kdev);
+	/* The slots go after a grace period, which cannot be refused. */
+	kqp_queue_uncharge(uctx, &qp->vobj);
 	call_rcu(&qp->rcu, kqp_qp_free_rcu);
 	return reported;
 }
@@ -577,6 +580,34 @@ err_cm:
 }
 
 /*
+ * What a QP is charged against max_queue_bytes before the device makes
+ * it: the capabilities asked for, within the device's limits so that a
+ * request past them still fails with the device's EINVAL.  The device
+ * has no limit on inline data to read; past KQP_QP_INLINE_PRECHARGE it
+ * is charged once the device has said what it gives.
+ */
+#define KQP_QP_INLINE_PRECHARGE	SZ_64K
+
+static u64 kqp_qp_precharge(struct ib_device *dev,
+			    const struct ib_qp_cap *want, bool srq)
+{
+	struct ib_qp_cap cap = {
+		.max_send_wr = min_t(u32, want->max_send_wr,
+				     max(dev->attrs.max_qp_wr, 0)),
+		.max_recv_wr = min_t(u32, want->max_recv_wr,
+				     max(dev->attrs.max_qp_wr, 0)),
+		.max_send_sge = min_t(u32, want->max_send_sge,
+				      max(dev->attrs.max_send_sge, 0)),
+		.max_recv_sge = min_t(u32, want->max_recv_sge,
+				      max(dev->attrs.max_recv_sge, 0)),
+		.max_inline_data = min_t(u32, want->max_inline_data,
+					 KQP_QP_INLINE_PRECHARGE),
+	};
+
+	return kqp_qp_queue_bytes(&cap, srq);
+}
+
+/*
  * Create the QP on @kdev: through the core on an id, which makes what the
  * caller did not name, or directly.  The QP takes over the reference on
  * @kdev; on failure it is dropped.
@@ -594,9 +625,16 @@ static int kqp_qp_create_hw(struct kqp_uscope *us, struct kqp_qp *qp,
 		ret = -ENXIO;
 		goto err_hw;
 	}
-	ret = kqp_vobj_charge(&qp->vobj, us->uctx, kdev);
+	/* Within max_queue_bytes before the device allocates anything. */
+	ret = kqp_queue_charge(us->uctx, &qp->vobj,
+			       kqp_qp_precharge(kdev->ibdev, &attr->cap,
+						qp->srq),
+			       false);
 	if (ret)
 		goto err_hw;
+	ret = kqp_vobj_charge(&qp->vobj, us->uctx, kdev);
+	if (ret)
+		goto err_queue;
 	if (cm) {
 		/* UD: not bound into the id, so that it can join groups. */
 		ret = kqp_core_create_qp(&us->scope, cm->cm_id,
@@ -604,6 +642,7 @@ static int kqp_qp_create_hw(struct kqp_uscope *us, struct kqp_qp *qp,
 					 &res, qp->qp_type == IB_QPT_UD, &ibqp);
 		if (ret) {
 			kqp_vobj_uncharge(&qp->vobj);
+			kqp_queue_uncharge(us->uctx, &qp->vobj);
 			up_read(&kdev->hw_rwsem);
 			kqp_core_release(&us->scope, &res);
 			goto err_kdev;
@@ -623,8 +662,7 @@ static int kqp_qp_create_hw(struct kqp_uscope *us, struct kqp_qp *qp,
 		ibqp = ib_create_qp(qp->pd->pd, attr);
 		if (IS_ERR(ibqp)) {
 			ret = PTR_ERR(ibqp);
-			kqp_vobj_uncharge(&qp->vobj);
-			goto err_hw;
+			goto err_vobj;
 		}
 	}
 	qp->qp = ibqp;
@@ -645,6 +683,10 @@ static int kqp_qp_create_hw(struct kqp_uscope *us, struct kqp_qp *qp,
 	up_read(&kdev->hw_rwsem);
 	return 0;
 
+err_vobj:
+	kqp_vobj_uncharge(&qp->vobj);
+err_queue:
+	kqp_queue_uncharge(us->uctx, &qp->vobj);
 err_hw:
 	up_read(&kdev->hw_rwsem);
 err_kdev:
@@ -797,6 +839,13 @@ int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
 	 * leaves them as given): the QP has no receive queue of its own.
 	 */
 	ret = qp->srq ? kqp_srq_add_qp(qp->srq, qp) : 0;
+	/* A device that gave more than asked is charged what it made. */
+	if (!ret)
+		ret = kqp_queue_charge(uctx, &qp->vobj,
+				       max(qp->vobj.queue_bytes,
+					   kqp_qp_queue_bytes(&qp->cap,
+							      qp->srq)),
+				       false);
 	if (!ret)
 		ret = kqp_wq_init(&qp->sq, qp->cap.max_send_wr);
 	if (!ret)

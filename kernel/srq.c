@@ -53,9 +53,15 @@ static u64 kqp_srq_wrid(struct kqp_srq *srq, u32 idx, u32 gen)
  * a full queue).  Only ever grows; with srq->post_mutex held (or before
  * the SRQ is published), so that no post takes a slot meanwhile.
  */
+static u32 kqp_srq_nslots(u32 max_wr)
+{
+	return min_t(u64, 2ULL * max(max_wr, 1U), BIT(KQP_SRQ_IDX_BITS));
+}
+
+/* Grow the slots to kqp_srq_nslots(@max_wr), as said above. */
 static int kqp_srq_grow(struct kqp_srq *srq, u32 max_wr)
 {
-	u32 want = min_t(u64, 2ULL * max(max_wr, 1U), BIT(KQP_SRQ_IDX_BITS));
+	u32 want = kqp_srq_nslots(max_wr);
 	struct kqp_srq_slot *slots, *old;
 	u32 i, n;
 
@@ -204,6 +210,8 @@ static u32 kqp_srq_free(struct kqp_ucontext *uctx, struct kqp_srq *srq)
 	kqp_pd_put_user(srq->pd);
 	kqp_object_release_id(uctx, &srq->vobj.obj);
 	kqp_device_put(kdev);
+	/* The slots go after a grace period, which cannot be refused. */
+	kqp_queue_uncharge(uctx, &srq->vobj);
 	call_rcu(&srq->rcu, kqp_srq_free_rcu);
 	return reported;
 }
@@ -248,9 +256,16 @@ static int kqp_srq_create_hw(struct kqp_srq *srq, struct kqp_ucontext *uctx,
 	ret = kqp_srq_check_init(kdev->ibdev, a);
 	if (ret)
 		return ret;
-	ret = kqp_vobj_charge(&srq->vobj, uctx, kdev);
+	/* Within max_queue_bytes before the device allocates anything. */
+	ret = kqp_queue_charge(uctx, &srq->vobj,
+			       kqp_srq_queue_bytes(a->max_wr, a->max_sge,
+						   kqp_srq_nslots(a->max_wr)),
+			       false);
 	if (ret)
 		return ret;
+	ret = kqp_vobj_charge(&srq->vobj, uctx, kdev);
+	if (ret)
+		goto err_queue;
 	ibsrq = ib_create_srq(srq->pd->pd, &init);
 	if (IS_ERR(ibsrq)) {
 		ret = PTR_ERR(ibsrq);
@@ -262,6 +277,14 @@ static int kqp_srq_create_hw(struct kqp_srq *srq, struct kqp_ucontext *uctx,
 		goto err_srq;
 	ret = -EINVAL;
 	if (got.max_wr < a->max_wr || got.max_sge < a->max_sge)
+		goto err_srq;
+	/* A device that gave more than asked is charged what it made. */
+	ret = kqp_queue_charge(uctx, &srq->vobj,
+			       max(srq->vobj.queue_bytes,
+				   kqp_srq_queue_bytes(got.max_wr, got.max_sge,
+						       kqp_srq_nslots(got.max_wr))),
+			       false);
+	if (ret)
 		goto err_srq;
 	srq->max_sge = min_t(u32, got.max_sge,
 			     max(kdev->ibdev->attrs.max_srq_sge, 0));
@@ -281,6 +304,8 @@ err_srq:
 	synchronize_rcu();
 err_uncharge:
 	kqp_vobj_uncharge(&srq->vobj);
+err_queue:
+	kqp_queue_uncharge(uctx, &srq->vobj);
 	return ret;
 }
 
@@ -445,6 +470,8 @@ int kqp_modify_srq_ioctl(struct kqp_ucmd *ucmd)
 	struct ib_srq_attr attr = {};
 	struct ib_device *dev;
 	struct kqp_srq *srq;
+	u64 old_bytes, want;
+	u32 old_nslots;
 	int ret = 0;
 
 	if (cmd->attr.__reserved ||
@@ -478,6 +505,20 @@ int kqp_modify_srq_ioctl(struct kqp_ucmd *ucmd)
 			ret = -EINVAL;
 		spin_unlock_irq(&srq->lock);
 	}
+	/*
+	 * Deeper: the difference is charged against max_queue_bytes before
+	 * anything grows (a shallower SRQ keeps its charge), and given back
+	 * if the resize fails, all but the slots that grew meanwhile.
+	 */
+	old_bytes = srq->vobj.queue_bytes;
+	old_nslots = srq->nslots;
+	if (!ret && (cmd->attr_mask & KQP_SRQ_MAX_WR)) {
+		want = kqp_srq_queue_bytes(attr.max_wr, srq->max_sge,
+					   max(old_nslots,
+					       kqp_srq_nslots(attr.max_wr)));
+		ret = kqp_queue_charge(ucmd->uctx, &srq->vobj,
+				       max(old_bytes, want), false);
+	}
 	if (!ret && (cmd->attr_mask & KQP_SRQ_MAX_WR))
 		ret = kqp_srq_grow(srq, attr.max_wr);
 	if (!ret)
@@ -486,9 +527,19 @@ int kqp_modify_srq_ioctl(struct kqp_ucmd *ucmd)
 	    !ib_query_srq(srq->srq, &attr)) {
 		/*
 		 * Deeper than asked: more slots if they can be had; if not,
-		 * posts past them fail with ENOMEM, as on a full queue.
+		 * posts past them fail with ENOMEM, as on a full queue.  The
+		 * device made it already: charged whatever the budget says.
 		 */
 		kqp_srq_grow(srq, attr.max_wr);
+		want = kqp_srq_queue_bytes(attr.max_wr, srq->max_sge,
+					   srq->nslots);
+		kqp_queue_charge(ucmd->uctx, &srq->vobj,
+				 max(srq->vobj.queue_bytes, want), true);
+	}
+	if (ret) {
+		want = old_bytes +
+		       kqp_srq_queue_bytes(0, 0, srq->nslots - old_nslots);
+		kqp_queue_charge(ucmd->uctx, &srq->vobj, want, true);
 	}
 	mutex_unlock(&srq->post_mutex);
 out:

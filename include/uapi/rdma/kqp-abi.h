@@ -51,7 +51,13 @@
  *  - ENXIO: the object's RDMA device went away (after
  *    RDMA_CM_EVENT_DEVICE_REMOVAL); it can still be destroyed.  ucma
  *    answers ENXIO here too.
- *  - ENOMEM: out of memory.
+ *  - ENOMEM: out of memory.  Also: creating a CQ, QP or SRQ, or
+ *    MODIFY_SRQ to a deeper SRQ, would take its user past the
+ *    max_queue_bytes module parameter, which bounds the kernel memory of
+ *    all of a user's queues together, as kqp estimates it from their
+ *    capabilities (see README.md, "Module parameters").  It is checked
+ *    before the device allocates anything; nothing is created, and a
+ *    refused resize leaves the SRQ as it was.
  *  - EMFILE: a command that creates an object (an id, PD, CQ, QP, SRQ,
  *    MR or AH) would take its user past the max_objects module parameter, which
  *    counts the objects of all of a user's tables together.  A
