@@ -697,9 +697,7 @@ int kqp_flush_cq_ioctl(struct kqp_ucmd *ucmd)
 	if (cq->vobj.hw_gone) {
 		ret = -ENXIO;
 	} else {
-		bool more = false;
-
-		bool sched = false;
+		bool more = false, sched = false;
 
 		/* In the caller's context, so the room it made is used now. */
 		spin_lock_bh(&cq->lock);
