@@ -1118,10 +1118,11 @@ static int gen_cmd(struct rng *r, struct thread *t, int op, void *arg,
 		c->uid = rnd(r);
 		/*
 		 * Depths as for QPs: rxe takes up to 1 << 20 receives of 27
-		 * SGEs, half a gigabyte of vmalloc per SRQ, and a few of
-		 * those OOM the 2 GiB guest (the debug kernel first).  The
-		 * random and boundary values of num32() still reach past
-		 * every limit.
+		 * SGEs, half a gigabyte of vmalloc per SRQ; a few of those
+		 * OOMed the 2 GiB guest before max_queue_bytes, which now
+		 * refuses them, so calls are better spent on depths that
+		 * pass.  The random and boundary values of num32() still
+		 * reach past every limit.
 		 */
 		c->attr.max_wr = chance(r, 90) ? below(r, 64) : num32(r, 100000);
 		c->attr.max_sge = chance(r, 90) ? below(r, 4) : num32(r, 32);
