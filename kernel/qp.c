@@ -581,29 +581,27 @@ err_cm:
 
 /*
  * What a QP is charged against max_queue_bytes before the device makes
- * it: the capabilities asked for, within the device's limits so that a
- * request past them still fails with the device's EINVAL.  The device
- * has no limit on inline data to read; past KQP_QP_INLINE_PRECHARGE it
- * is charged once the device has said what it gives.
+ * it: the capabilities asked for.  A request past the device's limits is
+ * not charged here: the device refuses it with EINVAL, as with uverbs,
+ * and one it takes anyway is charged once it has said what it gave.  The
+ * device has no limit on inline data to read; past
+ * KQP_QP_INLINE_PRECHARGE it is charged after creation too.
  */
 #define KQP_QP_INLINE_PRECHARGE	SZ_64K
 
 static u64 kqp_qp_precharge(struct ib_device *dev,
 			    const struct ib_qp_cap *want, bool srq)
 {
-	struct ib_qp_cap cap = {
-		.max_send_wr = min_t(u32, want->max_send_wr,
-				     max(dev->attrs.max_qp_wr, 0)),
-		.max_recv_wr = min_t(u32, want->max_recv_wr,
-				     max(dev->attrs.max_qp_wr, 0)),
-		.max_send_sge = min_t(u32, want->max_send_sge,
-				      max(dev->attrs.max_send_sge, 0)),
-		.max_recv_sge = min_t(u32, want->max_recv_sge,
-				      max(dev->attrs.max_recv_sge, 0)),
-		.max_inline_data = min_t(u32, want->max_inline_data,
-					 KQP_QP_INLINE_PRECHARGE),
-	};
+	u32 max_wr = max(dev->attrs.max_qp_wr, 0);
+	struct ib_qp_cap cap = *want;
 
+	if (cap.max_send_wr > max_wr ||
+	    cap.max_send_sge > (u32)max(dev->attrs.max_send_sge, 0) ||
+	    (!srq && (cap.max_recv_wr > max_wr ||
+		      cap.max_recv_sge > (u32)max(dev->attrs.max_recv_sge, 0))))
+		return 0;
+	cap.max_inline_data = min_t(u32, cap.max_inline_data,
+				    KQP_QP_INLINE_PRECHARGE);
 	return kqp_qp_queue_bytes(&cap, srq);
 }
 
