@@ -21,10 +21,10 @@
  * polling: the completions stay in the kernel CQ, the ring says
  * KQP_CQ_RING_OVERFLOW and an IBV_EVENT_CQ_ERR async event is queued.  A
  * consumer that made room calls KQP_IOCTL_FLUSH_CQ to resume: it moves
- * what it can into the ring at once, and schedules the poller for the
- * rest.  Past its first arm at creation, before any QP can use it, only
- * the poller arms the kernel CQ, after irq_poll_complete(), and only
- * while the ring is not marked full (kqp_cq_poll() says why).
+ * what it can into the ring at once and arms the kernel CQ, or schedules
+ * the poller for the rest.  The poller decides whether to arm after
+ * irq_poll_complete(), from the ring's flag at that moment, so that a
+ * flush that armed while it ran is not undone (kqp_cq_poll() says why).
  *
  * The ring is kernel memory charged to the caller's memory cgroup, as
  * io_uring's rings are.  Its mapping is not inherited by a child at
@@ -219,8 +219,8 @@ static bool kqp_cq_arm(struct kqp_cq *cq)
 }
 
 /*
- * The softirq poller, and the only one to arm the kernel CQ.  With
- * KQP_IOCTL_FLUSH_CQ, the only paths from the kernel CQ to the ring.
+ * The softirq poller.  With KQP_IOCTL_FLUSH_CQ, the only paths from the
+ * kernel CQ to the ring, and the only ones to arm it.
  */
 static int kqp_cq_poll(struct irq_poll *iop, int budget)
 {
@@ -255,10 +255,12 @@ static int kqp_cq_poll(struct irq_poll *iop, int budget)
 	 *
 	 * Whether to arm is decided now, under the lock, not from the drain
 	 * above: a ring that was full then may have been flushed since
-	 * (KQP_IOCTL_FLUSH_CQ), whose irq_poll_sched() found this poller
-	 * still scheduled and did nothing.  Deciding from the drain left
-	 * such a CQ unarmed with completions arriving, for good (seen on
-	 * PREEMPT_RT, where this softirq can be preempted right here).
+	 * (KQP_IOCTL_FLUSH_CQ), which armed the CQ, and a completion's
+	 * callback may have found this poller still scheduled and done
+	 * nothing.  Deciding from the drain left that completion in the
+	 * kernel CQ, unarmed, for good (seen on PREEMPT_RT, where this
+	 * softirq can be preempted right here).  Arming again reports it as
+	 * missed.
 	 *
 	 * The CQ outlives this: its hardware goes only after cq->dying is
 	 * set under cq->lock, and its memory after an RCU grace period,
@@ -706,12 +708,15 @@ int kqp_flush_cq_ioctl(struct kqp_ucmd *ucmd)
 						  ~KQP_CQ_RING_OVERFLOW);
 			kqp_cq_drain(cq, cq->entries, &more);
 			/*
-			 * Unless the ring filled again, the poller polls
-			 * what is left and arms the CQ: only it arms (see
-			 * kqp_cq_poll()).  If it is running already, it
-			 * arms after this, as the flag is now clear.
+			 * Unless the ring filled again: what is left goes to
+			 * the poller, and the CQ is armed now, so that what
+			 * comes next is not left waiting for a softirq (on
+			 * PREEMPT_RT a thread).  A poller still running from
+			 * before arms again once it is done (kqp_cq_poll()),
+			 * so a callback it swallowed is reported as missed.
 			 */
-			sched = !(cq->ring_flags & KQP_CQ_RING_OVERFLOW);
+			if (!(cq->ring_flags & KQP_CQ_RING_OVERFLOW))
+				sched = more || kqp_cq_arm(cq);
 		}
 		spin_unlock_bh(&cq->lock);
 		if (sched)
