@@ -24,6 +24,7 @@
 
 #include "kselftest_harness.h"
 #include "qp_test.h"
+#include "params.h"
 
 /* enum ibv_wr_opcode and ibv_send_flags as the kernel reads them. */
 #define WR_RDMA_WRITE		IBV_WR_RDMA_WRITE
@@ -721,40 +722,6 @@ TEST(memlock_limit)
 	ibv_dealloc_pd(pd);
 	rdma_free_devices(ctxs);
 	free(mem);
-}
-
-/* The module's parameters, which bind root as well. */
-static int param_read(const char *name, char *val, size_t len)
-{
-	char path[128];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/sys/module/kqp/parameters/%s", name);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	n = read(fd, val, len - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	val[n] = 0;
-	return 0;
-}
-
-static int param_write(const char *name, const char *val)
-{
-	char path[128];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/sys/module/kqp/parameters/%s", name);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -1;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n == (ssize_t)strlen(val) ? 0 : -1;
 }
 
 FIXTURE(limits) {

@@ -12,6 +12,7 @@
  */
 #include "kselftest_harness.h"
 #include "kqp_test.h"
+#include "params.h"
 
 #define BUDGET		"4194304"	/* 4 MiB */
 #define HUGE_DEPTH	65536		/* well over 4 MiB for any queue */
@@ -20,39 +21,6 @@
 #define SMALL_DEPTH	16
 #define FILL_DEPTH	1024		/* a few hundred KiB per queue */
 #define MAX_QUEUES	64
-
-static int param_read(const char *name, char *val, size_t len)
-{
-	char path[128];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/sys/module/kqp/parameters/%s", name);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	n = read(fd, val, len - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	val[n] = 0;
-	return 0;
-}
-
-static int param_write(const char *name, const char *val)
-{
-	char path[128];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/sys/module/kqp/parameters/%s", name);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -1;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n == (ssize_t)strlen(val) ? 0 : -1;
-}
 
 /* /sys/kernel/debug/kqp/objects: the live count of @what, or -1. */
 static long objects_live(const char *what)

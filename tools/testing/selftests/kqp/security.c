@@ -23,6 +23,7 @@
 
 #include "kselftest_harness.h"
 #include "qp_test.h"
+#include "params.h"
 
 #define NOBODY		65534
 
@@ -185,39 +186,6 @@ static int ctx_info(int fd, struct kqp_ctx_info *info)
 	memset(info, 0, sizeof(*info));
 	info->size = sizeof(*info);
 	return kqp_test_ioctl(fd, KQP_IOCTL_CTX_INFO, info);
-}
-
-static int param_read(const char *name, char *val, size_t len)
-{
-	char path[128];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/sys/module/kqp/parameters/%s", name);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	n = read(fd, val, len - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	val[n] = 0;
-	return 0;
-}
-
-static int param_write(const char *name, const char *val)
-{
-	char path[128];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/sys/module/kqp/parameters/%s", name);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -1;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n == (ssize_t)strlen(val) ? 0 : -1;
 }
 
 /* Tests that need more than the harness's default 30 s under TCG. */
