@@ -728,41 +728,42 @@ int kqp_flush_cq_ioctl(struct kqp_ucmd *ucmd)
 }
 
 /*
- * mmap of a CQ's ring: the offset names the CQ, the length is the ring's,
- * the mapping is shared, never executable, and not inherited at fork().
- * The mapping holds a reference on each page, so the pages outlive the
- * CQ in it (vfree() drops only the vmalloc area's).
+ * Map @bytes of vmalloc() memory at @mem, all of it: the length must be
+ * the ring's, the mapping shared, never executable, and not inherited at
+ * fork().  The mapping holds a reference on each page, so the pages
+ * outlive the object in it (vfree() drops only the vmalloc area's).
  */
+int kqp_vmalloc_mmap(struct vm_area_struct *vma, void *mem, size_t bytes)
+{
+	size_t off;
+	int ret;
+
+	if (vma->vm_end - vma->vm_start != bytes ||
+	    !(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	if (vma->vm_flags & VM_EXEC)
+		return -EPERM;
+	/* VM_IO: MADV_DOFORK cannot undo VM_DONTCOPY, GUP cannot pin it. */
+	kqp_vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY | VM_IO,
+			 VM_MAYEXEC);
+	for (off = 0, ret = 0; off < bytes && !ret; off += PAGE_SIZE)
+		ret = vm_insert_page(vma, vma->vm_start + off,
+				     vmalloc_to_page((char *)mem + off));
+	return ret;
+}
+
+/* mmap of a CQ's ring: the offset names the CQ.  ENOENT: no CQ's. */
 int kqp_cq_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma)
 {
 	struct kqp_object *obj;
 	struct kqp_cq *cq;
-	size_t off;
 	int ret;
 
-	if (vma->vm_pgoff > U32_MAX)
-		return -EINVAL;
 	obj = kqp_object_get(uctx, vma->vm_pgoff, KQP_OBJ_CQ);
 	if (IS_ERR(obj))
-		return -EINVAL;
+		return PTR_ERR(obj);
 	cq = container_of(obj, struct kqp_cq, vobj.obj);
-
-	if (vma->vm_end - vma->vm_start != cq->ring_bytes ||
-	    !(vma->vm_flags & VM_SHARED)) {
-		ret = -EINVAL;
-		goto out;
-	}
-	if (vma->vm_flags & VM_EXEC) {
-		ret = -EPERM;
-		goto out;
-	}
-	/* VM_IO: MADV_DOFORK cannot undo VM_DONTCOPY, GUP cannot pin it. */
-	kqp_vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY | VM_IO,
-			 VM_MAYEXEC);
-	for (off = 0, ret = 0; off < cq->ring_bytes && !ret; off += PAGE_SIZE)
-		ret = vm_insert_page(vma, vma->vm_start + off,
-				     vmalloc_to_page((char *)cq->ring + off));
-out:
+	ret = kqp_vmalloc_mmap(vma, cq->ring, cq->ring_bytes);
 	kqp_object_put(obj);
 	return ret;
 }

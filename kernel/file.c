@@ -65,6 +65,7 @@ union kqp_ucmd_buffer {
 	struct kqp_modify_qp modify_qp;
 	struct kqp_query_qp query_qp;
 	struct kqp_post post;
+	struct kqp_doorbell doorbell;
 	struct kqp_create_async_fd create_async_fd;
 	struct kqp_reg_mr reg_mr;
 	struct kqp_dereg_mr dereg_mr;
@@ -177,7 +178,7 @@ static const struct kqp_ioctl_op kqp_ioctl_ops[] = {
 		     struct kqp_flush_cq, __reserved, 0),
 	KQP_IOCTL_OP_RF(KQP_IOCTL_CREATE_QP, kqp_create_qp_ioctl,
 			struct kqp_create_qp, out_recv_ring,
-			KQP_CREATE_QP_SQ_SIG_ALL),
+			KQP_CREATE_QP_SQ_SIG_ALL | KQP_CREATE_QP_RINGS),
 	KQP_IOCTL_OP(KQP_IOCTL_DESTROY_QP, kqp_destroy_qp_ioctl,
 		     struct kqp_destroy_qp, out_recv_cq_events, 0),
 	KQP_IOCTL_OP(KQP_IOCTL_MODIFY_QP, kqp_modify_qp_ioctl,
@@ -212,6 +213,8 @@ static const struct kqp_ioctl_op kqp_ioctl_ops[] = {
 		     struct kqp_query_srq, out_attr, 0),
 	KQP_IOCTL_OP(KQP_IOCTL_POST_SRQ_RECV, kqp_post_srq_recv_ioctl,
 		     struct kqp_post, out_posted, 0),
+	KQP_IOCTL_OP(KQP_IOCTL_DOORBELL, kqp_doorbell_ioctl,
+		     struct kqp_doorbell, __reserved, 0),
 };
 
 static_assert(ARRAY_SIZE(kqp_ioctl_ops) == KQP_CMD_MAX - KQP_CMD_BASE);
@@ -446,12 +449,20 @@ static int kqp_fops_mmap(struct file *filp, struct vm_area_struct *vma)
 {
 	struct kqp_ucontext *uctx = READ_ONCE(((struct kqp_file *)
 					      filp->private_data)->uctx);
+	int ret;
 
 	if (!uctx)
 		return -EINVAL;
 	if (!kqp_uctx_is_callers(uctx))
 		return -EPERM;
-	return kqp_cq_mmap(uctx, vma);
+	/* The offset is a CQ's handle or a QP's; handles are never both. */
+	if (vma->vm_pgoff > U32_MAX)
+		return -EINVAL;
+	ret = kqp_cq_mmap(uctx, vma);
+	if (ret == -ENOENT)
+		ret = kqp_qp_mmap(uctx, vma);
+	/* No such object, or one already going: as before, EINVAL. */
+	return ret == -ENOENT || ret == -ENXIO ? -EINVAL : ret;
 }
 
 static int kqp_fops_open(struct inode *inode, struct file *filp)

@@ -481,6 +481,46 @@ struct kqp_wq {
 	u32 tail;
 };
 
+/* One request, in kernel form, with room for the largest of its kinds. */
+union kqp_kwr {
+	struct ib_send_wr send;
+	struct ib_rdma_wr rdma;
+	struct ib_atomic_wr atomic;
+	struct ib_ud_wr ud;
+	struct ib_recv_wr recv;
+};
+
+/**
+ * struct kqp_ring - a QP's submission ring for one work queue (ring.c)
+ * @hdr: the shared header, in the QP's ring mapping
+ * @entries: the first entry, in the mapping
+ * @nr: entries, a power of two; 0 when the queue has no ring
+ * @entry_size: bytes per entry, a power of two
+ * @head: the consumer index; @hdr's copy is only ever written
+ * @batch: entries copied and posted as one chain
+ * @max_sge: SGEs per request the staging area has room for
+ * @kwrs: @batch requests being built
+ * @ahs: the AH each of them holds, or NULL
+ * @sges: @max_sge SGEs for each of them
+ * @stage: @batch copies of entries, each checked and used only there
+ *
+ * Everything but @hdr and the entries is the kernel's alone, used under
+ * the queue's mutex (kqp_qp.sq_mutex or rq_mutex).
+ */
+struct kqp_ring {
+	struct kqp_wq_ring_hdr *hdr;
+	void *entries;
+	u32 nr;
+	u32 entry_size;
+	u32 head;
+	u32 batch;
+	u32 max_sge;
+	union kqp_kwr *kwrs;
+	struct kqp_object **ahs;
+	struct ib_sge *sges;
+	void *stage;
+};
+
 /**
  * struct kqp_qp - a QP created in the kernel for a userspace caller
  * @vobj: handle, device, lifetime
@@ -503,6 +543,12 @@ struct kqp_wq {
  * @rq_mutex: serialises posting receives
  * @sq: send slots
  * @rq: receive slots
+ * @ring_mem: with KQP_CREATE_QP_RINGS, the vmalloc() memory userspace maps:
+ *	both rings' headers and entries; freed with the QP (a mapping holds
+ *	its own references on the pages)
+ * @ring_bytes: its length, page aligned
+ * @sq_ring: the send ring
+ * @rq_ring: the receive ring
  * @async_reported: async events read for the QP
  * @mcast_mutex: protects @mcasts and @nr_mcasts
  * @mcasts: struct kqp_qp_mcast, the groups the QP is attached to; they are
@@ -532,6 +578,10 @@ struct kqp_qp {
 	struct mutex rq_mutex;		/* posting receives */
 	struct kqp_wq sq;
 	struct kqp_wq rq;
+	void *ring_mem;
+	u32 ring_bytes;
+	struct kqp_ring sq_ring;
+	struct kqp_ring rq_ring;
 	u32 async_reported;
 	struct mutex mcast_mutex;	/* @mcasts, @nr_mcasts */
 	struct list_head mcasts;
@@ -830,6 +880,7 @@ bool kqp_cq_release_auto(struct kqp_ucontext *uctx, struct kqp_cq *cq,
 void kqp_cq_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 void kqp_cq_stats_read(struct kqp_cq_stats *st);
 int kqp_cq_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma);
+int kqp_vmalloc_mmap(struct vm_area_struct *vma, void *mem, size_t bytes);
 
 /* qp.c */
 int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd);
@@ -849,6 +900,22 @@ void kqp_qp_complete(struct kqp_ucontext *uctx, struct ib_wc *wc,
 void kqp_wc_to_cqe(const struct ib_wc *wc, struct kqp_cqe *cqe, u64 wr_id,
 		   u32 qp_num, u32 err_opcode);
 void *kqp_post_copy(struct kqp_post *cmd);
+struct kqp_qp *kqp_qp_get_hw(struct kqp_ucontext *uctx, u32 handle);
+void kqp_qp_put_hw(struct kqp_qp *qp);
+long kqp_build_send(struct kqp_qp *qp, struct kqp_object **ah,
+		    const void *p, size_t len, union kqp_kwr *kwr,
+		    struct ib_sge *ksge, u32 *opcode);
+u32 kqp_post_chain(struct kqp_qp *qp, bool recv, union kqp_kwr *kwrs,
+		   const u64 *wr_ids, const u32 *opcodes, u32 n, int *err);
+int kqp_qp_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma);
+
+/* ring.c */
+int kqp_qp_rings_init(struct kqp_qp *qp);
+void kqp_qp_rings_free(struct kqp_qp *qp);
+void kqp_qp_rings_to_user(const struct kqp_qp *qp,
+			  struct kqp_qp_ring_info *info);
+int kqp_ring_drain(struct kqp_qp *qp, bool recv);
+int kqp_doorbell_ioctl(struct kqp_ucmd *ucmd);
 long kqp_build_recv(struct kqp_pd *pd, u32 max_sge, const void *p,
 		    size_t len, struct ib_recv_wr *wr, struct ib_sge *ksge);
 

@@ -332,6 +332,8 @@ static u32 kqp_qp_free(struct kqp_ucontext *uctx, struct kqp_object *obj,
 	kqp_qp_release_deps(uctx, qp, cq_counts ? cq_counts : dummy);
 	kqp_object_release_id(uctx, obj);
 	kqp_device_put(qp->vobj.kdev);
+	/* No command uses the rings any more; a mapping keeps its pages. */
+	kqp_qp_rings_free(qp);
 	/* The slots go after a grace period, which cannot be refused. */
 	kqp_queue_uncharge(uctx, &qp->vobj);
 	call_rcu(&qp->rcu, kqp_qp_free_rcu);
@@ -720,6 +722,8 @@ static int kqp_create_qp_respond(struct kqp_ucmd *ucmd, struct kqp_qp *qp,
 	struct kqp_create_qp *cmd = ucmd->cmd;
 
 	kqp_qp_cap_to_user(&cmd->cap, &qp->cap);
+	if (qp->ring_mem)
+		kqp_qp_rings_to_user(qp, &cmd->out_rings);
 	cmd->out_qp = qp->vobj.obj.id;
 	cmd->out_qp_num = qp->qp_num;
 	cmd->out_pd = qp->pd->vobj.obj.id;
@@ -796,9 +800,14 @@ int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_cq_counts unused[2];
 	int ret;
 
-	if (cmd->__reserved2 || cmd->cap.__reserved)
+	if (cmd->__reserved2 || cmd->cap.__reserved ||
+	    cmd->out_rings.__reserved)
 		return -EOPNOTSUPP;
 	if (cmd->qp_type != KQP_QPT_RC && cmd->qp_type != KQP_QPT_UD)
+		return -EINVAL;
+	/* The rings' answer must have somewhere to go. */
+	if ((cmd->flags & KQP_CREATE_QP_RINGS) &&
+	    ucmd->user_size < offsetofend(struct kqp_create_qp, out_rings))
 		return -EINVAL;
 	qp = kqp_qp_alloc(uctx, cmd);
 	if (IS_ERR(qp))
@@ -848,6 +857,8 @@ int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
 		ret = kqp_wq_init(&qp->sq, qp->cap.max_send_wr);
 	if (!ret)
 		ret = kqp_wq_init(&qp->rq, qp->srq ? 0 : qp->cap.max_recv_wr);
+	if (!ret && (cmd->flags & KQP_CREATE_QP_RINGS))
+		ret = kqp_qp_rings_init(qp);
 	if (!ret)
 		ret = kqp_create_qp_respond(ucmd, qp, &us);
 	if (ret) {
@@ -890,7 +901,7 @@ int kqp_destroy_qp_ioctl(struct kqp_ucmd *ucmd)
 }
 
 /* Look up a QP and hold its device's hardware for a command. */
-static struct kqp_qp *kqp_qp_get_hw(struct kqp_ucontext *uctx, u32 handle)
+struct kqp_qp *kqp_qp_get_hw(struct kqp_ucontext *uctx, u32 handle)
 {
 	struct kqp_object *obj;
 	struct kqp_qp *qp;
@@ -908,10 +919,31 @@ static struct kqp_qp *kqp_qp_get_hw(struct kqp_ucontext *uctx, u32 handle)
 	return qp;
 }
 
-static void kqp_qp_put_hw(struct kqp_qp *qp)
+void kqp_qp_put_hw(struct kqp_qp *qp)
 {
 	up_read(&qp->vobj.kdev->hw_rwsem);
 	kqp_object_put(&qp->vobj.obj);
+}
+
+/*
+ * mmap of a QP's rings: the offset names the QP, the rules are a CQ
+ * ring's (kqp_vmalloc_mmap()).  ENOENT when the handle is no QP's.
+ */
+int kqp_qp_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma)
+{
+	struct kqp_object *obj;
+	struct kqp_qp *qp;
+	int ret;
+
+	obj = kqp_object_get(uctx, vma->vm_pgoff, KQP_OBJ_QP);
+	if (IS_ERR(obj))
+		return PTR_ERR(obj);
+	qp = container_of(obj, struct kqp_qp, vobj.obj);
+	/* Set before the QP was published, never changed until its free. */
+	ret = qp->ring_mem ? kqp_vmalloc_mmap(vma, qp->ring_mem,
+					      qp->ring_bytes) : -EINVAL;
+	kqp_object_put(obj);
+	return ret;
 }
 
 /* The standard attribute bits, as enum ibv_qp_attr_mask; no resizing. */
@@ -1142,15 +1174,6 @@ void *kqp_post_copy(struct kqp_post *cmd)
 	return buf;
 }
 
-/* One request, in kernel form, with room for the largest of its kinds. */
-union kqp_kwr {
-	struct ib_send_wr send;
-	struct ib_rdma_wr rdma;
-	struct ib_atomic_wr atomic;
-	struct ib_ud_wr ud;
-	struct ib_recv_wr recv;
-};
-
 /*
  * Check an SGE list (already in kernel memory) against a PD (the QP's, or
  * the SRQ's) and convert it.  @access is what the device will do with the
@@ -1174,17 +1197,13 @@ static int kqp_post_sges(struct kqp_pd *pd, const struct kqp_sge *usge,
 	return 0;
 }
 
-struct kqp_post_ctx {
-	struct kqp_ucontext *uctx;
-	struct kqp_object *ahs[1];	/* the AH of the request being built */
-};
-
 /*
  * The part of a send request that depends on the QP's type and the
- * opcode: a UD request's AH (held in @pc), an atomic's or an RDMA
+ * opcode: a UD request's AH (a reference in *@ahp, which the caller puts
+ * once the request was posted or failed), an atomic's or an RDMA
  * request's remote memory.
  */
-static int kqp_build_send_remote(struct kqp_qp *qp, struct kqp_post_ctx *pc,
+static int kqp_build_send_remote(struct kqp_qp *qp, struct kqp_object **ahp,
 				 const struct kqp_send_wr *hdr,
 				 union kqp_kwr *kwr)
 {
@@ -1201,10 +1220,10 @@ static int kqp_build_send_remote(struct kqp_qp *qp, struct kqp_post_ctx *pc,
 			return -EINVAL;
 		if (hdr->wr.ud.__reserved)
 			return -EOPNOTSUPP;
-		obj = kqp_object_get(pc->uctx, hdr->wr.ud.ah, KQP_OBJ_AH);
+		obj = kqp_object_get(qp->uctx, hdr->wr.ud.ah, KQP_OBJ_AH);
 		if (IS_ERR(obj))
 			return PTR_ERR(obj) == -ENOENT ? -EINVAL : PTR_ERR(obj);
-		pc->ahs[0] = obj;
+		*ahp = obj;
 		ah = container_of(obj, struct kqp_ah, vobj.obj);
 		if (ah->pd != qp->pd || ah->vobj.hw_gone)
 			return -EINVAL;
@@ -1236,14 +1255,16 @@ static int kqp_build_send_remote(struct kqp_qp *qp, struct kqp_post_ctx *pc,
 }
 
 /*
- * Build one send request from @hdr (in the kernel copy), checking it
- * against the QP's type and capabilities and the caller's MRs.  @len is
- * what is left of the copy; returns the request's size in it, and its
- * opcode in *@opcode.
+ * Build one send request from @p (in a kernel copy: a list's, or a ring
+ * entry's), checking it against the QP's type and capabilities and the
+ * caller's MRs.  @len is what is left of the copy; returns the request's
+ * size in it, and its opcode in *@opcode.  A UD request's AH reference
+ * goes to *@ah, which must be NULL, on failure too.  Inline data stays in
+ * the copy, which must outlive the post.
  */
-static long kqp_build_send(struct kqp_qp *qp, struct kqp_post_ctx *pc,
-			   const void *p, size_t len, union kqp_kwr *kwr,
-			   struct ib_sge *ksge, void **inline_buf, u32 *opcode)
+long kqp_build_send(struct kqp_qp *qp, struct kqp_object **ah,
+		    const void *p, size_t len, union kqp_kwr *kwr,
+		    struct ib_sge *ksge, u32 *opcode)
 {
 	const struct kqp_send_wr *hdr = p;
 	const unsigned int allowed = KQP_SEND_FLAG_FENCE | KQP_SEND_FLAG_SIGNALED |
@@ -1303,7 +1324,7 @@ static long kqp_build_send(struct kqp_qp *qp, struct kqp_post_ctx *pc,
 		return -EINVAL;
 	}
 
-	ret = kqp_build_send_remote(qp, pc, hdr, kwr);
+	ret = kqp_build_send_remote(qp, ah, hdr, kwr);
 	if (ret)
 		return ret;
 
@@ -1312,9 +1333,8 @@ static long kqp_build_send(struct kqp_qp *qp, struct kqp_post_ctx *pc,
 		 * The device copies inline data when the request is posted;
 		 * point it at the kernel's copy of the caller's bytes.
 		 */
-		*inline_buf = (void *)(hdr + 1);
 		if (hdr->inline_len) {
-			ksge[0].addr = (uintptr_t)*inline_buf;
+			ksge[0].addr = (uintptr_t)(hdr + 1);
 			ksge[0].length = hdr->inline_len;
 			wr->num_sge = 1;
 		}
@@ -1362,46 +1382,84 @@ long kqp_build_recv(struct kqp_pd *pd, u32 max_sge, const void *p,
 }
 
 /*
- * Give a built request a slot and hand it to the device.  Take the slot,
- * then post without qp->lock: the device may complete the request before
- * ib_post_*() returns, and the CQ's poller takes qp->lock.  The queue's
- * mutex, held by the caller, keeps other posters out, so a failed post
- * can give its slot back.
+ * Give @n built requests slots and hand them to the device as one chain:
+ * take the slots under qp->lock, then post without it (the device may
+ * complete a request before ib_post_*() returns, and the CQ's poller
+ * takes qp->lock).  The queue's mutex, held by the caller, keeps other
+ * posters out, so slots the device did not take can be given back.
+ * Returns how many requests the device took, the first of @kwrs first;
+ * when that is fewer than @n, *@err says why the next one was not:
+ * ENOMEM for a full queue, or the device's errno.
  */
-static int kqp_post_one(struct kqp_qp *qp, bool recv, union kqp_kwr *kwr,
-			u64 wr_id, u32 opcode)
+u32 kqp_post_chain(struct kqp_qp *qp, bool recv, union kqp_kwr *kwrs,
+		   const u64 *wr_ids, const u32 *opcodes, u32 n, int *err)
 {
 	struct kqp_wq *wq = recv ? &qp->rq : &qp->sq;
-	const struct ib_send_wr *bad_send;
-	const struct ib_recv_wr *bad_recv;
+	const struct ib_send_wr *bad_send = NULL;
+	const struct ib_recv_wr *bad_recv = NULL;
 	struct kqp_wr_slot *slot;
-	u32 head;
+	u32 first, m, i, posted;
 	int ret;
 
 	spin_lock_irq(&qp->lock);
-	if (wq->head - wq->tail >= wq->size) {
-		spin_unlock_irq(&qp->lock);
-		return -ENOMEM;
+	m = min(n, wq->size - (wq->head - wq->tail));
+	first = wq->head;
+	for (i = 0; i < m; i++) {
+		slot = &wq->slots[(first + i) & (wq->size - 1)];
+		slot->wr_id = wr_ids[i];
+		slot->opcode = opcodes[i];
+		slot->signaled = recv ||
+				 (kwrs[i].send.send_flags & IB_SEND_SIGNALED);
 	}
-	head = wq->head++;
-	slot = &wq->slots[head & (wq->size - 1)];
-	slot->wr_id = wr_id;
-	slot->opcode = opcode;
-	slot->signaled = recv || (kwr->send.send_flags & IB_SEND_SIGNALED);
+	wq->head += m;
 	spin_unlock_irq(&qp->lock);
-	if (recv) {
-		kwr->recv.wr_id = kqp_wrid(qp, head, true);
-		ret = ib_post_recv(qp->qp, &kwr->recv, &bad_recv);
-	} else {
-		kwr->send.wr_id = kqp_wrid(qp, head, false);
-		ret = ib_post_send(qp->qp, &kwr->send, &bad_send);
+	*err = m < n ? -ENOMEM : 0;
+	if (!m)
+		return 0;
+
+	for (i = 0; i < m; i++) {
+		if (recv) {
+			kwrs[i].recv.wr_id = kqp_wrid(qp, first + i, true);
+			kwrs[i].recv.next = i + 1 < m ? &kwrs[i + 1].recv : NULL;
+		} else {
+			kwrs[i].send.wr_id = kqp_wrid(qp, first + i, false);
+			kwrs[i].send.next = i + 1 < m ? &kwrs[i + 1].send : NULL;
+		}
 	}
-	if (ret) {
-		spin_lock_irq(&qp->lock);
-		wq->head--;
-		spin_unlock_irq(&qp->lock);
+	if (recv)
+		ret = ib_post_recv(qp->qp, &kwrs[0].recv, &bad_recv);
+	else
+		ret = ib_post_send(qp->qp, &kwrs[0].send, &bad_send);
+	if (!ret)
+		return m;
+
+	/*
+	 * The device took the requests before the one it names.  One that
+	 * names none of ours is taken to have posted none: give the slots
+	 * back all the same, as a single post always did.
+	 */
+	posted = 0;
+	for (i = 0; i < m; i++) {
+		if (recv ? bad_recv == &kwrs[i].recv : bad_send == &kwrs[i].send) {
+			posted = i;
+			break;
+		}
 	}
-	return ret;
+	spin_lock_irq(&qp->lock);
+	wq->head = first + posted;
+	spin_unlock_irq(&qp->lock);
+	*err = ret;
+	return posted;
+}
+
+/* Post one built request: a chain of one. */
+static int kqp_post_one(struct kqp_qp *qp, bool recv, union kqp_kwr *kwr,
+			u64 wr_id, u32 opcode)
+{
+	int err;
+
+	kqp_post_chain(qp, recv, kwr, &wr_id, &opcode, 1, &err);
+	return err;
 }
 
 /*
@@ -1412,7 +1470,7 @@ static int kqp_post_one(struct kqp_qp *qp, bool recv, union kqp_kwr *kwr,
 static int kqp_post(struct kqp_ucmd *ucmd, bool recv)
 {
 	struct kqp_post *cmd = ucmd->cmd;
-	struct kqp_post_ctx pc = { .uctx = ucmd->uctx };
+	struct kqp_object *ah = NULL;
 	struct ib_sge *ksge;
 	union kqp_kwr *kwr;
 	struct kqp_qp *qp;
@@ -1424,7 +1482,7 @@ static int kqp_post(struct kqp_ucmd *ucmd, bool recv)
 	buf = kqp_post_copy(cmd);
 	if (IS_ERR(buf))
 		return PTR_ERR(buf);
-	qp = kqp_qp_get_hw(pc.uctx, cmd->qp);
+	qp = kqp_qp_get_hw(ucmd->uctx, cmd->qp);
 	if (IS_ERR(qp)) {
 		kvfree(buf);
 		return PTR_ERR(qp);
@@ -1445,7 +1503,6 @@ static int kqp_post(struct kqp_ucmd *ucmd, bool recv)
 
 	mutex_lock(recv ? &qp->rq_mutex : &qp->sq_mutex);
 	for (i = 0; i < cmd->count; i++) {
-		void *inline_buf = NULL;
 		u32 opcode = 0;
 		long used;
 
@@ -1454,9 +1511,9 @@ static int kqp_post(struct kqp_ucmd *ucmd, bool recv)
 					      buf + off, cmd->wrs_len - off,
 					      &kwr->recv, ksge);
 		} else {
-			used = kqp_build_send(qp, &pc, buf + off,
+			used = kqp_build_send(qp, &ah, buf + off,
 					      cmd->wrs_len - off, kwr, ksge,
-					      &inline_buf, &opcode);
+					      &opcode);
 		}
 		if (used < 0) {
 			ret = used;
@@ -1466,9 +1523,9 @@ static int kqp_post(struct kqp_ucmd *ucmd, bool recv)
 		ret = kqp_post_one(qp, recv, kwr, *(const u64 *)(buf + off),
 				   opcode);
 put_ah:
-		if (pc.ahs[0]) {
-			kqp_object_put(pc.ahs[0]);
-			pc.ahs[0] = NULL;
+		if (ah) {
+			kqp_object_put(ah);
+			ah = NULL;
 		}
 		if (ret)
 			break;

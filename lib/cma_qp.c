@@ -219,7 +219,7 @@ KQP_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	cmd.srq = attr->srq ? attr->srq->handle : 0;
 	cmd.send_cq_uid = (uintptr_t)scq;
 	cmd.recv_cq_uid = (uintptr_t)rcq;
-	ret = kqp_ioctl(id->channel->fd, KQP_IOCTL_CREATE_QP, &cmd);
+	ret = kqp_create_qp_cmd(id->channel->fd, &cmd);
 	if (ret) {
 		kqp_id_qp_undo(id, false, &cmd, qp, scq, rcq);
 		return kqp_err(-ret);

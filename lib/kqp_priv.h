@@ -272,6 +272,25 @@ struct kqp_wr_batch {
  *	more than a PD in comp_mask): ibv_qp_to_qp_ex() returns @ibx
  * @batch: the ibv_wr_*() batch, with @is_ex
  */
+/**
+ * struct kqp_lwq - our side of one of a QP's submission rings
+ * @lock: serialises posting to the queue: filling entries, ringing, and
+ *	moving the tail back over entries the kernel refused
+ * @hdr: the ring's header, shared with the kernel
+ * @entries: its first entry
+ * @nr: entries, a power of two; 0: the queue has no ring, post by ioctl
+ * @entry_size: bytes per entry
+ * @tail: our producer index; @hdr->tail is only ever stored
+ */
+struct kqp_lwq {
+	pthread_mutex_t lock;
+	struct kqp_wq_ring_hdr *hdr;
+	char *entries;
+	uint32_t nr;
+	uint32_t entry_size;
+	uint32_t tail;
+};
+
 struct kqp_lqp {
 	union {
 		struct ibv_qp ibv;
@@ -282,7 +301,47 @@ struct kqp_lqp {
 	bool gone;
 	bool is_ex;
 	struct kqp_wr_batch batch;
+	void *ring;
+	size_t ring_size;
+	struct kqp_lwq sq;
+	struct kqp_lwq rq;
 };
+
+/* Bytes a request in the kernel's form takes, with its SGEs or inline data. */
+static inline size_t kqp_send_wr_len(const struct kqp_send_wr *k)
+{
+	if (k->send_flags & KQP_SEND_FLAG_INLINE)
+		return sizeof(*k) + (((size_t)k->inline_len + 7) & ~(size_t)7);
+	return sizeof(*k) + (size_t)k->num_sge * sizeof(struct kqp_sge);
+}
+
+static inline size_t kqp_recv_wr_len(const struct kqp_recv_wr *k)
+{
+	return sizeof(*k) + (size_t)k->num_sge * sizeof(struct kqp_sge);
+}
+
+/**
+ * struct kqp_post_target - what a list is posted to
+ * @fd: the file the kernel's object is on
+ * @handle: the QP's handle, or the SRQ's
+ * @type: the QP's type (an SRQ's receives: IBV_QPT_RC, unused)
+ * @gone: the kernel's QP went with its id
+ * @wq: the queue's ring, or NULL: post with the ioctl
+ */
+struct kqp_post_target {
+	int fd;
+	uint32_t handle;
+	enum ibv_qp_type type;
+	bool gone;
+	struct kqp_lwq *wq;
+};
+
+struct kqp_post_target kqp_qp_target(struct ibv_qp *qp, bool recv);
+int kqp_post_buf(const struct kqp_post_target *t, unsigned long req,
+		 bool recv, void *buf, size_t len, uint32_t count,
+		 uint32_t *posted);
+int kqp_create_qp_cmd(int fd, struct kqp_create_qp *cmd);
+void kqp_qp_fini(struct kqp_lqp *qp);
 
 static inline struct kqp_lqp *to_lqp(struct ibv_qp *qp)
 {

@@ -7,8 +7,10 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "kqp_priv.h"
+#include "ring.h"
 
 /* Wait until every async event reported for the QP was acked. */
 int kqp_qp_wait_events(struct kqp_lqp *qp, uint32_t reported)
@@ -25,10 +27,79 @@ void kqp_qp_cmd_init(struct kqp_create_qp *cmd, struct kqp_lqp *qp,
 		     enum ibv_qp_type type, int sq_sig_all,
 		     const struct ibv_qp_cap *cap)
 {
+	const char *rings = getenv("KQP_RINGS");
+
 	cmd->qp_type = type == IBV_QPT_RC ? KQP_QPT_RC : KQP_QPT_UD;
 	cmd->flags = sq_sig_all ? KQP_CREATE_QP_SQ_SIG_ALL : 0;
+	/* KQP_RINGS=0: post with the ioctls, for comparisons. */
+	if (!rings || strcmp(rings, "0"))
+		cmd->flags |= KQP_CREATE_QP_RINGS;
 	cmd->uid = (uintptr_t)qp;
 	kqp_qp_cap_to_kern(&cmd->cap, cap);
+}
+
+/*
+ * KQP_IOCTL_CREATE_QP; a kernel without submission rings is asked again
+ * without them.  0 or -errno.
+ */
+int kqp_create_qp_cmd(int fd, struct kqp_create_qp *cmd)
+{
+	int ret;
+
+	ret = kqp_ioctl(fd, KQP_IOCTL_CREATE_QP, cmd);
+	if (ret == -EOPNOTSUPP && (cmd->flags & KQP_CREATE_QP_RINGS)) {
+		cmd->flags &= ~KQP_CREATE_QP_RINGS;
+		ret = kqp_ioctl(fd, KQP_IOCTL_CREATE_QP, cmd);
+	}
+	return ret;
+}
+
+static void kqp_lwq_init(struct kqp_lwq *wq, void *ring,
+			 const struct kqp_wq_ring_info *info)
+{
+	pthread_mutex_init(&wq->lock, NULL);
+	if (!info->entries)
+		return;
+	wq->hdr = (struct kqp_wq_ring_hdr *)((char *)ring + info->off_hdr);
+	wq->entries = (char *)ring + info->off_entries;
+	wq->entry_size = info->entry_size;
+	wq->tail = 0;
+	wq->nr = info->entries;
+}
+
+/*
+ * Map the QP's rings, if the kernel gave it some.  A QP whose rings
+ * cannot be mapped posts with the ioctls, which work on it all the same.
+ */
+static void kqp_qp_map_rings(struct kqp_lqp *qp, const struct kqp_create_qp *cmd,
+			     int fd)
+{
+	const struct kqp_qp_ring_info *info = &cmd->out_rings;
+	void *ring = MAP_FAILED;
+
+	if ((cmd->flags & KQP_CREATE_QP_RINGS) && info->mmap_size)
+		ring = mmap(NULL, info->mmap_size, PROT_READ | PROT_WRITE,
+			    MAP_SHARED, fd, info->mmap_offset);
+	if (ring == MAP_FAILED) {
+		pthread_mutex_init(&qp->sq.lock, NULL);
+		pthread_mutex_init(&qp->rq.lock, NULL);
+		return;
+	}
+	qp->ring = ring;
+	qp->ring_size = info->mmap_size;
+	kqp_lwq_init(&qp->sq, ring, &info->sq);
+	kqp_lwq_init(&qp->rq, ring, &info->rq);
+}
+
+/* Undo kqp_qp_init(): the QP is about to be freed. */
+void kqp_qp_fini(struct kqp_lqp *qp)
+{
+	if (qp->ring)
+		munmap(qp->ring, qp->ring_size);
+	pthread_mutex_destroy(&qp->sq.lock);
+	pthread_mutex_destroy(&qp->rq.lock);
+	pthread_cond_destroy(&qp->ibv.cond);
+	pthread_mutex_destroy(&qp->ibv.mutex);
 }
 
 /*
@@ -52,6 +123,7 @@ void kqp_qp_init(struct kqp_lqp *qp, const struct kqp_create_qp *cmd,
 	qp->ibv.qp_type = attr->qp_type;
 	pthread_mutex_init(&qp->ibv.mutex, NULL);
 	pthread_cond_init(&qp->ibv.cond, NULL);
+	kqp_qp_map_rings(qp, cmd, ctx->cmd_fd);
 }
 
 /*
@@ -80,7 +152,7 @@ static int kqp_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
 	cmd.send_cq = attr->send_cq->handle;
 	cmd.recv_cq = attr->recv_cq->handle;
 	cmd.srq = attr->srq ? attr->srq->handle : 0;
-	ret = kqp_ioctl(pd->context->cmd_fd, KQP_IOCTL_CREATE_QP, &cmd);
+	ret = kqp_create_qp_cmd(pd->context->cmd_fd, &cmd);
 	if (ret) {
 		free(qp);
 		return ret;
@@ -229,8 +301,7 @@ KQP_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 			return -ret;
 	}
 	kqp_qp_ex_fini(qp);
-	pthread_cond_destroy(&ibqp->cond);
-	pthread_mutex_destroy(&ibqp->mutex);
+	kqp_qp_fini(qp);
 	free(qp);
 	return 0;
 }
@@ -352,19 +423,111 @@ static void kqp_send_wr_fill(void *p, enum ibv_qp_type type,
 	}
 }
 
-/**
- * struct kqp_post_target - what a list is posted to
- * @fd: the file the kernel's object is on
- * @handle: the QP's handle, or the SRQ's
- * @type: the QP's type (an SRQ's receives: IBV_QPT_RC, unused)
- * @gone: the kernel's QP went with its id
+/* One doorbell for one of a QP's rings; the QP's errno, or the call's. */
+static int kqp_ring_doorbell(const struct kqp_post_target *t, bool recv)
+{
+	struct kqp_doorbell_entry e = {
+		.qp = t->handle,
+		.flags = recv ? KQP_DB_RECV : KQP_DB_SEND,
+	};
+	struct kqp_doorbell db = {
+		.size = sizeof(db),
+		.count = 1,
+		.entry_size = sizeof(e),
+		.entries = (uintptr_t)&e,
+	};
+	int ret;
+
+	ret = kqp_ioctl(t->fd, KQP_IOCTL_DOORBELL, &db);
+	return ret ? ret : -e.out_errno;
+}
+
+/*
+ * Post through the queue's ring: copy as many requests as the ring holds
+ * into its entries, publish them, ring, and see how far the kernel got
+ * (it stops at a request it refuses, and returns only once the device
+ * has the ones before it: a receive is there for a message that follows
+ * our return).  The entries the kernel did not take are withdrawn by
+ * moving the tail back, under the queue's lock, so nobody else's entries
+ * are lost.  A request too large for an entry has more SGEs or inline
+ * bytes than the QP's caps: EINVAL, as the kernel would say.
  */
-struct kqp_post_target {
-	int fd;
-	uint32_t handle;
-	enum ibv_qp_type type;
-	bool gone;
-};
+static int kqp_ring_post(const struct kqp_post_target *t, bool recv,
+			 const char *buf, size_t len, uint32_t count,
+			 uint32_t *posted)
+{
+	struct kqp_lwq *wq = t->wq;
+	uint32_t done = 0;
+	size_t off = 0;
+	int ret = 0;
+
+	pthread_mutex_lock(&wq->lock);
+	while (done < count && !ret) {
+		uint32_t start = wq->tail, n = 0, took;
+		bool too_big = false;
+
+		while (done + n < count && n < wq->nr && off < len) {
+			size_t sz = recv ?
+				kqp_recv_wr_len((const void *)(buf + off)) :
+				kqp_send_wr_len((const void *)(buf + off));
+
+			if (sz > wq->entry_size) {
+				too_big = true;
+				break;
+			}
+			memcpy(wq->entries +
+			       (size_t)((start + n) & (wq->nr - 1)) *
+			       wq->entry_size, buf + off, sz);
+			off += sz;
+			n++;
+		}
+		if (n) {
+			kqp_wq_publish(&wq->hdr->tail, start + n);
+			ret = kqp_ring_doorbell(t, recv);
+			took = kqp_wq_consumed(&wq->hdr->head) - start;
+			if (took > n)
+				took = n;
+			wq->tail = start + took;
+			if (took < n) {
+				kqp_wq_publish(&wq->hdr->tail, wq->tail);
+				if (!ret)
+					ret = -EIO;
+			}
+			done += took;
+		}
+		if (!ret && too_big)
+			ret = -EINVAL;
+	}
+	pthread_mutex_unlock(&wq->lock);
+	*posted = done;
+	return ret;
+}
+
+/*
+ * Post @count requests in the kernel's form (@buf, @len bytes): through
+ * the queue's ring if it has one, otherwise with one ioctl (@req).
+ * *@posted: how many were posted; on failure, the index of the one that
+ * was not.  0 or -errno.
+ */
+int kqp_post_buf(const struct kqp_post_target *t, unsigned long req,
+		 bool recv, void *buf, size_t len, uint32_t count,
+		 uint32_t *posted)
+{
+	struct kqp_post cmd = {
+		.size = sizeof(cmd),
+		.qp = t->handle,
+		.count = count,
+		.wrs = (uintptr_t)buf,
+		.wrs_len = len,
+	};
+	int ret;
+
+	if (t->wq)
+		return kqp_ring_post(t, recv, buf, len, count, posted);
+	ret = kqp_ioctl(t->fd, req, &cmd);
+	*posted = ret ? cmd.out_posted : count;
+	return ret;
+}
 
 /*
  * Hand a built list to the kernel; on failure point at the culprit.
@@ -374,22 +537,15 @@ static int kqp_post_list(const struct kqp_post_target *t, unsigned long req,
 			 void *buf, size_t len, uint32_t count, void *first,
 			 void **bad, bool recv)
 {
-	struct kqp_post cmd = {
-		.size = sizeof(cmd),
-		.qp = t->handle,
-		.count = count,
-		.wrs = (uintptr_t)buf,
-		.wrs_len = len,
-	};
-	uint32_t i;
+	uint32_t i, posted;
 	int ret;
 	void *w;
 
-	ret = kqp_ioctl(t->fd, req, &cmd);
+	ret = kqp_post_buf(t, req, recv, buf, len, count, &posted);
 	if (!ret)
 		return 0;
 	w = first;
-	for (i = 0; i < cmd.out_posted && w; i++)
+	for (i = 0; i < posted && w; i++)
 		w = recv ? (void *)((struct ibv_recv_wr *)w)->next :
 			   (void *)((struct ibv_send_wr *)w)->next;
 	if (bad)
@@ -567,13 +723,17 @@ out:
 	return ret;
 }
 
-static struct kqp_post_target kqp_qp_target(struct ibv_qp *qp)
+struct kqp_post_target kqp_qp_target(struct ibv_qp *qp, bool recv)
 {
+	struct kqp_lqp *lqp = to_lqp(qp);
+	struct kqp_lwq *wq = recv ? &lqp->rq : &lqp->sq;
+
 	return (struct kqp_post_target){
 		.fd = qp->context->cmd_fd,
 		.handle = qp->handle,
 		.type = qp->qp_type,
-		.gone = to_lqp(qp)->gone,
+		.gone = lqp->gone,
+		.wq = wq->nr ? wq : NULL,
 	};
 }
 
@@ -581,7 +741,7 @@ static struct kqp_post_target kqp_qp_target(struct ibv_qp *qp)
 int kqp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad_wr)
 {
-	struct kqp_post_target t = kqp_qp_target(qp);
+	struct kqp_post_target t = kqp_qp_target(qp, false);
 
 	return -kqp_post(&t, &kqp_send_kind, wr, (void **)bad_wr);
 }
@@ -590,7 +750,7 @@ int kqp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 int kqp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr)
 {
-	struct kqp_post_target t = kqp_qp_target(qp);
+	struct kqp_post_target t = kqp_qp_target(qp, true);
 
 	return -kqp_post(&t, &kqp_recv_kind, wr, (void **)bad_wr);
 }

@@ -349,20 +349,15 @@ static void kqp_wr_end(struct kqp_wr_batch *b)
 	pthread_mutex_unlock(&b->lock);
 }
 
-static size_t kqp_wr_size(const struct kqp_send_wr *k)
-{
-	if (k->send_flags & KQP_SEND_FLAG_INLINE)
-		return sizeof(*k) + kqp_align8(k->inline_len);
-	return sizeof(*k) + (size_t)k->num_sge * sizeof(struct kqp_sge);
-}
-
 /*
- * Post the batch, in one ioctl unless it is longer than
- * KQP_POST_MAX_BYTES.  On failure, the requests before the one the
- * kernel refused were posted, as with ibv_post_send().  0 or -errno.
+ * Post the batch: through the send ring if the QP has one, else in one
+ * ioctl unless it is longer than KQP_POST_MAX_BYTES.  On failure, the
+ * requests before the one the kernel refused were posted, as with
+ * ibv_post_send().  0 or -errno.
  */
 static int kqp_wr_post(struct kqp_lqp *qp)
 {
+	struct kqp_post_target t = kqp_qp_target(&qp->ibv, false);
 	struct kqp_wr_batch *b = &qp->batch;
 	size_t off = 0;
 	int ret;
@@ -370,24 +365,19 @@ static int kqp_wr_post(struct kqp_lqp *qp)
 	if (qp->gone)
 		return -ENOENT;
 	while (off < b->len) {
-		struct kqp_post cmd = {
-			.size = sizeof(cmd),
-			.qp = qp->ibv.handle,
-			.wrs = (uintptr_t)(b->buf + off),
-		};
 		size_t len = 0, sz;
+		uint32_t count = 0, posted;
 
 		while (off + len < b->len) {
-			sz = kqp_wr_size((const struct kqp_send_wr *)
-					 (b->buf + off + len));
-			if (len + sz > KQP_POST_MAX_BYTES)
+			sz = kqp_send_wr_len((const struct kqp_send_wr *)
+					     (b->buf + off + len));
+			if (!t.wq && len + sz > KQP_POST_MAX_BYTES)
 				break;
 			len += sz;
-			cmd.count++;
+			count++;
 		}
-		cmd.wrs_len = len;
-		ret = kqp_ioctl(qp->ibv.context->cmd_fd, KQP_IOCTL_POST_SEND,
-				&cmd);
+		ret = kqp_post_buf(&t, KQP_IOCTL_POST_SEND, false,
+				   b->buf + off, len, count, &posted);
 		/* A full send queue is ENOSPC for rxe's builders. */
 		if (ret == -ENOMEM)
 			return -ENOSPC;

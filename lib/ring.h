@@ -67,4 +67,24 @@ static inline uint32_t kqp_ring_flags(const uint32_t *flags)
 	return __atomic_load_n(flags, __ATOMIC_RELAXED);
 }
 
+/*
+ * The submission rings (kernel/ring.c is the consumer).  Pairs with
+ * kqp_ring_drain()'s smp_load_acquire() of the tail: the entries below
+ * @v are written before the kernel can see @v.
+ */
+static inline void kqp_wq_publish(uint32_t *tail, uint32_t v)
+{
+	__atomic_store_n(tail, v, __ATOMIC_RELEASE);
+}
+
+/*
+ * Pairs with kqp_ring_drain()'s smp_store_release() of the head: the
+ * device has every request below it (a receive is in its queue), and the
+ * kernel copied their entries, which we may now overwrite.
+ */
+static inline uint32_t kqp_wq_consumed(const uint32_t *head)
+{
+	return __atomic_load_n(head, __ATOMIC_ACQUIRE);
+}
+
 #endif /* KQP_RING_H */

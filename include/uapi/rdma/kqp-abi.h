@@ -131,6 +131,7 @@
  * @KQP_CMD_MODIFY_SRQ: KQP_IOCTL_MODIFY_SRQ
  * @KQP_CMD_QUERY_SRQ: KQP_IOCTL_QUERY_SRQ
  * @KQP_CMD_POST_SRQ_RECV: KQP_IOCTL_POST_SRQ_RECV
+ * @KQP_CMD_DOORBELL: KQP_IOCTL_DOORBELL
  * @KQP_CMD_MAX: one past the last command
  */
 enum kqp_cmd {
@@ -185,6 +186,7 @@ enum kqp_cmd {
 	KQP_CMD_MODIFY_SRQ,
 	KQP_CMD_QUERY_SRQ,
 	KQP_CMD_POST_SRQ_RECV,
+	KQP_CMD_DOORBELL,
 	KQP_CMD_MAX,
 };
 
@@ -929,6 +931,12 @@ struct kqp_get_event {
  * and everything in it go with the last file that uses it; ids go with
  * the file that owns them.
  *
+ * A QP made with KQP_CREATE_QP_RINGS has submission rings, mapped the
+ * same way at &struct kqp_qp_ring_info.mmap_offset: userspace is their
+ * producer and rings KQP_IOCTL_DOORBELL; see struct kqp_wq_ring_hdr.
+ * KQP_IOCTL_POST_SEND and KQP_IOCTL_POST_RECV work on such a QP too, and
+ * post after whatever its rings' drains already took.
+ *
  * Completions are reaped from a ring the kernel fills and userspace maps
  * (mmap of the file at &struct kqp_ring_info.mmap_offset, MAP_SHARED,
  * readable and writable, not executable, exactly mmap_size bytes).  The
@@ -1532,6 +1540,87 @@ struct kqp_qp_cap {
 
 /* Every send is signaled (ibv_qp_init_attr.sq_sig_all). */
 #define KQP_CREATE_QP_SQ_SIG_ALL	(1U << 0)
+/*
+ * Give the QP submission rings (struct kqp_qp_ring_info, KQP_IOCTL_DOORBELL);
+ * needs a @size that covers @out_rings (EINVAL otherwise).  A kernel
+ * without rings refuses the flag with EOPNOTSUPP.
+ */
+#define KQP_CREATE_QP_RINGS		(1U << 1)
+
+/**
+ * struct kqp_wq_ring_hdr - the header of a QP's send or receive ring
+ * @tail: producer index, written by userspace: entries below it are
+ *	published
+ * @__pad0: keeps the producer's half on its own line
+ * @head: consumer index, written by the kernel: entries below it were
+ *	taken (posted to the device)
+ * @flags: KQP_WQ_RING_*, written by the kernel
+ * @__pad1: keeps the consumer's half on its own line; the kernel writes
+ *	zeros there, and may give the bytes a meaning later
+ *
+ * Indices count entries since creation and wrap at 2^32; entry i is at
+ * off_entries + (i & (entries - 1)) * entry_size.  Each entry is one
+ * struct kqp_send_wr (send ring) or struct kqp_recv_wr (receive ring),
+ * followed by its SGEs or inline bytes, in the layout KQP_IOCTL_POST_SEND
+ * takes, and must fit in entry_size; bytes past it are ignored.
+ *
+ * The protocol.  Userspace writes entries, then stores @tail with release
+ * semantics, then rings KQP_IOCTL_DOORBELL.  The kernel reads @tail with
+ * acquire semantics, copies each entry once into its own memory and
+ * checks the copy exactly as KQP_IOCTL_POST_SEND checks a list, posts the
+ * entries to the device, then stores @head with release semantics.  An
+ * entry below @head may be overwritten.  The kernel never reads @head or
+ * @flags back, and it checks every @tail it reads: one that claims more
+ * than @entries entries past @head fails the doorbell with EINVAL and
+ * posts nothing.  Rewriting an entry while the kernel copies it can only
+ * change what that one request is; the copy is checked, never the ring.
+ */
+struct kqp_wq_ring_hdr {
+	__u32 tail;
+	__u8 __pad0[124];
+	__u32 head;
+	__u32 flags;
+	__u8 __pad1[120];
+};
+
+/*
+ * Set while the kernel will not drain the ring on its own: userspace
+ * must ring KQP_IOCTL_DOORBELL after publishing entries.  Always set by
+ * this kernel, which drains only when rung.
+ */
+#define KQP_WQ_RING_NEED_DOORBELL	(1U << 0)
+
+/**
+ * struct kqp_wq_ring_info - where one of a QP's rings is in its mapping
+ * @entries: ring entries, a power of two; 0 for no ring (the receive
+ *	queue of a QP on an SRQ)
+ * @entry_size: bytes per entry, a power of two: a request's header and
+ *	its SGEs (or inline bytes, rounded up to 8) at the QP's caps fit
+ * @off_hdr: byte offset of the ring's struct kqp_wq_ring_hdr
+ * @off_entries: byte offset of its first entry
+ */
+struct kqp_wq_ring_info {
+	__u32 entries;
+	__u32 entry_size;
+	__u32 off_hdr;
+	__u32 off_entries;
+};
+
+/**
+ * struct kqp_qp_ring_info - how to map a QP's rings
+ * @mmap_offset: the offset to pass to mmap() of a file sharing the table
+ * @mmap_size: the length to map (MAP_SHARED, not executable)
+ * @__reserved: zero
+ * @sq: the send ring
+ * @rq: the receive ring
+ */
+struct kqp_qp_ring_info {
+	__aligned_u64 mmap_offset;
+	__u32 mmap_size;
+	__u32 __reserved;
+	struct kqp_wq_ring_info sq;
+	struct kqp_wq_ring_info rq;
+};
 
 /**
  * struct kqp_create_qp - ioctl(KQP_IOCTL_CREATE_QP)
@@ -1563,6 +1652,8 @@ struct kqp_qp_cap {
  * @__reserved2: zero
  * @out_send_ring: ring of a send CQ made here
  * @out_recv_ring: ring of a receive CQ made here
+ * @out_rings: with KQP_CREATE_QP_RINGS, the QP's submission rings (added
+ *	later)
  *
  * On an id this is rdma_create_qp(3): the id must be bound to a device
  * (EINVAL), a PD given must be of that device (EINVAL), the id must have
@@ -1608,6 +1699,7 @@ struct kqp_create_qp {
 	__u32 __reserved2;
 	struct kqp_ring_info out_send_ring;
 	struct kqp_ring_info out_recv_ring;
+	struct kqp_qp_ring_info out_rings;
 };
 
 #define KQP_IOCTL_CREATE_QP _IO(KQP_IOCTL_TYPE, KQP_CMD_CREATE_QP)
@@ -2166,5 +2258,67 @@ struct kqp_query_srq {
  * one of them carries the number of the QP that took it.
  */
 #define KQP_IOCTL_POST_SRQ_RECV _IO(KQP_IOCTL_TYPE, KQP_CMD_POST_SRQ_RECV)
+
+/* struct kqp_doorbell_entry's flags */
+#define KQP_DB_SEND	(1U << 0)	/* drain the send ring */
+#define KQP_DB_RECV	(1U << 1)	/* drain the receive ring (first) */
+
+/**
+ * struct kqp_doorbell_entry - one QP to drain
+ * @qp: the QP's handle
+ * @flags: KQP_DB_*, at least one
+ * @out_errno: 0, or why draining stopped short (positive errno)
+ * @__reserved: zero
+ *
+ * A drain posts the ring's entries from @head up to the @tail it reads,
+ * in order, and stops at the first entry that fails, with that entry's
+ * errno, exactly those of KQP_IOCTL_POST_SEND and KQP_IOCTL_POST_RECV for
+ * a request: EINVAL, EACCES, EOPNOTSUPP, ENOMEM (the queue is full), or
+ * the device's.  @head then names the entry that failed, and the entries
+ * from it onward stay published: the next doorbell tries it again, unless
+ * userspace moves @tail back to @head first.  Errnos of the QP itself:
+ * ENOENT (no such QP), ENXIO (its device is gone), EINVAL (no such ring,
+ * or a @tail more than @entries past @head).
+ */
+struct kqp_doorbell_entry {
+	__u32 qp;
+	__u32 flags;
+	__s32 out_errno;
+	__u32 __reserved;
+};
+
+#define KQP_DOORBELL_MAX	1024
+
+/**
+ * struct kqp_doorbell - ioctl(KQP_IOCTL_DOORBELL): drain QPs' rings
+ * @size: sizeof(struct kqp_doorbell)
+ * @flags: must be 0
+ * @count: entries, 1 to KQP_DOORBELL_MAX
+ * @entry_size: sizeof(struct kqp_doorbell_entry) as the caller knows it;
+ *	at least 16, bytes past the kernel's must be zero (as @size)
+ * @entries: user pointer to @count entries
+ * @out_done: entries drained (whatever their @out_errno)
+ * @__reserved: zero
+ *
+ * Every entry is copied and checked before any QP is drained: a bad
+ * entry_size or count is EINVAL, an unknown entry flag, no flag, or a
+ * non-zero __reserved is EOPNOTSUPP, and nothing is drained.  Then each
+ * entry's QP is drained in turn and its @out_errno written back; one QP's
+ * failure stops no other.  Draining returns only once every entry it took
+ * was handed to the device, so a receive is in the device's queue before
+ * the doorbell returns.  Drains are idempotent: EFAULT writing the
+ * results back loses nothing.
+ */
+struct kqp_doorbell {
+	__u32 size;
+	__u32 flags;
+	__u32 count;
+	__u32 entry_size;
+	__aligned_u64 entries;
+	__u32 out_done;
+	__u32 __reserved;
+};
+
+#define KQP_IOCTL_DOORBELL _IO(KQP_IOCTL_TYPE, KQP_CMD_DOORBELL)
 
 #endif /* _UAPI_RDMA_KQP_ABI_H */

@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * A QP's submission rings: userspace writes work requests into memory it
+ * shares with the kernel and rings KQP_IOCTL_DOORBELL, instead of handing
+ * a list to KQP_IOCTL_POST_SEND.  The kernel copies each entry once into
+ * its own staging area, checks the copy with the very code the post
+ * ioctls use, and hands the device a chain of up to a batch of requests
+ * in one ib_post_send() or ib_post_recv().
+ *
+ * The ring belongs to the process, which can write any byte of it at any
+ * time, from any thread, during a drain.  So the kernel:
+ *  - reads the tail once per drain, and checks it against its own head
+ *    (never against anything the process wrote), before using it;
+ *  - copies an entry before it parses a byte of it, and parses only the
+ *    copy, bounded by entry_size; a torn copy is a request like any other;
+ *  - never reads back the head or the flags it wrote;
+ *  - reads the memory through its own vmalloc() address, which the
+ *    process cannot unmap or remap.
+ * A hostile ring therefore makes its own doorbells fail, and nothing more.
+ *
+ * Barrier pairs, each with its partner in lib/ring.h:
+ *  - the process fills entries, then store-releases the tail
+ *    (kqp_wq_publish()); kqp_ring_drain() load-acquires the tail, then
+ *    copies the entries below it;
+ *  - kqp_ring_drain() store-releases the head once the device took every
+ *    entry below it; the process load-acquires it (kqp_wq_consumed())
+ *    before it reuses one of those entries or reports a receive posted.
+ *
+ * Drains run in process context only, under the queue's mutex and the
+ * device's hw_rwsem (read), as the post ioctls do: the MRs and AHs the
+ * checks find stay alive until the device has the requests.
+ */
+#include <linux/overflow.h>
+#include <linux/sched.h>
+#include <linux/sizes.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+
+#include "kqp.h"
+
+/* Requests per chain, at most. */
+#define KQP_RING_BATCH		16
+/* A queue's staging area stays near this size, whatever its entry size. */
+#define KQP_RING_STAGE_BYTES	SZ_16K
+/* The largest entry: 64 KiB of inline data or 4095 SGEs is past any device. */
+#define KQP_RING_ENTRY_MAX	SZ_64K
+/* Both rings of a QP, with their headers, at most. */
+#define KQP_RING_BYTES_MAX	SZ_1G
+
+#define KQP_RING_HDR_BYTES	sizeof(struct kqp_wq_ring_hdr)
+static_assert(sizeof(struct kqp_wq_ring_hdr) == 256);
+
+/* An entry's size for a request of @bytes at most; 0 if past the largest. */
+static u32 kqp_ring_entry_size(u64 bytes)
+{
+	if (bytes > KQP_RING_ENTRY_MAX)
+		return 0;
+	return roundup_pow_of_two(max_t(u32, bytes, 16));
+}
+
+/* A staging area for @r, whose @nr, @entry_size and @max_sge are set. */
+static int kqp_ring_stage_alloc(struct kqp_ring *r)
+{
+	size_t per = sizeof(*r->kwrs) + sizeof(*r->ahs) +
+		     (size_t)r->max_sge * sizeof(*r->sges) + r->entry_size;
+	void *p;
+
+	r->batch = clamp_t(size_t, KQP_RING_STAGE_BYTES / per, 1,
+			   min_t(u32, KQP_RING_BATCH, r->nr));
+	p = kvzalloc(r->batch * per, GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!p)
+		return -ENOMEM;
+	r->kwrs = p;
+	r->ahs = (struct kqp_object **)(r->kwrs + r->batch);
+	r->sges = (struct ib_sge *)(r->ahs + r->batch);
+	r->stage = r->sges + (size_t)r->batch * r->max_sge;
+	return 0;
+}
+
+static size_t kqp_ring_stage_bytes(const struct kqp_ring *r)
+{
+	if (!r->nr)
+		return 0;
+	return r->batch * (sizeof(*r->kwrs) + sizeof(*r->ahs) +
+			   (size_t)r->max_sge * sizeof(*r->sges) +
+			   r->entry_size);
+}
+
+/*
+ * Give a QP made with KQP_CREATE_QP_RINGS its rings: called once its caps
+ * and slots are known, before it is published.  A ring has as many
+ * entries as the queue has slots, each large enough for a request at the
+ * QP's caps.  Charged to the caller's cgroup and to its max_queue_bytes.
+ */
+int kqp_qp_rings_init(struct kqp_qp *qp)
+{
+	struct kqp_ring *sq = &qp->sq_ring, *rq = &qp->rq_ring;
+	u64 send_bytes, bytes;
+	int ret;
+
+	send_bytes = sizeof(struct kqp_send_wr) +
+		     max_t(u64, 16ULL * qp->cap.max_send_sge,
+			   ALIGN((u64)qp->cap.max_inline_data, 8));
+	sq->nr = qp->sq.size;
+	sq->entry_size = kqp_ring_entry_size(send_bytes);
+	sq->max_sge = max(qp->cap.max_send_sge, 1U);
+	if (!qp->srq) {
+		rq->nr = qp->rq.size;
+		rq->entry_size = kqp_ring_entry_size(sizeof(struct kqp_recv_wr) +
+						     16ULL * qp->cap.max_recv_sge);
+		rq->max_sge = max(qp->cap.max_recv_sge, 1U);
+	}
+	if (!sq->entry_size || (rq->nr && !rq->entry_size))
+		return -EINVAL;
+	bytes = 2 * KQP_RING_HDR_BYTES + (u64)sq->nr * sq->entry_size +
+		(u64)rq->nr * rq->entry_size;
+	if (bytes > KQP_RING_BYTES_MAX)
+		return -ENOMEM;
+	qp->ring_bytes = PAGE_ALIGN(bytes);
+
+	ret = kqp_ring_stage_alloc(sq);
+	if (!ret && rq->nr)
+		ret = kqp_ring_stage_alloc(rq);
+	if (ret)
+		goto err;
+	ret = kqp_queue_charge(qp->uctx, &qp->vobj,
+			       qp->vobj.queue_bytes + qp->ring_bytes +
+			       kqp_ring_stage_bytes(sq) +
+			       kqp_ring_stage_bytes(rq), false);
+	if (ret)
+		goto err;
+	/* The caller chose the size: its failure is not the log's business. */
+	qp->ring_mem = __vmalloc(qp->ring_bytes,
+				 GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN);
+	if (!qp->ring_mem) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	sq->hdr = qp->ring_mem;
+	rq->hdr = qp->ring_mem + KQP_RING_HDR_BYTES;
+	sq->entries = qp->ring_mem + 2 * KQP_RING_HDR_BYTES;
+	rq->entries = sq->entries + (size_t)sq->nr * sq->entry_size;
+	/* Nothing drains unprompted: every publish must be rung. */
+	sq->hdr->flags = KQP_WQ_RING_NEED_DOORBELL;
+	if (rq->nr)
+		rq->hdr->flags = KQP_WQ_RING_NEED_DOORBELL;
+	return 0;
+
+err:
+	/* The queue charge goes with the QP, as the rest of it. */
+	kqp_qp_rings_free(qp);
+	return ret;
+}
+
+/* With the QP: no command uses it, and it was never published or is claimed. */
+void kqp_qp_rings_free(struct kqp_qp *qp)
+{
+	vfree(qp->ring_mem);
+	qp->ring_mem = NULL;
+	kvfree(qp->sq_ring.kwrs);
+	kvfree(qp->rq_ring.kwrs);
+	memset(&qp->sq_ring, 0, sizeof(qp->sq_ring));
+	memset(&qp->rq_ring, 0, sizeof(qp->rq_ring));
+}
+
+static void kqp_ring_info(const struct kqp_qp *qp, const struct kqp_ring *r,
+			  struct kqp_wq_ring_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	if (!r->nr)
+		return;
+	info->entries = r->nr;
+	info->entry_size = r->entry_size;
+	info->off_hdr = (void *)r->hdr - qp->ring_mem;
+	info->off_entries = r->entries - qp->ring_mem;
+}
+
+void kqp_qp_rings_to_user(const struct kqp_qp *qp,
+			  struct kqp_qp_ring_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->mmap_offset = (u64)qp->vobj.obj.id << PAGE_SHIFT;
+	info->mmap_size = qp->ring_bytes;
+	kqp_ring_info(qp, &qp->sq_ring, &info->sq);
+	kqp_ring_info(qp, &qp->rq_ring, &info->rq);
+}
+
+/*
+ * Copy the entry at @idx into staging slot @j and build it.  Returns 0,
+ * or the entry's errno; its AH reference, if any, is in r->ahs[j].
+ */
+static int kqp_ring_build(struct kqp_qp *qp, struct kqp_ring *r, bool recv,
+			  u32 idx, u32 j, u64 *wr_id, u32 *opcode)
+{
+	void *e = r->stage + (size_t)j * r->entry_size;
+	struct ib_sge *sges = r->sges + (size_t)j * r->max_sge;
+	long used;
+
+	memcpy(e, r->entries + (size_t)(idx & (r->nr - 1)) * r->entry_size,
+	       r->entry_size);
+	/* Both request layouts start with the caller's wr_id. */
+	*wr_id = *(const u64 *)e;
+	*opcode = 0;
+	r->ahs[j] = NULL;
+	if (recv)
+		used = kqp_build_recv(qp->pd, qp->cap.max_recv_sge, e,
+				      r->entry_size, &r->kwrs[j].recv, sges);
+	else
+		used = kqp_build_send(qp, &r->ahs[j], e, r->entry_size,
+				      &r->kwrs[j], sges, opcode);
+	return used < 0 ? used : 0;
+}
+
+/*
+ * Post what the process published on one of @qp's rings, from the head
+ * up to the tail read once here, a batch per chain.  Stops at the first
+ * entry that fails, which the head then names.  Called with the queue's
+ * mutex and the device's hw_rwsem (read) held: kqp_qp_get_hw().
+ */
+int kqp_ring_drain(struct kqp_qp *qp, bool recv)
+{
+	struct kqp_ring *r = recv ? &qp->rq_ring : &qp->sq_ring;
+	u64 wr_ids[KQP_RING_BATCH];
+	u32 opcodes[KQP_RING_BATCH];
+	u32 tail, n, built, posted, j;
+	int ret = 0, err;
+
+	if (!r->nr)
+		return -EINVAL;
+	/*
+	 * Pairs with the release store of the tail in kqp_wq_publish()
+	 * (lib/ring.h): the entries below it are written.
+	 */
+	tail = smp_load_acquire(&r->hdr->tail);
+	n = tail - r->head;
+	if (n > r->nr)
+		return -EINVAL;
+
+	while (n && !ret) {
+		u32 m = min(n, r->batch);
+
+		for (built = 0; built < m; built++) {
+			ret = kqp_ring_build(qp, r, recv, r->head + built,
+					     built, &wr_ids[built],
+					     &opcodes[built]);
+			if (ret) {
+				if (r->ahs[built])
+					kqp_object_put(r->ahs[built]);
+				break;
+			}
+		}
+		posted = built ? kqp_post_chain(qp, recv, r->kwrs, wr_ids,
+						opcodes, built, &err) : 0;
+		/* An entry the device refused comes before one that failed. */
+		if (posted < built)
+			ret = err;
+		for (j = 0; j < built; j++)
+			if (r->ahs[j])
+				kqp_object_put(r->ahs[j]);
+		r->head += posted;
+		n -= posted;
+		if (n && !ret)
+			cond_resched();
+	}
+	/*
+	 * Pairs with the acquire load of the head in kqp_wq_consumed()
+	 * (lib/ring.h): the device has every request below it, and their
+	 * entries were copied and may be overwritten.
+	 */
+	smp_store_release(&r->hdr->head, r->head);
+	return ret;
+}
+
+/* Drain one QP's rings as @flags say: the receive ring first. */
+static int kqp_doorbell_one(struct kqp_ucontext *uctx, u32 handle, u32 flags)
+{
+	struct kqp_qp *qp;
+	int ret = 0;
+
+	qp = kqp_qp_get_hw(uctx, handle);
+	if (IS_ERR(qp))
+		return PTR_ERR(qp);
+	if (!qp->ring_mem) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (flags & KQP_DB_RECV) {
+		mutex_lock(&qp->rq_mutex);
+		ret = kqp_ring_drain(qp, true);
+		mutex_unlock(&qp->rq_mutex);
+	}
+	if (!ret && (flags & KQP_DB_SEND)) {
+		mutex_lock(&qp->sq_mutex);
+		ret = kqp_ring_drain(qp, false);
+		mutex_unlock(&qp->sq_mutex);
+	}
+out:
+	kqp_qp_put_hw(qp);
+	return ret;
+}
+
+/* Entries kept on the stack; longer arrays are allocated. */
+#define KQP_DOORBELL_STACK	4
+
+/*
+ * KQP_IOCTL_DOORBELL: copy and check every entry, then drain each QP it
+ * names and write its errno back.
+ */
+int kqp_doorbell_ioctl(struct kqp_ucmd *ucmd)
+{
+	struct kqp_doorbell *cmd = ucmd->cmd;
+	struct kqp_doorbell_entry stack[KQP_DOORBELL_STACK], *ents = stack;
+	const u32 known = KQP_DB_SEND | KQP_DB_RECV;
+	void __user *uents = u64_to_user_ptr(cmd->entries);
+	u32 i, esz = cmd->entry_size;
+	int ret = 0;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	if (!cmd->count || cmd->count > KQP_DOORBELL_MAX ||
+	    esz < sizeof(*ents) || esz > PAGE_SIZE)
+		return -EINVAL;
+	if (cmd->count > KQP_DOORBELL_STACK) {
+		ents = kvmalloc_array(cmd->count, sizeof(*ents),
+				      GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+		if (!ents)
+			return -ENOMEM;
+	}
+	if (esz == sizeof(*ents)) {
+		if (copy_from_user(ents, uents, cmd->count * sizeof(*ents)))
+			ret = -EFAULT;
+	} else {
+		for (i = 0; i < cmd->count && !ret; i++)
+			ret = copy_struct_from_user(&ents[i], sizeof(*ents),
+						    uents + (size_t)i * esz,
+						    esz);
+	}
+	for (i = 0; i < cmd->count && !ret; i++)
+		if (!ents[i].flags || (ents[i].flags & ~known) ||
+		    ents[i].__reserved)
+			ret = -EOPNOTSUPP;
+	if (ret)
+		goto out;
+
+	for (i = 0; i < cmd->count; i++) {
+		s32 err = -kqp_doorbell_one(ucmd->uctx, ents[i].qp,
+					    ents[i].flags);
+		struct kqp_doorbell_entry __user *u = uents + (size_t)i * esz;
+
+		if (put_user(err, &u->out_errno)) {
+			ret = -EFAULT;
+			goto out;
+		}
+		if (i + 1 < cmd->count)
+			cond_resched();
+	}
+	cmd->out_done = cmd->count;
+	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
+out:
+	if (ents != stack)
+		kvfree(ents);
+	return ret;
+}
