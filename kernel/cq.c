@@ -455,13 +455,14 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 	cq->ring_bytes = PAGE_ALIGN(sizeof(struct kqp_cq_ring_hdr) +
 				    (size_t)cq->entries *
 				    sizeof(struct kqp_cqe));
-	/* The caller chose the size: its failure is not the log's business. */
-	ring = __vmalloc(cq->ring_bytes,
-			 GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN);
-	if (!ring) {
-		ret = -ENOMEM;
+	/* Charged to max_queue_bytes apart: it lives on while mapped. */
+	cq->ring_vmem = kqp_vmem_alloc(uctx, cq->ring_bytes);
+	if (IS_ERR(cq->ring_vmem)) {
+		ret = PTR_ERR(cq->ring_vmem);
+		cq->ring_vmem = NULL;
 		goto err_destroy;
 	}
+	ring = kqp_vmem_addr(cq->ring_vmem);
 	/* Pairs with READ_ONCE() in kqp_cq_event_handler(). */
 	WRITE_ONCE(cq->ring, ring);
 	cq->cq = ibcq;
@@ -512,7 +513,7 @@ static void kqp_cq_free(struct kqp_ucontext *uctx, struct kqp_cq *cq,
 		*async_reported = cq->async_reported;
 	kqp_object_release_id(uctx, &cq->vobj.obj);
 	kqp_device_put(kdev);
-	vfree(cq->ring);
+	kqp_vmem_put(cq->ring_vmem);
 	kqp_queue_uncharge(uctx, &cq->vobj);
 	/* The device may still hand it to the handlers. */
 	if (cq->abandoned)
@@ -727,31 +728,6 @@ int kqp_flush_cq_ioctl(struct kqp_ucmd *ucmd)
 	return ret;
 }
 
-/*
- * Map @bytes of vmalloc() memory at @mem, all of it: the length must be
- * the ring's, the mapping shared, never executable, and not inherited at
- * fork().  The mapping holds a reference on each page, so the pages
- * outlive the object in it (vfree() drops only the vmalloc area's).
- */
-int kqp_vmalloc_mmap(struct vm_area_struct *vma, void *mem, size_t bytes)
-{
-	size_t off;
-	int ret;
-
-	if (vma->vm_end - vma->vm_start != bytes ||
-	    !(vma->vm_flags & VM_SHARED))
-		return -EINVAL;
-	if (vma->vm_flags & VM_EXEC)
-		return -EPERM;
-	/* VM_IO: MADV_DOFORK cannot undo VM_DONTCOPY, GUP cannot pin it. */
-	kqp_vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY | VM_IO,
-			 VM_MAYEXEC);
-	for (off = 0, ret = 0; off < bytes && !ret; off += PAGE_SIZE)
-		ret = vm_insert_page(vma, vma->vm_start + off,
-				     vmalloc_to_page((char *)mem + off));
-	return ret;
-}
-
 /* mmap of a CQ's ring: the offset names the CQ.  ENOENT: no CQ's. */
 int kqp_cq_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma)
 {
@@ -763,7 +739,7 @@ int kqp_cq_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma)
 	if (IS_ERR(obj))
 		return PTR_ERR(obj);
 	cq = container_of(obj, struct kqp_cq, vobj.obj);
-	ret = kqp_vmalloc_mmap(vma, cq->ring, cq->ring_bytes);
+	ret = kqp_vmem_mmap(cq->ring_vmem, vma);
 	kqp_object_put(obj);
 	return ret;
 }

@@ -44,7 +44,7 @@ extern unsigned int kqp_max_mcast;
  *					by address, kqp_lock_two())
  *     kqp_device.hw_rwsem		read: using hardware; write: removal
  *					and destroying a verbs object
- *       kqp_qp.sq_mutex, rq_mutex	posting
+ *       kqp_qp.sq_mutex, rq_mutex	posting, and draining a ring (ring.c)
  *       kqp_srq.post_mutex		posting to an SRQ, resizing it
  *         kqp_srq.lock		(spin, irq) an SRQ's slots
  *       kqp_qp.mcast_mutex		a QP's group list
@@ -307,6 +307,16 @@ u64 kqp_qp_queue_bytes(const struct ib_qp_cap *cap, bool srq);
 u64 kqp_srq_queue_bytes(u32 max_wr, u32 max_sge, u32 nslots);
 int kqp_queue_charge(struct kqp_ucontext *uctx, struct kqp_vobj *vobj,
 		     u64 bytes, bool force);
+struct kqp_user *kqp_user_charge(struct kqp_ucontext *uctx, u64 bytes);
+void kqp_user_uncharge(struct kqp_user *user, u64 bytes);
+
+/* vmem.c */
+struct kqp_vmem;
+struct kqp_vmem *kqp_vmem_alloc(struct kqp_ucontext *uctx, size_t bytes);
+void *kqp_vmem_addr(const struct kqp_vmem *v);
+size_t kqp_vmem_size(const struct kqp_vmem *v);
+void kqp_vmem_put(struct kqp_vmem *v);
+int kqp_vmem_mmap(struct kqp_vmem *v, struct vm_area_struct *vma);
 void kqp_queue_uncharge(struct kqp_ucontext *uctx, struct kqp_vobj *vobj);
 void kqp_vobj_release_hw(struct kqp_vobj *vobj);
 void kqp_vobj_destroy_hw(struct kqp_vobj *vobj);
@@ -395,7 +405,8 @@ struct kqp_channel {
  * @chan_entry: in @channel->pending while notifications wait
  * @chan_pending: notifications waiting in @channel, under its lock
  * @comp_events_reported: notifications read from @channel, under its lock
- * @ring: the shared ring: header, then @entries CQEs
+ * @ring: the shared ring: header, then @entries CQEs, in @ring_vmem
+ * @ring_vmem: the ring's memory, which outlives the CQ while mapped
  * @ring_bytes: size of the mapping
  * @entries: ring size, a power of two at least @cqe
  * @iop: the softirq poller the completion handler schedules
@@ -432,6 +443,7 @@ struct kqp_cq {
 	u32 chan_pending;
 	u32 comp_events_reported;
 	struct kqp_cq_ring_hdr *ring;
+	struct kqp_vmem *ring_vmem;
 	size_t ring_bytes;
 	u32 entries;
 	struct irq_poll iop;
@@ -543,9 +555,9 @@ struct kqp_ring {
  * @rq_mutex: serialises posting receives
  * @sq: send slots
  * @rq: receive slots
- * @ring_mem: with KQP_CREATE_QP_RINGS, the vmalloc() memory userspace maps:
- *	both rings' headers and entries; freed with the QP (a mapping holds
- *	its own references on the pages)
+ * @ring_mem: with KQP_CREATE_QP_RINGS, the memory userspace maps: both
+ *	rings' headers and entries, in @ring_vmem
+ * @ring_vmem: its owner, dropped with the QP; it lives on while mapped
  * @ring_bytes: its length, page aligned
  * @sq_ring: the send ring
  * @rq_ring: the receive ring
@@ -579,6 +591,7 @@ struct kqp_qp {
 	struct kqp_wq sq;
 	struct kqp_wq rq;
 	void *ring_mem;
+	struct kqp_vmem *ring_vmem;
 	u32 ring_bytes;
 	struct kqp_ring sq_ring;
 	struct kqp_ring rq_ring;
@@ -880,7 +893,6 @@ bool kqp_cq_release_auto(struct kqp_ucontext *uctx, struct kqp_cq *cq,
 void kqp_cq_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 void kqp_cq_stats_read(struct kqp_cq_stats *st);
 int kqp_cq_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma);
-int kqp_vmalloc_mmap(struct vm_area_struct *vma, void *mem, size_t bytes);
 
 /* qp.c */
 int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd);
@@ -910,7 +922,7 @@ u32 kqp_post_chain(struct kqp_qp *qp, bool recv, union kqp_kwr *kwrs,
 int kqp_qp_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma);
 
 /* ring.c */
-int kqp_qp_rings_init(struct kqp_qp *qp);
+void kqp_qp_rings_init(struct kqp_qp *qp);
 void kqp_qp_rings_free(struct kqp_qp *qp);
 void kqp_qp_rings_to_user(const struct kqp_qp *qp,
 			  struct kqp_qp_ring_info *info);

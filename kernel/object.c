@@ -172,12 +172,10 @@ static u64 kqp_queue_bytes_add(u64 a, u64 b)
 	return min(a + b, KQP_QUEUE_BYTES_MAX);	/* each is at most the max */
 }
 
+/* kqp's own ring is charged apart, as it lives on while mapped (vmem.c). */
 u64 kqp_cq_queue_bytes(u32 cqe)
 {
-	u64 ring = PAGE_ALIGN(sizeof(struct kqp_cq_ring_hdr) +
-			      kqp_pow2(cqe) * sizeof(struct kqp_cqe));
-
-	return kqp_queue_bytes_add(kqp_ring_bytes(cqe, 128), ring);
+	return kqp_ring_bytes(cqe, 128);
 }
 
 u64 kqp_qp_queue_bytes(const struct ib_qp_cap *cap, bool srq)
@@ -212,30 +210,63 @@ u64 kqp_srq_queue_bytes(u32 max_wr, u32 max_sge, u32 nslots)
  * back).  Called before the device allocates, with the capabilities
  * asked for, and again with those it gave if they take more.
  */
-int kqp_queue_charge(struct kqp_ucontext *uctx, struct kqp_vobj *vobj,
-		     u64 bytes, bool force)
+/* Add @delta to what @user's queues are charged, within max_queue_bytes. */
+static int kqp_user_queue_add(struct kqp_user *user, u64 delta, bool force)
 {
-	atomic64_t *used = &uctx->user->queue_bytes;
+	atomic64_t *used = &user->queue_bytes;
 	u64 limit = READ_ONCE(kqp_max_queue_bytes);
-	u64 delta;
 	s64 old;
 
-	if (bytes <= vobj->queue_bytes) {
-		atomic64_sub(vobj->queue_bytes - bytes, used);
-		vobj->queue_bytes = bytes;
-		return 0;
-	}
 	if (!limit)
 		limit = ((u64)totalram_pages() << PAGE_SHIFT) / 4;
-	delta = bytes - vobj->queue_bytes;
 	/* Never past the limit, even for a moment: no add and take back. */
 	old = atomic64_read(used);
 	do {
 		if (!force && ((u64)old > limit || delta > limit - (u64)old))
 			return -ENOMEM;
 	} while (!atomic64_try_cmpxchg(used, &old, old + delta));
-	vobj->queue_bytes = bytes;
 	return 0;
+}
+
+int kqp_queue_charge(struct kqp_ucontext *uctx, struct kqp_vobj *vobj,
+		     u64 bytes, bool force)
+{
+	int ret;
+
+	if (bytes <= vobj->queue_bytes) {
+		atomic64_sub(vobj->queue_bytes - bytes,
+			     &uctx->user->queue_bytes);
+		vobj->queue_bytes = bytes;
+		return 0;
+	}
+	ret = kqp_user_queue_add(uctx->user, bytes - vobj->queue_bytes, force);
+	if (!ret)
+		vobj->queue_bytes = bytes;
+	return ret;
+}
+
+/*
+ * Charge @bytes to the user of @uctx for memory that may outlive the
+ * table (mapped rings, kernel/vmem.c), and hold the user for the uncharge.
+ * Returns the user, or an ERR_PTR: ENOMEM past max_queue_bytes.
+ */
+struct kqp_user *kqp_user_charge(struct kqp_ucontext *uctx, u64 bytes)
+{
+	struct kqp_user *user = uctx->user;
+	int ret;
+
+	ret = kqp_user_queue_add(user, bytes, false);
+	if (ret)
+		return ERR_PTR(ret);
+	/* The table holds a reference for as long as it lives. */
+	refcount_inc(&user->ref);
+	return user;
+}
+
+void kqp_user_uncharge(struct kqp_user *user, u64 bytes)
+{
+	atomic64_sub(bytes, &user->queue_bytes);
+	kqp_user_put(user);
 }
 
 void kqp_queue_uncharge(struct kqp_ucontext *uctx, struct kqp_vobj *vobj)

@@ -722,8 +722,8 @@ static int kqp_create_qp_respond(struct kqp_ucmd *ucmd, struct kqp_qp *qp,
 	struct kqp_create_qp *cmd = ucmd->cmd;
 
 	kqp_qp_cap_to_user(&cmd->cap, &qp->cap);
-	if (qp->ring_mem)
-		kqp_qp_rings_to_user(qp, &cmd->out_rings);
+	/* Zero without rings: this answer's, not the caller's bytes. */
+	kqp_qp_rings_to_user(qp, &cmd->out_rings);
 	cmd->out_qp = qp->vobj.obj.id;
 	cmd->out_qp_num = qp->qp_num;
 	cmd->out_pd = qp->pd->vobj.obj.id;
@@ -857,8 +857,9 @@ int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
 		ret = kqp_wq_init(&qp->sq, qp->cap.max_send_wr);
 	if (!ret)
 		ret = kqp_wq_init(&qp->rq, qp->srq ? 0 : qp->cap.max_recv_wr);
+	/* Without them (memory, max_queue_bytes) it posts with the ioctls. */
 	if (!ret && (cmd->flags & KQP_CREATE_QP_RINGS))
-		ret = kqp_qp_rings_init(qp);
+		kqp_qp_rings_init(qp);
 	if (!ret)
 		ret = kqp_create_qp_respond(ucmd, qp, &us);
 	if (ret) {
@@ -940,8 +941,7 @@ int kqp_qp_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma)
 		return PTR_ERR(obj);
 	qp = container_of(obj, struct kqp_qp, vobj.obj);
 	/* Set before the QP was published, never changed until its free. */
-	ret = qp->ring_mem ? kqp_vmalloc_mmap(vma, qp->ring_mem,
-					      qp->ring_bytes) : -EINVAL;
+	ret = qp->ring_vmem ? kqp_vmem_mmap(qp->ring_vmem, vma) : -EINVAL;
 	kqp_object_put(obj);
 	return ret;
 }
@@ -1446,6 +1446,13 @@ u32 kqp_post_chain(struct kqp_qp *qp, bool recv, union kqp_kwr *kwrs,
 		}
 	}
 	spin_lock_irq(&qp->lock);
+	/*
+	 * Never below a slot already retired: a device that completed a
+	 * request it said it did not take would otherwise leave the tail
+	 * ahead of the head, and the room computed above would wrap.
+	 */
+	if (wq->tail - first > posted && wq->tail - first <= m)
+		posted = wq->tail - first;
 	wq->head = first + posted;
 	spin_unlock_irq(&qp->lock);
 	*err = ret;

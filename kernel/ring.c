@@ -32,6 +32,7 @@
  */
 #include <linux/overflow.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -47,6 +48,8 @@
 #define KQP_RING_ENTRY_MAX	SZ_64K
 /* Both rings of a QP, with their headers, at most. */
 #define KQP_RING_BYTES_MAX	SZ_1G
+/* Entries one drain takes at most (a post ioctl takes 1 MiB: 21845 sends). */
+#define KQP_RING_DRAIN_MAX	4096
 
 #define KQP_RING_HDR_BYTES	sizeof(struct kqp_wq_ring_hdr)
 static_assert(sizeof(struct kqp_wq_ring_hdr) == 256);
@@ -91,13 +94,17 @@ static size_t kqp_ring_stage_bytes(const struct kqp_ring *r)
  * Give a QP made with KQP_CREATE_QP_RINGS its rings: called once its caps
  * and slots are known, before it is published.  A ring has as many
  * entries as the queue has slots, each large enough for a request at the
- * QP's caps.  Charged to the caller's cgroup and to its max_queue_bytes.
+ * QP's caps.  The rings are charged to the caller's cgroup and, apart,
+ * to its max_queue_bytes (they live on while mapped: vmem.c); the
+ * staging areas with the QP.  A QP whose rings would pass a limit, or
+ * find no memory, gets none and posts with the ioctls: the flag asks for
+ * speed, not for different semantics.
  */
-int kqp_qp_rings_init(struct kqp_qp *qp)
+void kqp_qp_rings_init(struct kqp_qp *qp)
 {
 	struct kqp_ring *sq = &qp->sq_ring, *rq = &qp->rq_ring;
-	u64 send_bytes, bytes;
-	int ret;
+	u64 send_bytes, bytes, charged = qp->vobj.queue_bytes;
+	struct kqp_vmem *vmem;
 
 	send_bytes = sizeof(struct kqp_send_wr) +
 		     max_t(u64, 16ULL * qp->cap.max_send_sge,
@@ -112,31 +119,24 @@ int kqp_qp_rings_init(struct kqp_qp *qp)
 		rq->max_sge = max(qp->cap.max_recv_sge, 1U);
 	}
 	if (!sq->entry_size || (rq->nr && !rq->entry_size))
-		return -EINVAL;
+		goto err;
 	bytes = 2 * KQP_RING_HDR_BYTES + (u64)sq->nr * sq->entry_size +
 		(u64)rq->nr * rq->entry_size;
 	if (bytes > KQP_RING_BYTES_MAX)
-		return -ENOMEM;
-	qp->ring_bytes = PAGE_ALIGN(bytes);
+		goto err;
 
-	ret = kqp_ring_stage_alloc(sq);
-	if (!ret && rq->nr)
-		ret = kqp_ring_stage_alloc(rq);
-	if (ret)
+	if (kqp_ring_stage_alloc(sq) || (rq->nr && kqp_ring_stage_alloc(rq)))
 		goto err;
-	ret = kqp_queue_charge(qp->uctx, &qp->vobj,
-			       qp->vobj.queue_bytes + qp->ring_bytes +
-			       kqp_ring_stage_bytes(sq) +
-			       kqp_ring_stage_bytes(rq), false);
-	if (ret)
+	if (kqp_queue_charge(qp->uctx, &qp->vobj,
+			     qp->vobj.queue_bytes + kqp_ring_stage_bytes(sq) +
+			     kqp_ring_stage_bytes(rq), false))
 		goto err;
-	/* The caller chose the size: its failure is not the log's business. */
-	qp->ring_mem = __vmalloc(qp->ring_bytes,
-				 GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN);
-	if (!qp->ring_mem) {
-		ret = -ENOMEM;
+	vmem = kqp_vmem_alloc(qp->uctx, PAGE_ALIGN(bytes));
+	if (IS_ERR(vmem))
 		goto err;
-	}
+	qp->ring_vmem = vmem;
+	qp->ring_mem = kqp_vmem_addr(vmem);
+	qp->ring_bytes = kqp_vmem_size(vmem);
 	sq->hdr = qp->ring_mem;
 	rq->hdr = qp->ring_mem + KQP_RING_HDR_BYTES;
 	sq->entries = qp->ring_mem + 2 * KQP_RING_HDR_BYTES;
@@ -145,19 +145,22 @@ int kqp_qp_rings_init(struct kqp_qp *qp)
 	sq->hdr->flags = KQP_WQ_RING_NEED_DOORBELL;
 	if (rq->nr)
 		rq->hdr->flags = KQP_WQ_RING_NEED_DOORBELL;
-	return 0;
+	return;
 
 err:
-	/* The queue charge goes with the QP, as the rest of it. */
 	kqp_qp_rings_free(qp);
-	return ret;
+	/* Lowering a charge cannot fail. */
+	kqp_queue_charge(qp->uctx, &qp->vobj, charged, false);
 }
 
 /* With the QP: no command uses it, and it was never published or is claimed. */
 void kqp_qp_rings_free(struct kqp_qp *qp)
 {
-	vfree(qp->ring_mem);
+	/* A mapping keeps the pages, and their charge, until it goes. */
+	kqp_vmem_put(qp->ring_vmem);
+	qp->ring_vmem = NULL;
 	qp->ring_mem = NULL;
+	qp->ring_bytes = 0;
 	kvfree(qp->sq_ring.kwrs);
 	kvfree(qp->rq_ring.kwrs);
 	memset(&qp->sq_ring, 0, sizeof(qp->sq_ring));
@@ -180,6 +183,8 @@ void kqp_qp_rings_to_user(const struct kqp_qp *qp,
 			  struct kqp_qp_ring_info *info)
 {
 	memset(info, 0, sizeof(*info));
+	if (!qp->ring_mem)
+		return;
 	info->mmap_offset = (u64)qp->vobj.obj.id << PAGE_SHIFT;
 	info->mmap_size = qp->ring_bytes;
 	kqp_ring_info(qp, &qp->sq_ring, &info->sq);
@@ -214,9 +219,12 @@ static int kqp_ring_build(struct kqp_qp *qp, struct kqp_ring *r, bool recv,
 
 /*
  * Post what the process published on one of @qp's rings, from the head
- * up to the tail read once here, a batch per chain.  Stops at the first
- * entry that fails, which the head then names.  Called with the queue's
- * mutex and the device's hw_rwsem (read) held: kqp_qp_get_hw().
+ * up to the tail read once here, a batch per chain, and at most
+ * KQP_RING_DRAIN_MAX entries: the device's hw_rwsem, which every destroy
+ * on the device waits for, is held no longer than a post ioctl's largest
+ * list holds it.  Stops at the first entry that fails, which the head
+ * then names.  Called with the queue's mutex and hw_rwsem (read) held:
+ * kqp_qp_get_hw().
  */
 int kqp_ring_drain(struct kqp_qp *qp, bool recv)
 {
@@ -236,6 +244,7 @@ int kqp_ring_drain(struct kqp_qp *qp, bool recv)
 	n = tail - r->head;
 	if (n > r->nr)
 		return -EINVAL;
+	n = min_t(u32, n, KQP_RING_DRAIN_MAX);
 
 	while (n && !ret) {
 		u32 m = min(n, r->batch);
@@ -260,8 +269,11 @@ int kqp_ring_drain(struct kqp_qp *qp, bool recv)
 				kqp_object_put(r->ahs[j]);
 		r->head += posted;
 		n -= posted;
-		if (n && !ret)
+		if (n && !ret) {
+			if (fatal_signal_pending(current))
+				ret = -EINTR;
 			cond_resched();
+		}
 	}
 	/*
 	 * Pairs with the acquire load of the head in kqp_wq_consumed()
@@ -352,8 +364,13 @@ int kqp_doorbell_ioctl(struct kqp_ucmd *ucmd)
 			ret = -EFAULT;
 			goto out;
 		}
-		if (i + 1 < cmd->count)
+		if (i + 1 < cmd->count) {
+			if (fatal_signal_pending(current)) {
+				ret = -EINTR;
+				goto out;
+			}
 			cond_resched();
+		}
 	}
 	cmd->out_done = cmd->count;
 	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));

@@ -303,6 +303,7 @@ struct kqp_lqp {
 	struct kqp_wr_batch batch;
 	void *ring;
 	size_t ring_size;
+	unsigned int ring_gen;
 	struct kqp_lwq sq;
 	struct kqp_lwq rq;
 };
@@ -341,6 +342,7 @@ int kqp_post_buf(const struct kqp_post_target *t, unsigned long req,
 		 bool recv, void *buf, size_t len, uint32_t count,
 		 uint32_t *posted);
 int kqp_create_qp_cmd(int fd, struct kqp_create_qp *cmd);
+unsigned int kqp_fork_gen(void);
 void kqp_qp_fini(struct kqp_lqp *qp);
 
 static inline struct kqp_lqp *to_lqp(struct ibv_qp *qp)

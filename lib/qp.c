@@ -87,6 +87,7 @@ static void kqp_qp_map_rings(struct kqp_lqp *qp, const struct kqp_create_qp *cmd
 	}
 	qp->ring = ring;
 	qp->ring_size = info->mmap_size;
+	qp->ring_gen = kqp_fork_gen();
 	kqp_lwq_init(&qp->sq, ring, &info->sq);
 	kqp_lwq_init(&qp->rq, ring, &info->rq);
 }
@@ -482,11 +483,20 @@ static int kqp_ring_post(const struct kqp_post_target *t, bool recv,
 			n++;
 		}
 		if (n) {
+			uint32_t c;
+
 			kqp_wq_publish(&wq->hdr->tail, start + n);
-			ret = kqp_ring_doorbell(t, recv);
-			took = kqp_wq_consumed(&wq->hdr->head) - start;
-			if (took > n)
-				took = n;
+			/* A doorbell takes a bounded number: ring again. */
+			took = 0;
+			do {
+				ret = kqp_ring_doorbell(t, recv);
+				c = kqp_wq_consumed(&wq->hdr->head) - start;
+				if (c > n)
+					c = n;
+				if (c <= took)
+					break;
+				took = c;
+			} while (!ret && took < n);
 			wq->tail = start + took;
 			if (took < n) {
 				kqp_wq_publish(&wq->hdr->tail, wq->tail);
@@ -733,7 +743,8 @@ struct kqp_post_target kqp_qp_target(struct ibv_qp *qp, bool recv)
 		.handle = qp->handle,
 		.type = qp->qp_type,
 		.gone = lqp->gone,
-		.wq = wq->nr ? wq : NULL,
+		/* A child has no mapping: it fails as every command does. */
+		.wq = wq->nr && lqp->ring_gen == kqp_fork_gen() ? wq : NULL,
 	};
 }
 

@@ -106,6 +106,13 @@ static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t session_atfork_once = PTHREAD_ONCE_INIT;
 static int session_fd = -1;
 static int session_async_fd = -1;
+/* Bumped in each child: mappings made before it are not the child's. */
+static unsigned int fork_gen;
+
+unsigned int kqp_fork_gen(void)
+{
+	return __atomic_load_n(&fork_gen, __ATOMIC_RELAXED);
+}
 
 /* Lock order: the contexts' lock, then session_lock (context.c). */
 static void kqp_session_prepare(void)
@@ -139,6 +146,7 @@ static void kqp_session_child(void)
 	}
 	session_fd = -1;
 	session_async_fd = -1;
+	__atomic_store_n(&fork_gen, fork_gen + 1, __ATOMIC_RELAXED);
 	kqp_contexts_forget();
 	pthread_mutex_unlock(&session_lock);
 	kqp_contexts_unlock();

@@ -1543,7 +1543,10 @@ struct kqp_qp_cap {
 /*
  * Give the QP submission rings (struct kqp_qp_ring_info, KQP_IOCTL_DOORBELL);
  * needs a @size that covers @out_rings (EINVAL otherwise).  A kernel
- * without rings refuses the flag with EOPNOTSUPP.
+ * without rings refuses the flag with EOPNOTSUPP.  Rings are given when
+ * they can be: a QP whose rings would pass max_queue_bytes or 1 GiB, or
+ * find no memory, is made without them (@out_rings.mmap_size 0) and is
+ * posted to with the ioctls, which check the same things.
  */
 #define KQP_CREATE_QP_RINGS		(1U << 1)
 
@@ -1555,8 +1558,8 @@ struct kqp_qp_cap {
  * @head: consumer index, written by the kernel: entries below it were
  *	taken (posted to the device)
  * @flags: KQP_WQ_RING_*, written by the kernel
- * @__pad1: keeps the consumer's half on its own line; the kernel writes
- *	zeros there, and may give the bytes a meaning later
+ * @__pad1: keeps the consumer's half on its own line; zero when the ring
+ *	is made, and the kernel may give the bytes a meaning later
  *
  * Indices count entries since creation and wrap at 2^32; entry i is at
  * off_entries + (i & (entries - 1)) * entry_size.  Each entry is one
@@ -1569,7 +1572,8 @@ struct kqp_qp_cap {
  * acquire semantics, copies each entry once into its own memory and
  * checks the copy exactly as KQP_IOCTL_POST_SEND checks a list, posts the
  * entries to the device, then stores @head with release semantics.  An
- * entry below @head may be overwritten.  The kernel never reads @head or
+ * entry below @head may be overwritten.  One doorbell takes at most 4096
+ * entries of a ring; the rest stay published for the next.  The kernel never reads @head or
  * @flags back, and it checks every @tail it reads: one that claims more
  * than @entries entries past @head fails the doorbell with EINVAL and
  * posts nothing.  Rewriting an entry while the kernel copies it can only
@@ -2270,15 +2274,17 @@ struct kqp_query_srq {
  * @out_errno: 0, or why draining stopped short (positive errno)
  * @__reserved: zero
  *
- * A drain posts the ring's entries from @head up to the @tail it reads,
- * in order, and stops at the first entry that fails, with that entry's
- * errno, exactly those of KQP_IOCTL_POST_SEND and KQP_IOCTL_POST_RECV for
- * a request: EINVAL, EACCES, EOPNOTSUPP, ENOMEM (the queue is full), or
- * the device's.  @head then names the entry that failed, and the entries
- * from it onward stay published: the next doorbell tries it again, unless
- * userspace moves @tail back to @head first.  Errnos of the QP itself:
- * ENOENT (no such QP), ENXIO (its device is gone), EINVAL (no such ring,
- * or a @tail more than @entries past @head).
+ * A drain posts the ring's entries from @head up to the @tail it reads
+ * (at most 4096 of them), in order, and stops at the first entry that
+ * fails, with that entry's errno, exactly those of KQP_IOCTL_POST_SEND and
+ * KQP_IOCTL_POST_RECV for a request: EINVAL, EACCES, EOPNOTSUPP, ENOMEM
+ * (the queue is full), or the device's.  @head then names the entry that
+ * failed, and the entries from it onward stay published: the next
+ * doorbell tries it again, unless userspace moves @tail back to @head
+ * first.  With both flags, a failure of the receive ring leaves the send
+ * ring undrained.  Errnos of the QP itself: ENOENT (no such QP), ENXIO
+ * (its device is gone), EINVAL (no such ring, or a @tail more than
+ * @entries past @head), EINTR (a fatal signal is pending).
  */
 struct kqp_doorbell_entry {
 	__u32 qp;

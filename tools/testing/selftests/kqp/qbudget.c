@@ -10,6 +10,8 @@
  * apart from the budget, so that the tests hold whatever the exact
  * estimate (it rounds depths and entry sizes up to powers of two).
  */
+#include <sys/mman.h>
+
 #include "kselftest_harness.h"
 #include "kqp_test.h"
 #include "params.h"
@@ -174,6 +176,60 @@ TEST_F(qbudget, fill_destroy_close)
 				       &cqs[i]));
 	EXPECT_EQ(ENOMEM, create_cq(self->fd, self->dev, FILL_DEPTH, &cq));
 	for (i = 0; i < n; i++)
+		EXPECT_EQ(0, destroy_cq(self->fd, cqs[i]));
+}
+
+/*
+ * A ring stays charged while it is mapped, even once its CQ is gone: the
+ * pages live as long as the mapping.  Fill the budget, map every ring,
+ * destroy every CQ: fewer fit again until the rings are unmapped, then
+ * as many as before.
+ */
+TEST_F(qbudget, mapped_ring_stays_charged)
+{
+	struct kqp_create_cq c = {
+		.size = sizeof(c), .device_index = self->dev,
+		.cqe = FILL_DEPTH, .channel_fd = -1,
+	};
+	uint32_t cqs[MAX_QUEUES];
+	void *maps[MAX_QUEUES];
+	size_t len[MAX_QUEUES];
+	int n, m, i, ret = 0;
+
+	for (n = 0; n < MAX_QUEUES; n++) {
+		ret = kqp_test_ioctl(self->fd, KQP_IOCTL_CREATE_CQ, &c);
+		if (ret)
+			break;
+		cqs[n] = c.out_cq;
+		len[n] = c.out_ring.mmap_size;
+		maps[n] = mmap(NULL, len[n], PROT_READ | PROT_WRITE,
+			       MAP_SHARED, self->fd, c.out_ring.mmap_offset);
+		ASSERT_NE(MAP_FAILED, maps[n]);
+	}
+	ASSERT_EQ(ENOMEM, ret);
+	ASSERT_LT(4, n);
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, destroy_cq(self->fd, cqs[i]));
+	EXPECT_EQ(self->cqs, objects_live("cqs"));
+
+	for (m = 0; m < n; m++)
+		if (kqp_test_ioctl(self->fd, KQP_IOCTL_CREATE_CQ, &c))
+			break;
+		else
+			cqs[m] = c.out_cq;
+	EXPECT_LT(m, n) TH_LOG("%d CQs fit again with %d rings mapped", m, n);
+	for (i = 0; i < m; i++)
+		ASSERT_EQ(0, destroy_cq(self->fd, cqs[i]));
+
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, munmap(maps[i], len[i]));
+	for (m = 0; m < n; m++)
+		if (kqp_test_ioctl(self->fd, KQP_IOCTL_CREATE_CQ, &c))
+			break;
+		else
+			cqs[m] = c.out_cq;
+	EXPECT_EQ(n, m);
+	for (i = 0; i < m; i++)
 		EXPECT_EQ(0, destroy_cq(self->fd, cqs[i]));
 }
 
