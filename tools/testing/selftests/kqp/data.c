@@ -9,6 +9,7 @@
  * (data_rdmacm), and both run in every guest.
  */
 #include <pthread.h>
+#include <unistd.h>
 #include <netinet/in.h>
 #include <rdma/rdma_verbs.h>
 
@@ -33,6 +34,7 @@ enum {
 	PORT_FLUSH_RETRY,
 	PORT_VERBS_RC,
 	PORT_VERBS_UD,
+	PORT_RECV_THEN_TELL,
 };
 
 /* The largest message. */
@@ -991,6 +993,124 @@ TEST_F_TIMEOUT(data, rnr_retry_exceeded, 60)
 		TH_LOG("%s", ibv_wc_status_str(wc.status));
 	EXPECT_EQ(0x64, wc.wr_id);
 	EXPECT_EQ(0, ibv_poll_cq(p->sid->recv_cq, 1, &wc));
+}
+
+/*
+ * 6b. A receive that ibv_post_recv() returned from is in the device's
+ * queue: a message the peer sends because it was told afterwards (here by
+ * another thread, through a pipe, as a TCP socket would; and through a
+ * message the other way on the same connection) meets it.  With
+ * rnr_retry_count 0, one message that found no receive fails the sender
+ * with IBV_WC_RNR_RETRY_EXC_ERR.  Every round must succeed.
+ */
+#define TELL_ROUNDS 400
+
+struct tell_peer {
+	struct qp_pair *p;
+	struct ibv_send_wr *swr;
+	int go[2];
+	int fails;
+	int rounds;
+};
+
+/* The client side: sends one message per byte read from the pipe. */
+static void *tell_peer_sender(void *arg)
+{
+	struct tell_peer *t = arg;
+	struct ibv_send_wr *bsw;
+	struct ibv_wc wc;
+	char c;
+
+	while (read(t->go[0], &c, 1) == 1 && c) {
+		if (ibv_post_send(t->p->cid->qp, t->swr, &bsw) ||
+		    qp_poll(t->p->cid->send_cq, &wc, 1, POLL_MS) != 1 ||
+		    wc.status != IBV_WC_SUCCESS) {
+			t->fails++;
+			break;
+		}
+		t->rounds++;
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(data, receive_there_before_peer_is_told, 120)
+{
+	struct rdma_conn_param cp = { .retry_count = 7, .rnr_retry_count = 0 };
+	struct qp_pair *p = &self->p;
+	struct ibv_sge csge, ssge;
+	struct ibv_send_wr swr = {
+		.sg_list = &csge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, rev = {
+		.sg_list = &ssge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bsw;
+	struct ibv_recv_wr srwr = { .sg_list = &ssge, .num_sge = 1 };
+	struct ibv_recv_wr crwr = { .sg_list = &csge, .num_sge = 1 }, *brw;
+	struct tell_peer t = { .p = p, .swr = &swr };
+	struct ibv_wc wc;
+	pthread_t th;
+	char *cbuf, *sbuf, c = 1;
+	int i, step;
+
+	step = qp_pair_connect_with(p, PORT_RECV_THEN_TELL, NULL, &cp);
+	ASSERT_EQ(0, step) TH_LOG("step %d: %s", step, strerror(errno));
+	cbuf = data_buf(self, 0, p->cid->pd, 64, IBV_ACCESS_LOCAL_WRITE);
+	sbuf = data_buf(self, 1, p->sid->pd, 64, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NE(NULL, cbuf);
+	ASSERT_NE(NULL, sbuf);
+	csge = (struct ibv_sge){ (uintptr_t)cbuf, 64, self->mr[0]->lkey };
+	ssge = (struct ibv_sge){ (uintptr_t)sbuf, 64, self->mr[1]->lkey };
+
+	/* Told by another thread. */
+	ASSERT_EQ(0, pipe(t.go));
+	ASSERT_EQ(0, pthread_create(&th, NULL, tell_peer_sender, &t));
+	for (i = 0; i < TELL_ROUNDS && !t.fails; i++) {
+		srwr.wr_id = i;
+		ASSERT_EQ(0, ibv_post_recv(p->sid->qp, &srwr, &brw));
+		ASSERT_EQ(1, write(t.go[1], &c, 1));
+		ASSERT_EQ(1, qp_poll(p->sid->recv_cq, &wc, 1, POLL_MS))
+			TH_LOG("round %d: sender failed %d", i, t.fails);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status)
+			TH_LOG("round %d: %s", i, ibv_wc_status_str(wc.status));
+		ASSERT_EQ((uint64_t)i, wc.wr_id);
+	}
+	c = 0;
+	ASSERT_EQ(1, write(t.go[1], &c, 1));
+	pthread_join(th, NULL);
+	close(t.go[0]);
+	close(t.go[1]);
+	EXPECT_EQ(0, t.fails);
+	EXPECT_EQ(TELL_ROUNDS, t.rounds);
+
+	/*
+	 * Told by a message on the connection: the server posts its receive,
+	 * then tells the client, which answers once it has the message.
+	 */
+	for (i = 0; i < TELL_ROUNDS; i++) {
+		crwr.wr_id = 1000 + i;
+		ASSERT_EQ(0, ibv_post_recv(p->cid->qp, &crwr, &brw));
+		srwr.wr_id = 2000 + i;
+		ASSERT_EQ(0, ibv_post_recv(p->sid->qp, &srwr, &brw));
+		ASSERT_EQ(0, ibv_post_send(p->sid->qp, &rev, &bsw));
+		ASSERT_EQ(1, qp_poll(p->cid->recv_cq, &wc, 1, POLL_MS));
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status)
+			TH_LOG("round %d: %s", i, ibv_wc_status_str(wc.status));
+		ASSERT_EQ(0, ibv_post_send(p->cid->qp, &swr, &bsw));
+		ASSERT_EQ(1, qp_poll(p->cid->send_cq, &wc, 1, POLL_MS));
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status)
+			TH_LOG("round %d: %s", i, ibv_wc_status_str(wc.status));
+		ASSERT_EQ(1, qp_poll(p->sid->send_cq, &wc, 1, POLL_MS));
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+		ASSERT_EQ(1, qp_poll(p->sid->recv_cq, &wc, 1, POLL_MS));
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status)
+			TH_LOG("round %d: %s", i, ibv_wc_status_str(wc.status));
+		ASSERT_EQ((uint64_t)(2000 + i), wc.wr_id);
+	}
 }
 
 /*

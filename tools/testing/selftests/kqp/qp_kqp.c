@@ -34,6 +34,57 @@ static int fd_count(void)
 	return n;
 }
 
+/* Mappings of /dev/kqp in this process: CQ rings and QP rings. */
+static int kqp_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, " /dev/kqp"))
+			n++;
+	fclose(f);
+	return n;
+}
+
+/*
+ * libkqp gives every QP submission rings, one mapping for both, which
+ * goes with the QP; KQP_RINGS=0 makes QPs without them, that post with
+ * the ioctls.  Both kinds pass data (data.c runs on rings).
+ */
+TEST_F_TIMEOUT(cm, qp_rings_mapped_unless_disabled, 60)
+{
+	struct sockaddr_in sin = cm_addr(self->port);
+	struct ibv_qp_init_attr attr;
+	struct rdma_cm_id *id;
+	struct ibv_cq *cq;
+	int base, off;
+
+	for (off = 0; off < 2; off++) {
+		if (off)
+			ASSERT_EQ(0, setenv("KQP_RINGS", "0", 1));
+		ASSERT_EQ(0, rdma_create_id(self->cch, &id, NULL, RDMA_PS_TCP));
+		ASSERT_EQ(0, rdma_bind_addr(id, (struct sockaddr *)&sin));
+		cq = ibv_create_cq(id->verbs, 8, NULL, NULL, 0);
+		ASSERT_NE(NULL, cq);
+		base = kqp_maps();
+		ASSERT_GE(base, 1);
+		qp_pair_attr(&attr);
+		attr.send_cq = cq;
+		attr.recv_cq = cq;
+		ASSERT_EQ(0, rdma_create_qp(id, NULL, &attr));
+		EXPECT_EQ(base + (off ? 0 : 1), kqp_maps());
+		rdma_destroy_qp(id);
+		EXPECT_EQ(base, kqp_maps());
+		EXPECT_EQ(0, ibv_destroy_cq(cq));
+		EXPECT_EQ(0, rdma_destroy_id(id));
+	}
+	unsetenv("KQP_RINGS");
+}
+
 TEST_F(cm, unbound_id_einval)
 {
 	struct ibv_qp_init_attr attr;
