@@ -6,7 +6,8 @@
 # bench kernel NAME (default 6.12; see tools/testing/vm/kernel-info.sh)
 # with tools/bench/guest-bench.sh, which runs both on one rxe device, then
 # prints the table (tools/bench/table.sh), also kept in
-# build/vm/NAME/out/bench-table.txt.  Non-zero when either variant failed
+# build/vm/NAME/out/bench-table.txt, and writes the same rows as JSON to
+# build/vm/NAME/out/bench.json.  Non-zero when either variant failed
 # or a result is missing.
 #
 # Environment:
@@ -46,8 +47,9 @@ printf 'BENCH_ROUNDS=%q\nargs=%q\n' "$rounds" "${BENCH_ARGS:-}" \
 "$repo/tools/testing/vm/run.sh" --script "$here/guest-bench.sh" "$name"
 rc=$?
 echo
-"$here/table.sh" "$out" | tee "$out/bench-table.txt"
+"$here/table.sh" "$out" "$out/bench.json" | tee "$out/bench-table.txt"
 trc=${PIPESTATUS[0]}
 echo
+echo "bench: the table in $out/bench-table.txt, as JSON in $out/bench.json"
 echo "bench: $name, $(( $(date +%s) - start )) s on the host"
 [ $rc -eq 0 ] && [ "$trc" -eq 0 ]
