@@ -150,6 +150,7 @@ END {
 	row("rate_64_list1_kmsgs", "64 B SEND rate, 1 WR/post", "Kmsg/s", "higher")
 	row("rate_64_list16_kmsgs", "64 B SEND rate, 16 WRs/post", "Kmsg/s", "higher")
 	row("write_65536_mbs", "64 KB RDMA WRITE bandwidth", "MB/s", "higher")
+	row("send_65536_mbs", "64 KB SEND bandwidth", "MB/s", "higher")
 
 	printf "\n  ]\n}\n" > json
 	close(json)
