@@ -8,13 +8,19 @@
 # counts, BENCH_ROUNDS times, swapping which goes first every round so
 # neither always runs on a fresher or a warmer guest.  Each run's results
 # go to $KQP_OUT/bench-VARIANT-ROUND.txt for tools/bench/table.sh; a run
-# that failed leaves bench-VARIANT-ROUND.failed instead.
+# that failed leaves bench-VARIANT-ROUND.failed instead.  To each run's
+# results it adds the RNR NAKs the device counted during the run (rxe's
+# hw counters, read before and after; nothing else uses the device then):
+#   rnr_rcvd_per_run           RNR NAKs the requesters received
+#   rnr_sent_per_run           RNR NAKs the responders sent
+#   rnr_retry_exceeded_per_run  requests that ran out of RNR retries
 # $KQP_REPO/build/bench/args, written by tools/bench/bench.sh on the host,
 # holds BENCH_ROUNDS and the client's extra options.
 set -u
 
 bin=$KQP_REPO/build/bench
 addr=${KQP_TEST_ADDR:-192.0.2.1}
+dev=${KQP_TEST_RDMA_DEV:-rxe0}
 # A run with the default counts takes well under a minute, a few on a
 # busy host; rcbench itself fails after 30 s without progress.  This is
 # the last resort.
@@ -29,15 +35,51 @@ BENCH_ROUNDS=3
 
 fail=0
 
+# rxe counts per port on 6.1 and 6.12; the device's own directory is
+# the fallback.
+counters=/sys/class/infiniband/$dev/ports/1/hw_counters
+[ -d "$counters" ] || counters=/sys/class/infiniband/$dev/hw_counters
+rnr_counters="rcvd_rnr_err send_rnr_err retry_rnr_exceeded_err"
+rnr_keys="rnr_rcvd_per_run rnr_sent_per_run rnr_retry_exceeded_per_run"
+
+# The RNR counters now, in the order of $rnr_counters; "-" for one the
+# device does not have.
+rnr_read() {
+	local c v
+
+	for c in $rnr_counters; do
+		v=$(cat "$counters/$c" 2>/dev/null) || v=-
+		printf '%s ' "${v:--}"
+	done
+}
+
+# rnr_delta "BEFORE" "AFTER": "key value" lines, one per counter read
+# both times.
+rnr_delta() {
+	local -a b a k
+	local i
+
+	read -r -a b <<< "$1"
+	read -r -a a <<< "$2"
+	read -r -a k <<< "$rnr_keys"
+	for i in "${!k[@]}"; do
+		case "${b[i]:--}${a[i]:--}" in
+		*-*) continue ;;
+		esac
+		echo "${k[i]} $((a[i] - b[i]))"
+	done
+}
+
 # run_one VARIANT PROGRAM ROUND PORT
 run_one() {
 	local variant=$1 prog=$2 round=$3 port=$4
 	local ready=/tmp/rcbench-$variant-$round.ready
 	local res=$KQP_OUT/bench-$variant-$round
-	local spid crc src t=0
+	local spid crc src t=0 rnr0
 
 	echo "bench: $variant, round $round: $prog"
 	rm -f "$ready" "$res.txt" "$res.failed"
+	rnr0=$(rnr_read)
 	timeout -k 5 "$RUN_TIMEOUT" "$prog" --server --addr "$addr" \
 		--port "$port" --ready "$ready" &
 	spid=$!
@@ -62,6 +104,7 @@ run_one() {
 	[ $crc -eq 0 ] || kill "$spid" 2>/dev/null
 	wait "$spid"
 	src=$?
+	rnr_delta "$rnr0" "$(rnr_read)" | tee -a "$res.tmp"
 	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
 		echo "bench: $variant, round $round: FAILED (client $crc, server $src)"
 		mv "$res.tmp" "$res.failed"
@@ -78,6 +121,11 @@ kqp_cq_stats() {
 	echo "bench: kqp.ko completion path so far ($f):"
 	sed 's/^/bench:   /' "$f"
 }
+
+for c in $rnr_counters; do
+	[ -r "$counters/$c" ] ||
+		echo "bench: $counters/$c is missing: no RNR count in the results"
+done
 
 if ! insmod "$KQP_KMOD" || [ ! -c /dev/kqp ]; then
 	echo "bench: insmod $KQP_KMOD failed"

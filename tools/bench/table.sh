@@ -73,7 +73,7 @@ function row(k, label, unit, better,    s, q, r, t, i, j, line) {
 	s = median(base, k)
 	q = median(main, k)
 	r = ratio(q, s)
-	line = sprintf("%-40s", label " (" unit ")")
+	line = sprintf("%-40s", label (unit == "count" ? "" : " (" unit ")"))
 	for (i = 1; i <= nvar; i++) {
 		med[i] = median(var[i], k)
 		if (med[i] == "")
@@ -151,6 +151,7 @@ END {
 	row("rate_64_list16_kmsgs", "64 B SEND rate, 16 WRs/post", "Kmsg/s", "higher")
 	row("write_65536_mbs", "64 KB RDMA WRITE bandwidth", "MB/s", "higher")
 	row("send_65536_mbs", "64 KB SEND bandwidth", "MB/s", "higher")
+	row("rnr_rcvd_per_run", "RNR NAKs (rcvd) per run", "count", "lower")
 
 	printf "\n  ]\n}\n" > json
 	close(json)
