@@ -3,10 +3,13 @@
 #
 # make bench, inside the guest (tools/testing/vm/run.sh --script), after
 # guest.sh created the Soft-RoCE device and exported KQP_KMOD, KQP_REPO,
-# KQP_OUT and KQP_TEST_ADDR.  Loads kqp.ko, then runs rcbench built
-# against rdma-core and against libkqp on that device with the same
-# counts, BENCH_ROUNDS times, swapping which goes first every round so
-# neither always runs on a fresher or a warmer guest.  Each run's results
+# KQP_OUT and KQP_TEST_ADDR.  Loads kqp.ko, then runs three variants of
+# rcbench on that device with the same counts, BENCH_ROUNDS times:
+#   rdmacm     built against rdma-core
+#   kqp        built against libkqp, as libkqp runs by default (rings)
+#   kqp-ioctl  the same with KQP_RINGS=0: libkqp's ioctl-per-post path
+# Each round starts one variant later than the one before, so none always
+# runs on a fresher or a warmer guest.  Each run's results
 # go to $KQP_OUT/bench-VARIANT-ROUND.txt for tools/bench/table.sh; a run
 # that failed leaves bench-VARIANT-ROUND.failed instead.  To each run's
 # results it adds the RNR NAKs the device counted during the run (rxe's
@@ -70,17 +73,19 @@ rnr_delta() {
 	done
 }
 
-# run_one VARIANT PROGRAM ROUND PORT
+# run_one VARIANT ROUND PORT COMMAND...: the server and the client,
+# each COMMAND with its own options added.
 run_one() {
-	local variant=$1 prog=$2 round=$3 port=$4
+	local variant=$1 round=$2 port=$3
 	local ready=/tmp/rcbench-$variant-$round.ready
 	local res=$KQP_OUT/bench-$variant-$round
 	local spid crc src t=0 rnr0
 
-	echo "bench: $variant, round $round: $prog"
+	shift 3
+	echo "bench: $variant, round $round: $*"
 	rm -f "$ready" "$res.txt" "$res.failed"
 	rnr0=$(rnr_read)
-	timeout -k 5 "$RUN_TIMEOUT" "$prog" --server --addr "$addr" \
+	timeout -k 5 "$RUN_TIMEOUT" "$@" --server --addr "$addr" \
 		--port "$port" --ready "$ready" &
 	spid=$!
 	# The server creates the file once rdma_listen() returned.
@@ -96,7 +101,7 @@ run_one() {
 		return 1
 	fi
 	# shellcheck disable=SC2086
-	timeout -k 5 "$RUN_TIMEOUT" "$prog" --addr "$addr" --port "$port" \
+	timeout -k 5 "$RUN_TIMEOUT" "$@" --addr "$addr" --port "$port" \
 		$args > "$res.tmp"
 	crc=$?
 	cat "$res.tmp"
@@ -132,17 +137,22 @@ if ! insmod "$KQP_KMOD" || [ ! -c /dev/kqp ]; then
 	exit 1
 fi
 
+# The kqp variant is libkqp's default, whatever started the guest said.
+unset KQP_RINGS
+variants=(rdmacm kqp kqp-ioctl)
 port=18515
 for round in $(seq 1 "$BENCH_ROUNDS"); do
-	if [ $((round % 2)) -eq 1 ]; then
-		order="rdmacm kqp"
-	else
-		order="kqp rdmacm"
-	fi
-	for variant in $order; do
-		prog=$bin/rcbench
-		[ "$variant" = rdmacm ] && prog=$bin/rcbench_rdmacm
-		run_one "$variant" "$prog" "$round" $port || fail=1
+	for i in "${!variants[@]}"; do
+		variant=${variants[(i + round - 1) % ${#variants[@]}]}
+		case $variant in
+		rdmacm)
+			cmd=("$bin/rcbench_rdmacm") ;;
+		kqp)
+			cmd=("$bin/rcbench") ;;
+		kqp-ioctl)
+			cmd=(env KQP_RINGS=0 "$bin/rcbench") ;;
+		esac
+		run_one "$variant" "$round" $port "${cmd[@]}" || fail=1
 		port=$((port + 1))
 	done
 done

@@ -8,11 +8,12 @@
 # result is missing or a run failed (bench-VARIANT-ROUND.failed).
 #
 # The JSON: an object with "variants" (in column order), "rounds" (per
-# variant, how many result files), "ratio" (what the ratio is of) and
-# "rows", one per table row, each
+# variant, how many result files), "ratio" and "ratio_kqp_ioctl" (what
+# each ratio is of: "kqp / rdmacm", "kqp-ioctl / rdmacm") and "rows",
+# one per table row, each
 #   { "key", "label", "unit", "better": "lower" | "higher",
 #     "variants": { VARIANT: { "median", "rounds": [per round] } },
-#     "ratio" }
+#     "ratio", "ratio_kqp_ioctl" }
 # in the table's order.  A value nobody measured is null; "rounds" is
 # indexed by round number, 1 first.
 set -uo pipefail
@@ -68,6 +69,12 @@ function jnum(x) {
 	return "null"
 }
 
+# The JSON key of the ratio of variant v: "ratio_kqp_ioctl" for kqp-ioctl.
+function ratiokey(v) {
+	gsub(/[^A-Za-z0-9]/, "_", v)
+	return "ratio_" v
+}
+
 # One row: the table line, and its JSON object.
 function row(k, label, unit, better,    s, q, r, t, i, j, line) {
 	s = median(base, k)
@@ -101,7 +108,7 @@ function row(k, label, unit, better,    s, q, r, t, i, j, line) {
 	}
 	printf "\n      },\n      \"ratio\": %s", jnum(r) > json
 	for (i = 1; i <= nextra; i++)
-		printf ",\n      \"ratio_%s\": %s", extra[i],
+		printf ",\n      %s: %s", jstr(ratiokey(extra[i])),
 		       jnum(ratio(median(extra[i], k), s)) > json
 	printf " }" > json
 }
@@ -109,19 +116,22 @@ function row(k, label, unit, better,    s, q, r, t, i, j, line) {
 BEGIN {
 	# Columns: the baseline first, then kqp.  The ratio is kqp over the
 	# baseline; each variant in extra[] gets its own ratio column.
-	nvar = split("rdmacm kqp", var, " ")
-	split("rdma-core kqp", head, " ")
+	nvar = split("rdmacm kqp kqp-ioctl", var, " ")
+	split("rdma-core kqp kqp-ioctl", head, " ")
 	base = "rdmacm"
 	main = "kqp"
-	nextra = 0
+	nextra = split("kqp-ioctl", extra, " ")
+	split("ioctl", extrahead, " ")
 }
 
 END {
 	printf "rcbench on Soft-RoCE (rxe) under QEMU/TCG: absolute numbers mean little,\n"
-	printf "compare the ratio. ratio = kqp / rdma-core. Latency: lower is better,\n"
-	printf "a ratio below 1 means kqp is faster. Rate and bandwidth: higher is\n"
-	printf "better, a ratio above 1 means kqp is faster. Latency is one-way (half\n"
-	printf "the round trip). Rounds:"
+	printf "compare the ratio. kqp is libkqp as it runs by default, kqp-ioctl is\n"
+	printf "libkqp with KQP_RINGS=0 (an ioctl per post). ratio = kqp / rdma-core,\n"
+	printf "ioctl = kqp-ioctl / rdma-core. Latency: lower is better, a ratio below\n"
+	printf "1 means kqp is faster. Rate and bandwidth: higher is better, a ratio\n"
+	printf "above 1 means kqp is faster. Latency is one-way (half the round trip).\n"
+	printf "Rounds:"
 	for (i = 1; i <= nvar; i++)
 		printf "%s %s %d", (i > 1 ? "," : ""), head[i], rounds[var[i]]
 	printf "%s.\n\n", (rounds[main] > 1 ? " (median of rounds)" : "")
@@ -140,8 +150,11 @@ END {
 	for (i = 1; i <= nvar; i++)
 		printf "%s %s: %d", (i > 1 ? "," : ""), jstr(var[i]),
 		       rounds[var[i]] > json
-	printf " },\n  \"ratio\": %s,\n  \"rows\": [\n",
-	       jstr(main " / " base) > json
+	printf " },\n  \"ratio\": %s,\n", jstr(main " / " base) > json
+	for (i = 1; i <= nextra; i++)
+		printf "  %s: %s,\n", jstr(ratiokey(extra[i])),
+		       jstr(extra[i] " / " base) > json
+	printf "  \"rows\": [\n" > json
 
 	row("lat_8_median_us", "RC SEND latency 8 B, median", "us", "lower")
 	row("lat_8_p99_us", "RC SEND latency 8 B, p99", "us", "lower")
