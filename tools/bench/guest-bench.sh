@@ -3,18 +3,27 @@
 #
 # make bench, inside the guest (tools/testing/vm/run.sh --script), after
 # guest.sh created the Soft-RoCE device and exported KQP_KMOD, KQP_REPO,
-# KQP_OUT and KQP_TEST_ADDR.  Loads kqp.ko, then runs rcbench built
-# against rdma-core and against libkqp on that device with the same
-# counts, BENCH_ROUNDS times, swapping which goes first every round so
-# neither always runs on a fresher or a warmer guest.  Each run's results
+# KQP_OUT and KQP_TEST_ADDR.  Loads kqp.ko, then runs three variants of
+# rcbench on that device with the same counts, BENCH_ROUNDS times:
+#   rdmacm     built against rdma-core
+#   kqp        built against libkqp, as libkqp runs by default (rings)
+#   kqp-ioctl  the same with KQP_RINGS=0: libkqp's ioctl-per-post path
+# Each round starts one variant later than the one before, so none always
+# runs on a fresher or a warmer guest.  Each run's results
 # go to $KQP_OUT/bench-VARIANT-ROUND.txt for tools/bench/table.sh; a run
-# that failed leaves bench-VARIANT-ROUND.failed instead.
+# that failed leaves bench-VARIANT-ROUND.failed instead.  To each run's
+# results it adds the RNR NAKs the device counted during the run (rxe's
+# hw counters, read before and after; nothing else uses the device then):
+#   rnr_rcvd_per_run           RNR NAKs the requesters received
+#   rnr_sent_per_run           RNR NAKs the responders sent
+#   rnr_retry_exceeded_per_run  requests that ran out of RNR retries
 # $KQP_REPO/build/bench/args, written by tools/bench/bench.sh on the host,
 # holds BENCH_ROUNDS and the client's extra options.
 set -u
 
 bin=$KQP_REPO/build/bench
 addr=${KQP_TEST_ADDR:-192.0.2.1}
+dev=${KQP_TEST_RDMA_DEV:-rxe0}
 # A run with the default counts takes well under a minute, a few on a
 # busy host; rcbench itself fails after 30 s without progress.  This is
 # the last resort.
@@ -29,16 +38,54 @@ BENCH_ROUNDS=3
 
 fail=0
 
-# run_one VARIANT PROGRAM ROUND PORT
+# rxe counts per port on 6.1 and 6.12; the device's own directory is
+# the fallback.
+counters=/sys/class/infiniband/$dev/ports/1/hw_counters
+[ -d "$counters" ] || counters=/sys/class/infiniband/$dev/hw_counters
+rnr_counters="rcvd_rnr_err send_rnr_err retry_rnr_exceeded_err"
+rnr_keys="rnr_rcvd_per_run rnr_sent_per_run rnr_retry_exceeded_per_run"
+
+# The RNR counters now, in the order of $rnr_counters; "-" for one the
+# device does not have.
+rnr_read() {
+	local c v
+
+	for c in $rnr_counters; do
+		v=$(cat "$counters/$c" 2>/dev/null) || v=-
+		printf '%s ' "${v:--}"
+	done
+}
+
+# rnr_delta "BEFORE" "AFTER": "key value" lines, one per counter read
+# both times.
+rnr_delta() {
+	local -a b a k
+	local i
+
+	read -r -a b <<< "$1"
+	read -r -a a <<< "$2"
+	read -r -a k <<< "$rnr_keys"
+	for i in "${!k[@]}"; do
+		case "${b[i]:--}${a[i]:--}" in
+		*-*) continue ;;
+		esac
+		echo "${k[i]} $((a[i] - b[i]))"
+	done
+}
+
+# run_one VARIANT ROUND PORT COMMAND...: the server and the client,
+# each COMMAND with its own options added.
 run_one() {
-	local variant=$1 prog=$2 round=$3 port=$4
+	local variant=$1 round=$2 port=$3
 	local ready=/tmp/rcbench-$variant-$round.ready
 	local res=$KQP_OUT/bench-$variant-$round
-	local spid crc src t=0
+	local spid crc src t=0 rnr0
 
-	echo "bench: $variant, round $round: $prog"
+	shift 3
+	echo "bench: $variant, round $round: $*"
 	rm -f "$ready" "$res.txt" "$res.failed"
-	timeout -k 5 "$RUN_TIMEOUT" "$prog" --server --addr "$addr" \
+	rnr0=$(rnr_read)
+	timeout -k 5 "$RUN_TIMEOUT" "$@" --server --addr "$addr" \
 		--port "$port" --ready "$ready" &
 	spid=$!
 	# The server creates the file once rdma_listen() returned.
@@ -54,7 +101,7 @@ run_one() {
 		return 1
 	fi
 	# shellcheck disable=SC2086
-	timeout -k 5 "$RUN_TIMEOUT" "$prog" --addr "$addr" --port "$port" \
+	timeout -k 5 "$RUN_TIMEOUT" "$@" --addr "$addr" --port "$port" \
 		$args > "$res.tmp"
 	crc=$?
 	cat "$res.tmp"
@@ -62,6 +109,7 @@ run_one() {
 	[ $crc -eq 0 ] || kill "$spid" 2>/dev/null
 	wait "$spid"
 	src=$?
+	rnr_delta "$rnr0" "$(rnr_read)" | tee -a "$res.tmp"
 	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
 		echo "bench: $variant, round $round: FAILED (client $crc, server $src)"
 		mv "$res.tmp" "$res.failed"
@@ -79,22 +127,32 @@ kqp_cq_stats() {
 	sed 's/^/bench:   /' "$f"
 }
 
+for c in $rnr_counters; do
+	[ -r "$counters/$c" ] ||
+		echo "bench: $counters/$c is missing: no RNR count in the results"
+done
+
 if ! insmod "$KQP_KMOD" || [ ! -c /dev/kqp ]; then
 	echo "bench: insmod $KQP_KMOD failed"
 	exit 1
 fi
 
+# The kqp variant is libkqp's default, whatever started the guest said.
+unset KQP_RINGS
+variants=(rdmacm kqp kqp-ioctl)
 port=18515
 for round in $(seq 1 "$BENCH_ROUNDS"); do
-	if [ $((round % 2)) -eq 1 ]; then
-		order="rdmacm kqp"
-	else
-		order="kqp rdmacm"
-	fi
-	for variant in $order; do
-		prog=$bin/rcbench
-		[ "$variant" = rdmacm ] && prog=$bin/rcbench_rdmacm
-		run_one "$variant" "$prog" "$round" $port || fail=1
+	for i in "${!variants[@]}"; do
+		variant=${variants[(i + round - 1) % ${#variants[@]}]}
+		case $variant in
+		rdmacm)
+			cmd=("$bin/rcbench_rdmacm") ;;
+		kqp)
+			cmd=("$bin/rcbench") ;;
+		kqp-ioctl)
+			cmd=(env KQP_RINGS=0 "$bin/rcbench") ;;
+		esac
+		run_one "$variant" "$round" $port "${cmd[@]}" || fail=1
 		port=$((port + 1))
 	done
 done

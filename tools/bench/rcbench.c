@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * rcbench: RC SEND ping-pong latency, 64 B SEND message rate and 64 KB
- * RDMA WRITE bandwidth between a server and a client process, connected
- * with rdma_cm.  It uses the librdmacm and libibverbs API only, so the
+ * rcbench: RC SEND ping-pong latency, 64 B SEND message rate, and 64 KB
+ * RDMA WRITE and SEND bandwidth between a server and a client process,
+ * connected with rdma_cm.  It uses the librdmacm and libibverbs API only, so the
  * same source is built against libkqp (rcbench) and against rdma-core
  * (rcbench_rdmacm), and `make bench` compares the two.
  *
@@ -18,8 +18,9 @@
  *
  * Nothing is measured blind: every completion's status, opcode and length
  * is checked, ping-pong messages carry sequence numbers both sides check,
- * the server takes exactly the announced number of messages, and the
- * RDMA WRITE test ends with a data check of the whole target buffer.
+ * the server takes exactly the announced number of messages, the RDMA
+ * WRITE test ends with a data check of the whole target buffer, and the
+ * server of the SEND bandwidth test checks every message's whole payload.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -39,7 +40,7 @@
 
 #define BENCH_MAGIC	0x6b717062	/* "kqpb" */
 
-/* Sizes the tests use: SEND latency, message rate, RDMA WRITE. */
+/* Sizes the tests use: SEND latency, message rate, RDMA WRITE and SEND bandwidth. */
 #define LAT_SMALL	8
 #define LAT_LARGE	4096
 #define RATE_SIZE	64
@@ -53,8 +54,17 @@
 #define SIG_EVERY	16
 /* The server hands back credits, and reposts receives, this many at once. */
 #define CREDIT_BATCH	32
-/* RDMA WRITEs in flight. */
+/* RDMA WRITEs, and bandwidth SENDs, in flight. */
 #define WRITE_DEPTH	16
+/*
+ * The SEND bandwidth server's receives: this many of WRITE_SIZE bytes,
+ * all posted before it accepts, reposted and handed back as credits
+ * SENDBW_CREDIT_BATCH at a time.
+ */
+#define SENDBW_RQ_DEPTH	64
+#define SENDBW_CREDIT_BATCH 16
+/* Every bandwidth SEND carries the pattern of this seed. */
+#define SENDBW_SEED	0x73656e64	/* "send" */
 #define MAX_INLINE	64
 #define MAX_LIST	64
 
@@ -70,6 +80,7 @@ enum test_kind {
 	TEST_RATE,
 	TEST_WRITE,
 	TEST_QUIT,
+	TEST_SENDBW,
 };
 
 /* Connect private data: at most 56 bytes for RC over IB/RoCE CM. */
@@ -101,6 +112,7 @@ struct opts {
 	uint64_t lat_iters, lat_warmup;
 	uint64_t rate_msgs, rate_warmup;
 	uint64_t write_msgs, write_warmup;
+	uint64_t sendbw_msgs, sendbw_warmup;
 };
 
 /* The client's last message of the RDMA WRITE test. */
@@ -116,8 +128,10 @@ struct conn {
 	struct ibv_comp_channel *cch;	/* the receive CQ's, when it sleeps */
 	struct ibv_cq *scq, *rcq;
 	struct ibv_mr *mr;
-	char *buf;			/* send slot, then RQ_DEPTH receive slots */
+	char *buf;			/* send slot, then rq_depth receive slots */
 	size_t buf_len;
+	uint32_t slot_size;		/* of each slot in buf */
+	uint32_t rq_depth;		/* receives posted at setup */
 	char *wbuf;			/* RDMA WRITE source or target */
 	struct ibv_mr *wmr;
 	uint32_t max_inline;
@@ -183,7 +197,7 @@ static int cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type type)
 
 static char *recv_slot(struct conn *c, uint64_t i)
 {
-	return c->buf + SLOT_SIZE * (1 + i);
+	return c->buf + (size_t)c->slot_size * (1 + i);
 }
 
 /*
@@ -254,7 +268,7 @@ static int post_recvs(struct conn *c, const uint32_t *slots, int n)
 
 	for (i = 0; i < n; i++) {
 		sge[i].addr = (uintptr_t)recv_slot(c, slots[i]);
-		sge[i].length = SLOT_SIZE;
+		sge[i].length = c->slot_size;
 		sge[i].lkey = c->mr->lkey;
 		wr[i].wr_id = slots[i];
 		wr[i].sg_list = &sge[i];
@@ -344,7 +358,8 @@ static int post_sends(struct conn *c, int n, enum ibv_wr_opcode op,
 		if (reap_sends(c, true))
 			return -1;
 	}
-	if (op == IBV_WR_RDMA_WRITE) {
+	/* RDMA WRITEs and bandwidth SENDs come from the WRITE buffer. */
+	if (op == IBV_WR_RDMA_WRITE || size > c->slot_size) {
 		sge.addr = (uintptr_t)c->wbuf;
 		sge.lkey = c->wmr->lkey;
 	} else {
@@ -476,10 +491,11 @@ static int wait_recv(struct conn *c, struct ibv_wc *wc, uint32_t size, int ms)
 }
 
 /*
- * PD, CQs, QP and memory on @id, and every receive posted.  With
- * @sleep, the receive CQ gets a completion channel.
+ * PD, CQs, QP and memory on @id, and @rq_depth receives of @slot_size
+ * bytes posted.  With @sleep, the receive CQ gets a completion channel.
  */
-static int conn_setup(struct conn *c, struct rdma_cm_id *id, bool sleep)
+static int conn_setup(struct conn *c, struct rdma_cm_id *id, bool sleep,
+		      uint32_t slot_size, uint32_t rq_depth)
 {
 	struct ibv_qp_init_attr attr = {
 		.qp_type = IBV_QPT_RC,
@@ -525,7 +541,9 @@ static int conn_setup(struct conn *c, struct rdma_cm_id *id, bool sleep)
 	c->sq_depth = attr.cap.max_send_wr < SQ_DEPTH ? attr.cap.max_send_wr :
 							SQ_DEPTH;
 
-	c->buf_len = SLOT_SIZE * (1 + RQ_DEPTH);
+	c->slot_size = slot_size;
+	c->rq_depth = rq_depth;
+	c->buf_len = (size_t)slot_size * (1 + rq_depth);
 	if (posix_memalign((void **)&c->buf, 4096, c->buf_len) ||
 	    posix_memalign((void **)&c->wbuf, 4096, WRITE_SIZE)) {
 		fprintf(stderr, "rcbench: out of memory\n");
@@ -539,7 +557,7 @@ static int conn_setup(struct conn *c, struct rdma_cm_id *id, bool sleep)
 		perror("rcbench: ibv_reg_mr");
 		return -1;
 	}
-	return post_all_recvs(c, RQ_DEPTH);
+	return post_all_recvs(c, rq_depth);
 }
 
 static void conn_teardown(struct conn *c)
@@ -631,6 +649,57 @@ static int serve_rate(struct conn *c, const struct test_req *rq)
 }
 
 /*
+ * Take @count SENDs of WRITE_SIZE bytes, each checked whole against the
+ * pattern the client sends, reposting receives and handing back that
+ * many credits SENDBW_CREDIT_BATCH at a time.
+ */
+static int serve_sendbw(struct conn *c, const struct test_req *rq)
+{
+	struct ibv_wc wc[SENDBW_CREDIT_BATCH];
+	uint32_t slots[SENDBW_CREDIT_BATCH];
+	uint64_t got = 0;
+	int n, i, pending = 0;
+	char *want;
+
+	want = malloc(WRITE_SIZE);
+	if (!want) {
+		fprintf(stderr, "rcbench: out of memory\n");
+		return -1;
+	}
+	fill_pattern(want, WRITE_SIZE, SENDBW_SEED);
+	*(uint32_t *)c->buf = SENDBW_CREDIT_BATCH;
+	while (got < rq->count) {
+		n = poll_recvs(c, wc, SENDBW_CREDIT_BATCH - pending, true,
+			       rq->size);
+		if (n < 0)
+			goto fail;
+		for (i = 0; i < n; i++) {
+			if (memcmp(recv_slot(c, wc[i].wr_id), want, WRITE_SIZE)) {
+				fprintf(stderr, "rcbench: SEND %llu carries the wrong data\n",
+					(unsigned long long)(got + i));
+				goto fail;
+			}
+			slots[pending++] = wc[i].wr_id;
+		}
+		got += n;
+		if (pending < SENDBW_CREDIT_BATCH)
+			continue;
+		if (post_recvs(c, slots, pending))
+			goto fail;
+		if (post_sends(c, 1, IBV_WR_SEND, sizeof(uint32_t), SIG_EVERY,
+			       false) ||
+		    reap_sends(c, false))
+			goto fail;
+		pending = 0;
+	}
+	free(want);
+	return 0;
+fail:
+	free(want);
+	return -1;
+}
+
+/*
  * The client's RDMA WRITEs need nothing from us.  Its last message says
  * which pattern the last WRITE left in our buffer: check it and answer
  * with the offset plus one of the first bad word, or 0.
@@ -683,6 +752,8 @@ static bool req_valid(const struct test_req *rq)
 		       rq->list <= MAX_LIST && rq->count;
 	case TEST_WRITE:
 		return rq->size == WRITE_SIZE;
+	case TEST_SENDBW:
+		return rq->size == WRITE_SIZE && rq->count;
 	default:
 		return false;
 	}
@@ -720,12 +791,20 @@ static int serve_one(struct rdma_event_channel *ch, struct rdma_cm_event *ev)
 		rdma_destroy_id(id);
 		return quit ? 1 : -1;
 	}
-	if (conn_setup(&c, id, rq.kind == TEST_WRITE)) {
+	/* The SEND bandwidth test's receives take a whole message each. */
+	if (rq.kind == TEST_SENDBW)
+		ret = conn_setup(&c, id, false, WRITE_SIZE, SENDBW_RQ_DEPTH);
+	else
+		ret = conn_setup(&c, id, rq.kind == TEST_WRITE, SLOT_SIZE,
+				 RQ_DEPTH);
+	if (ret) {
+		ret = -1;
 		rep.status = EIO;
 		rdma_reject(id, &rep, sizeof(rep));
 		goto out;
 	}
-	rep.credits = RQ_DEPTH;
+	ret = -1;
+	rep.credits = c.rq_depth;
 	rep.addr = (uintptr_t)c.wbuf;
 	rep.rkey = c.wmr->rkey;
 	rep.len = WRITE_SIZE;
@@ -741,6 +820,9 @@ static int serve_one(struct rdma_event_channel *ch, struct rdma_cm_event *ev)
 		break;
 	case TEST_RATE:
 		ret = serve_rate(&c, &rq);
+		break;
+	case TEST_SENDBW:
+		ret = serve_sendbw(&c, &rq);
 		break;
 	default:
 		ret = serve_write(&c);
@@ -912,7 +994,7 @@ static int try_connect(struct conn *c, const struct opts *o,
 	if (ret)
 		goto fail;
 	ret = -1;
-	if (conn_setup(c, id, false))
+	if (conn_setup(c, id, false, SLOT_SIZE, RQ_DEPTH))
 		goto fail;
 	if (rdma_connect(id, &cp)) {
 		perror("rcbench: rdma_connect");
@@ -1190,6 +1272,81 @@ out:
 	return ret;
 }
 
+/*
+ * @n SENDs of WRITE_SIZE bytes, WRITE_DEPTH in flight as long as the
+ * server's credits allow, and wait until all completed.
+ */
+static int sendbw_phase(struct conn *c, uint64_t n, uint64_t *credits)
+{
+	uint64_t sent = 0, room;
+	int k;
+
+	while (sent < n) {
+		room = WRITE_DEPTH - (c->posted - c->done);
+		if (room > *credits)
+			room = *credits;
+		if (!room) {
+			if (!*credits) {
+				if (take_credits(c, credits, true) < 0)
+					return -1;
+			} else if (reap_sends(c, true)) {
+				return -1;
+			}
+			continue;
+		}
+		k = n - sent < room ? n - sent : room;
+		if (k > MAX_LIST)
+			k = MAX_LIST;
+		if (post_sends(c, k, IBV_WR_SEND, WRITE_SIZE, 1,
+			       sent + k == n))
+			return -1;
+		sent += k;
+		*credits -= k;
+		if (take_credits(c, credits, false) < 0 ||
+		    reap_sends(c, false))
+			return -1;
+	}
+	return drain_sends(c);
+}
+
+/*
+ * SEND bandwidth, measured as RDMA WRITE bandwidth is: every SEND
+ * signaled, WRITE_DEPTH in flight, until the last one completed.  The
+ * server posted its receives ahead and hands them back as credits, so
+ * the sender never meets an empty receive queue; it checks every
+ * message's payload against the pattern.
+ */
+static int run_sendbw(struct conn *c, const struct opts *o)
+{
+	struct test_req rq = {
+		.magic = BENCH_MAGIC,
+		.kind = TEST_SENDBW,
+		.size = WRITE_SIZE,
+		.list = 1,
+		.count = o->sendbw_warmup + o->sendbw_msgs,
+	};
+	uint64_t credits, t0, t1;
+	int ret = -1;
+
+	if (client_connect(c, o, &rq))
+		return -1;
+	fill_pattern(c->wbuf, WRITE_SIZE, SENDBW_SEED);
+	credits = c->peer.credits;
+	if (sendbw_phase(c, o->sendbw_warmup, &credits))
+		goto out;
+	t0 = now_ns();
+	if (sendbw_phase(c, o->sendbw_msgs, &credits))
+		goto out;
+	t1 = now_ns();
+	printf("send_%u_mbs %.1f\n", WRITE_SIZE,
+	       o->sendbw_msgs * (double)WRITE_SIZE * 1e3 / (double)(t1 - t0));
+	fflush(stdout);
+	ret = 0;
+out:
+	client_close(c);
+	return ret;
+}
+
 static int client(const struct opts *o)
 {
 	struct test_req quit = { .magic = BENCH_MAGIC, .kind = TEST_QUIT };
@@ -1211,12 +1368,16 @@ static int client(const struct opts *o)
 	printf("# write_msgs %llu write_warmup %llu\n",
 	       (unsigned long long)o->write_msgs,
 	       (unsigned long long)o->write_warmup);
+	printf("# sendbw_msgs %llu sendbw_warmup %llu\n",
+	       (unsigned long long)o->sendbw_msgs,
+	       (unsigned long long)o->sendbw_warmup);
 	fflush(stdout);
 	if (run_lat(&c, o, LAT_SMALL) ||
 	    run_lat(&c, o, LAT_LARGE) ||
 	    run_rate(&c, o, 1) ||
 	    run_rate(&c, o, 16) ||
-	    run_write(&c, o))
+	    run_write(&c, o) ||
+	    run_sendbw(&c, o))
 		goto out;
 	ret = client_connect(&c, o, &quit);
 	printf("# seconds %.1f\n", (now_ns() - t) / 1e9);
@@ -1232,25 +1393,25 @@ static void usage(FILE *f)
 "       rcbench [-a ADDR] [-p PORT] [-t SEC] [COUNTS]\n"
 "\n"
 "RC SEND ping-pong latency (8 B and 4 KB), 64 B SEND message rate (post\n"
-"lists of 1 and 16), and 64 KB RDMA WRITE bandwidth, between a server and\n"
-"a client connected with rdma_cm.  Both sides busy-poll their CQs, except\n"
-"the server of the RDMA WRITE test, which sleeps on a completion channel.\n"
-"Each test is a connection of its own; the server serves tests until the\n"
-"client's last request, then exits 0.\n"
+"lists of 1 and 16), and 64 KB RDMA WRITE and SEND bandwidth, between a\n"
+"server and a client connected with rdma_cm.  Both sides busy-poll their\n"
+"CQs, except the server of the RDMA WRITE test, which sleeps on a\n"
+"completion channel.  Each test is a connection of its own; the server\n"
+"serves tests until the client's last request, then exits 0.\n"
 "\n"
 "The client prints what it measured as \"key value\" lines on stdout, and\n"
 "its settings as \"# ...\" lines:\n"
 "  lat_SIZE_median_us, lat_SIZE_p99_us   one-way latency (half the round trip)\n"
 "  rate_64_listN_kmsgs                   thousands of messages per second\n"
-"  write_65536_mbs                       MB/s (10^6 bytes per second)\n"
+"  write_65536_mbs, send_65536_mbs       MB/s (10^6 bytes per second)\n"
 "\n"
 "What is checked, on both sides: every completion's status, opcode and\n"
 "length; the sequence number each ping-pong message and its echo carry;\n"
 "that the server received exactly as many messages as the client\n"
-"announced; and, after the RDMA WRITE test, the whole target buffer\n"
-"against the pattern the last WRITE carried.  A failed check, a bad\n"
-"completion, or no progress for 30 s is reported on stderr and makes the\n"
-"program that saw it exit 1.\n"
+"announced; after the RDMA WRITE test, the whole target buffer against\n"
+"the pattern the last WRITE carried; and every 64 KB SEND's payload.  A\n"
+"failed check, a bad completion, or no progress for 30 s is reported on\n"
+"stderr and makes the program that saw it exit 1.\n"
 "\n"
 "  -s, --server            be the server\n"
 "  -a, --addr ADDR         IPv4 address of the server (default 192.0.2.1)\n"
@@ -1265,6 +1426,8 @@ static void usage(FILE *f)
 "      --rate-warmup N     (default 2000)\n"
 "      --write-msgs N      64 KB RDMA WRITEs measured (default 300)\n"
 "      --write-warmup N    (default 30)\n"
+"      --sendbw-msgs N     64 KB SENDs measured (default 300)\n"
+"      --sendbw-warmup N   (default 30)\n"
 "  -h, --help              this text\n");
 }
 
@@ -1284,7 +1447,7 @@ static int parse_u64(const char *s, uint64_t min, uint64_t *v)
 int main(int argc, char **argv)
 {
 	enum { O_LAT_ITERS = 256, O_LAT_WARMUP, O_RATE_MSGS, O_RATE_WARMUP,
-	       O_WRITE_MSGS, O_WRITE_WARMUP };
+	       O_WRITE_MSGS, O_WRITE_WARMUP, O_SENDBW_MSGS, O_SENDBW_WARMUP };
 	static const struct option lo[] = {
 		{ "server", no_argument, NULL, 's' },
 		{ "addr", required_argument, NULL, 'a' },
@@ -1297,6 +1460,8 @@ int main(int argc, char **argv)
 		{ "rate-warmup", required_argument, NULL, O_RATE_WARMUP },
 		{ "write-msgs", required_argument, NULL, O_WRITE_MSGS },
 		{ "write-warmup", required_argument, NULL, O_WRITE_WARMUP },
+		{ "sendbw-msgs", required_argument, NULL, O_SENDBW_MSGS },
+		{ "sendbw-warmup", required_argument, NULL, O_SENDBW_WARMUP },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1307,6 +1472,7 @@ int main(int argc, char **argv)
 		.lat_iters = 3000, .lat_warmup = 300,
 		.rate_msgs = 20000, .rate_warmup = 2000,
 		.write_msgs = 300, .write_warmup = 30,
+		.sendbw_msgs = 300, .sendbw_warmup = 30,
 	};
 	uint64_t v;
 	int opt, bad = 0;
@@ -1347,6 +1513,12 @@ int main(int argc, char **argv)
 			break;
 		case O_WRITE_WARMUP:
 			bad |= parse_u64(optarg, 0, &o.write_warmup);
+			break;
+		case O_SENDBW_MSGS:
+			bad |= parse_u64(optarg, 1, &o.sendbw_msgs);
+			break;
+		case O_SENDBW_WARMUP:
+			bad |= parse_u64(optarg, 0, &o.sendbw_warmup);
 			break;
 		case 'h':
 			usage(stdout);

@@ -1,24 +1,42 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-# table.sh DIR: the table of make bench, from the rcbench results in DIR
-# (bench-rdmacm-ROUND.txt and bench-kqp-ROUND.txt, "key value" lines).
-# With several rounds, each cell is the median over them.  Exits non-zero
-# when a result is missing or a run failed (bench-VARIANT-ROUND.failed).
+# table.sh DIR [JSON]: the table of make bench, from the rcbench results
+# in DIR (bench-VARIANT-ROUND.txt, "key value" lines), printed on stdout;
+# the same rows go to JSON (default DIR/bench.json).  With several
+# rounds, each cell is the median over them.  Exits non-zero when a
+# result is missing or a run failed (bench-VARIANT-ROUND.failed).
+#
+# The JSON: an object with "variants" (in column order), "rounds" (per
+# variant, how many result files), "ratio" and "ratio_kqp_ioctl" (what
+# each ratio is of: "kqp / rdmacm", "kqp-ioctl / rdmacm") and "rows",
+# one per table row, each
+#   { "key", "label", "unit", "better": "lower" | "higher",
+#     "variants": { VARIANT: { "median", "rounds": [per round] } },
+#     "ratio", "ratio_kqp_ioctl" }
+# in the table's order.  A value nobody measured is null; "rounds" is
+# indexed by round number, 1 first.
 set -uo pipefail
 
-dir=${1:?usage: table.sh DIR}
+dir=${1:?usage: table.sh DIR [JSON]}
+json=${2:-$dir/bench.json}
 shopt -s nullglob
 
-awk '
+awk -v json="$json" '
 FNR == 1 {
 	v = FILENAME
 	sub(/.*\/bench-/, "", v)
+	r = v
 	sub(/-[0-9]+\.txt$/, "", v)
+	sub(/\.txt$/, "", r)
+	sub(/.*-/, "", r)
+	r += 0
 	rounds[v]++
+	if (r > maxround)
+		maxround = r
 }
 /^#/ || NF != 2 { next }
-{ n[v, $1]++; val[v, $1, n[v, $1]] = $2 }
+{ n[v, $1]++; val[v, $1, n[v, $1]] = $2; byround[v, $1, r] = $2 }
 
 function median(v, k,    m, i, j, t, a) {
 	m = n[v, k]
@@ -33,35 +51,126 @@ function median(v, k,    m, i, j, t, a) {
 	return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
 }
 
-function row(k, label, better,    s, q, r) {
-	s = median("rdmacm", k)
-	q = median("kqp", k)
-	r = (s != "" && q != "" && s + 0 > 0) ? sprintf("%.2f", q / s) : "-"
-	if (s == "" || q == "")
-		missing = 1
-	printf "%-40s %10s %10s %8s   %s\n", label, s == "" ? "-" : s,
-	       q == "" ? "-" : q, r, better
+function ratio(q, s) {
+	return (s != "" && q != "" && s + 0 > 0) ? sprintf("%.2f", q / s) : ""
+}
+
+function jstr(s) {
+	gsub(/\\/, "\\\\", s)
+	gsub(/"/, "\\\"", s)
+	return "\"" s "\""
+}
+
+# A number as rcbench wrote it; null for none (or for nan, inf...).
+function jnum(x) {
+	x = x ""
+	if (x ~ /^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$/)
+		return x
+	return "null"
+}
+
+# The JSON key of the ratio of variant v: "ratio_kqp_ioctl" for kqp-ioctl.
+function ratiokey(v) {
+	gsub(/[^A-Za-z0-9]/, "_", v)
+	return "ratio_" v
+}
+
+# One row: the table line, and its JSON object.
+function row(k, label, unit, better,    s, q, r, t, i, j, line) {
+	s = median(base, k)
+	q = median(main, k)
+	r = ratio(q, s)
+	line = sprintf("%-40s", label (unit == "count" ? "" : " (" unit ")"))
+	for (i = 1; i <= nvar; i++) {
+		med[i] = median(var[i], k)
+		if (med[i] == "")
+			missing = 1
+		line = line sprintf(" %10s", med[i] == "" ? "-" : med[i])
+	}
+	line = line sprintf(" %8s", r == "" ? "-" : r)
+	for (i = 1; i <= nextra; i++) {
+		t = ratio(median(extra[i], k), s)
+		line = line sprintf(" %8s", t == "" ? "-" : t)
+	}
+	print line "   " better
+
+	printf "%s    { \"key\": %s, \"label\": %s, \"unit\": %s, \"better\": %s,\n",
+	       (nrows++ ? ",\n" : ""), jstr(k), jstr(label), jstr(unit),
+	       jstr(better) > json
+	printf "      \"variants\": {" > json
+	for (i = 1; i <= nvar; i++) {
+		printf "%s\n        %s: { \"median\": %s, \"rounds\": [",
+		       (i > 1 ? "," : ""), jstr(var[i]), jnum(med[i]) > json
+		for (j = 1; j <= maxround; j++)
+			printf "%s%s", (j > 1 ? ", " : ""),
+			       jnum(byround[var[i], k, j]) > json
+		printf "] }" > json
+	}
+	printf "\n      },\n      \"ratio\": %s", jnum(r) > json
+	for (i = 1; i <= nextra; i++)
+		printf ",\n      %s: %s", jstr(ratiokey(extra[i])),
+		       jnum(ratio(median(extra[i], k), s)) > json
+	printf " }" > json
+}
+
+BEGIN {
+	# Columns: the baseline first, then kqp.  The ratio is kqp over the
+	# baseline; each variant in extra[] gets its own ratio column.
+	nvar = split("rdmacm kqp kqp-ioctl", var, " ")
+	split("rdma-core kqp kqp-ioctl", head, " ")
+	base = "rdmacm"
+	main = "kqp"
+	nextra = split("kqp-ioctl", extra, " ")
+	split("ioctl", extrahead, " ")
 }
 
 END {
 	printf "rcbench on Soft-RoCE (rxe) under QEMU/TCG: absolute numbers mean little,\n"
-	printf "compare the ratio. ratio = kqp / rdma-core. Latency: lower is better,\n"
-	printf "a ratio below 1 means kqp is faster. Rate and bandwidth: higher is\n"
-	printf "better, a ratio above 1 means kqp is faster. Latency is one-way (half\n"
-	printf "the round trip). Rounds: rdma-core %d, kqp %d%s.\n\n",
-	       rounds["rdmacm"], rounds["kqp"],
-	       (rounds["kqp"] > 1 ? " (median of rounds)" : "")
-	printf "%-40s %10s %10s %8s   %s\n", "test", "rdma-core", "kqp", "ratio", "better"
-	row("lat_8_median_us", "RC SEND latency 8 B, median (us)", "lower")
-	row("lat_8_p99_us", "RC SEND latency 8 B, p99 (us)", "lower")
-	row("lat_4096_median_us", "RC SEND latency 4 KB, median (us)", "lower")
-	row("lat_4096_p99_us", "RC SEND latency 4 KB, p99 (us)", "lower")
-	row("rate_64_list1_kmsgs", "64 B SEND rate, 1 WR/post (Kmsg/s)", "higher")
-	row("rate_64_list16_kmsgs", "64 B SEND rate, 16 WRs/post (Kmsg/s)", "higher")
-	row("write_65536_mbs", "64 KB RDMA WRITE bandwidth (MB/s)", "higher")
+	printf "compare the ratio. kqp is libkqp as it runs by default, kqp-ioctl is\n"
+	printf "libkqp with KQP_RINGS=0 (an ioctl per post). ratio = kqp / rdma-core,\n"
+	printf "ioctl = kqp-ioctl / rdma-core. Latency: lower is better, a ratio below\n"
+	printf "1 means kqp is faster. Rate and bandwidth: higher is better, a ratio\n"
+	printf "above 1 means kqp is faster. Latency is one-way (half the round trip).\n"
+	printf "Rounds:"
+	for (i = 1; i <= nvar; i++)
+		printf "%s %s %d", (i > 1 ? "," : ""), head[i], rounds[var[i]]
+	printf "%s.\n\n", (rounds[main] > 1 ? " (median of rounds)" : "")
+	printf "%-40s", "test"
+	for (i = 1; i <= nvar; i++)
+		printf " %10s", head[i]
+	printf " %8s", "ratio"
+	for (i = 1; i <= nextra; i++)
+		printf " %8s", extrahead[i]
+	printf "   %s\n", "better"
+
+	printf "{\n  \"variants\": [" > json
+	for (i = 1; i <= nvar; i++)
+		printf "%s%s", (i > 1 ? ", " : ""), jstr(var[i]) > json
+	printf "],\n  \"rounds\": {" > json
+	for (i = 1; i <= nvar; i++)
+		printf "%s %s: %d", (i > 1 ? "," : ""), jstr(var[i]),
+		       rounds[var[i]] > json
+	printf " },\n  \"ratio\": %s,\n", jstr(main " / " base) > json
+	for (i = 1; i <= nextra; i++)
+		printf "  %s: %s,\n", jstr(ratiokey(extra[i])),
+		       jstr(extra[i] " / " base) > json
+	printf "  \"rows\": [\n" > json
+
+	row("lat_8_median_us", "RC SEND latency 8 B, median", "us", "lower")
+	row("lat_8_p99_us", "RC SEND latency 8 B, p99", "us", "lower")
+	row("lat_4096_median_us", "RC SEND latency 4 KB, median", "us", "lower")
+	row("lat_4096_p99_us", "RC SEND latency 4 KB, p99", "us", "lower")
+	row("rate_64_list1_kmsgs", "64 B SEND rate, 1 WR/post", "Kmsg/s", "higher")
+	row("rate_64_list16_kmsgs", "64 B SEND rate, 16 WRs/post", "Kmsg/s", "higher")
+	row("write_65536_mbs", "64 KB RDMA WRITE bandwidth", "MB/s", "higher")
+	row("send_65536_mbs", "64 KB SEND bandwidth", "MB/s", "higher")
+	row("rnr_rcvd_per_run", "RNR NAKs (rcvd) per run", "count", "lower")
+
+	printf "\n  ]\n}\n" > json
+	close(json)
 	exit missing
 }
-' /dev/null "$dir"/bench-rdmacm-*.txt "$dir"/bench-kqp-*.txt
+' /dev/null "$dir"/bench-*-[0-9]*.txt
 rc=$?
 for f in "$dir"/bench-*.failed; do
 	echo "table: $(basename "$f"): that run failed, its results are left out"
