@@ -54,27 +54,43 @@
 static_assert(sizeof(struct kqp_cq_ring_hdr) == 256);
 static_assert(sizeof(struct kqp_cqe) == 64);
 
-/* The completion path's measurements, summed over destroyed CQs. */
-static DEFINE_SPINLOCK(kqp_cq_stats_lock);
-static struct kqp_cq_stats kqp_cq_stats_total;
+/*
+ * The completion path's measurements, per CPU, over every CQ, live or
+ * destroyed.  Written only with bottom halves off (the poller is a
+ * softirq; flushes hold cq->lock with _bh), so this CPU's counters are
+ * never updated from two contexts at once, and this_cpu ops suffice.
+ */
+static DEFINE_PER_CPU(struct kqp_cq_stats, kqp_cq_pcpu_stats);
 
 void kqp_cq_stats_read(struct kqp_cq_stats *st)
 {
-	spin_lock_irq(&kqp_cq_stats_lock);
-	*st = kqp_cq_stats_total;
-	spin_unlock_irq(&kqp_cq_stats_lock);
+	int cpu, b;
+
+	memset(st, 0, sizeof(*st));
+	for_each_possible_cpu(cpu) {
+		const struct kqp_cq_stats *c = per_cpu_ptr(&kqp_cq_pcpu_stats,
+							   cpu);
+
+		st->calls += READ_ONCE(c->calls);
+		st->cqes += READ_ONCE(c->cqes);
+		st->lat_ns_sum += READ_ONCE(c->lat_ns_sum);
+		st->lat_ns_max = max(st->lat_ns_max, READ_ONCE(c->lat_ns_max));
+		for (b = 0; b < KQP_CQ_LAT_BUCKETS; b++)
+			st->lat_hist[b] += READ_ONCE(c->lat_hist[b]);
+	}
 }
 
-static void kqp_cq_stats_add(struct kqp_cq *cq)
+/* One poll that produced: @dt ns from the callback to the ring. */
+static void kqp_cq_stats_poll(u64 dt)
 {
-	struct kqp_cq_stats *t = &kqp_cq_stats_total;
+	unsigned int b = dt ? min_t(unsigned int, ilog2(dt),
+				    KQP_CQ_LAT_BUCKETS - 1) : 0;
 
-	spin_lock_irq(&kqp_cq_stats_lock);
-	t->calls += cq->stats.calls;
-	t->cqes += cq->stats.cqes;
-	t->lat_ns_sum += cq->stats.lat_ns_sum;
-	t->lat_ns_max = max(t->lat_ns_max, cq->stats.lat_ns_max);
-	spin_unlock_irq(&kqp_cq_stats_lock);
+	this_cpu_inc(kqp_cq_pcpu_stats.calls);
+	this_cpu_add(kqp_cq_pcpu_stats.lat_ns_sum, dt);
+	this_cpu_inc(kqp_cq_pcpu_stats.lat_hist[b]);
+	if (dt > this_cpu_read(kqp_cq_pcpu_stats.lat_ns_max))
+		this_cpu_write(kqp_cq_pcpu_stats.lat_ns_max, dt);
 }
 
 static struct kqp_cqe *kqp_cq_cqes(struct kqp_cq *cq)
@@ -155,7 +171,7 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 	if (cq->tail == start)
 		return polled;
 
-	cq->stats.cqes += cq->tail - start;
+	this_cpu_add(kqp_cq_pcpu_stats.cqes, cq->tail - start);
 	/*
 	 * Pairs with the consumer's load-acquire of the tail: the entries
 	 * are written before the tail that covers them.
@@ -234,10 +250,7 @@ static int kqp_cq_poll(struct irq_poll *iop, int budget)
 	if (done) {
 		/* From the callback to the entries being in the ring. */
 		dt = ktime_get_ns() - READ_ONCE(cq->cb_ns);
-		cq->stats.calls++;
-		cq->stats.lat_ns_sum += dt;
-		if (dt > cq->stats.lat_ns_max)
-			cq->stats.lat_ns_max = dt;
+		kqp_cq_stats_poll(dt);
 	}
 	spin_unlock(&cq->lock);
 
@@ -501,7 +514,6 @@ static void kqp_cq_free(struct kqp_ucontext *uctx, struct kqp_cq *cq,
 
 	kqp_object_drain(&cq->vobj.obj);
 	kqp_vobj_destroy_hw(&cq->vobj);
-	kqp_cq_stats_add(cq);
 	if (cq->channel) {
 		comp = kqp_channel_forget(cq->channel, cq);
 		kqp_channel_put(cq->channel);

@@ -394,6 +394,25 @@ struct kqp_channel {
 	struct list_head pending;
 };
 
+/* Histogram buckets of the callback-to-ring delay: [2^b, 2^(b+1)) ns. */
+#define KQP_CQ_LAT_BUCKETS 40
+
+/**
+ * struct kqp_cq_stats - the completion path's measurements (debugfs)
+ * @calls: polls that produced entries
+ * @cqes: entries produced, by polls and flushes
+ * @lat_ns_sum: the delays from the driver's callback to the ring, summed
+ * @lat_ns_max: the longest of them
+ * @lat_hist: how many fell in each log2 bucket
+ */
+struct kqp_cq_stats {
+	u64 calls;
+	u64 cqes;
+	u64 lat_ns_sum;
+	u64 lat_ns_max;
+	u64 lat_hist[KQP_CQ_LAT_BUCKETS];
+};
+
 /**
  * struct kqp_cq - a CQ whose completions userspace reaps from a ring
  * @vobj: handle, device, lifetime
@@ -426,7 +445,6 @@ struct kqp_channel {
  *	ordinary CQ (NULL) from then on.  Set before the CQ is published,
  *	cleared under @uctx->lock.
  * @async_reported: async events read for the CQ
- * @stats: completion path measurements (debugfs)
  * @dying: the kernel CQ is being destroyed: the poller must not arm it
  * @abandoned: the device refused to destroy the kernel CQ: it keeps this
  *	struct as its context, for good, and the handlers do nothing
@@ -456,12 +474,6 @@ struct kqp_cq {
 	unsigned int users;
 	struct kqp_qp *auto_qp;
 	u32 async_reported;
-	struct kqp_cq_stats {
-		u64 calls;
-		u64 cqes;
-		u64 lat_ns_sum;
-		u64 lat_ns_max;
-	} stats;
 	bool dying;
 	bool abandoned;
 	struct rcu_head rcu;

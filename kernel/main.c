@@ -40,9 +40,32 @@ MODULE_PARM_DESC(max_queue_bytes,
 static struct dentry *kqp_debugfs;
 
 /*
+ * The @pct percentile of the callback-to-ring delays, as the upper bound
+ * of the log2 bucket it falls in (so within a factor of two); 0 if none.
+ */
+static u64 kqp_stats_quantile(const struct kqp_cq_stats *st, unsigned int pct)
+{
+	u64 total = 0, seen = 0, want;
+	int b;
+
+	for (b = 0; b < KQP_CQ_LAT_BUCKETS; b++)
+		total += st->lat_hist[b];
+	if (!total)
+		return 0;
+	want = div_u64(total * pct + 99, 100);
+	for (b = 0; b < KQP_CQ_LAT_BUCKETS; b++) {
+		seen += st->lat_hist[b];
+		if (seen >= want)
+			break;
+	}
+	return 2ULL << min(b, KQP_CQ_LAT_BUCKETS - 1);
+}
+
+/*
  * /sys/kernel/debug/kqp/completions: the completion path, from the
- * kernel CQ's callback to the entries being visible in the ring, summed
- * over the CQs destroyed so far.
+ * kernel CQ's callback to the entries being visible in the ring, over
+ * every CQ, live or destroyed: polls, entries, the delay's sum, maximum,
+ * and median and 99th percentile (to a power of two).
  */
 static int kqp_completions_show(struct seq_file *m, void *v)
 {
@@ -53,6 +76,8 @@ static int kqp_completions_show(struct seq_file *m, void *v)
 	seq_printf(m, "completions %llu\n", st.cqes);
 	seq_printf(m, "callback_ns_total %llu\n", st.lat_ns_sum);
 	seq_printf(m, "callback_ns_max %llu\n", st.lat_ns_max);
+	seq_printf(m, "callback_ns_p50 %llu\n", kqp_stats_quantile(&st, 50));
+	seq_printf(m, "callback_ns_p99 %llu\n", kqp_stats_quantile(&st, 99));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(kqp_completions);

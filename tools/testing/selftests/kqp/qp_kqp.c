@@ -85,6 +85,68 @@ TEST_F_TIMEOUT(cm, qp_rings_mapped_unless_disabled, 60)
 	unsetenv("KQP_RINGS");
 }
 
+/* A "name value" line of /sys/kernel/debug/kqp/completions, or -1. */
+static long long completions_stat(const char *name)
+{
+	FILE *f = fopen("/sys/kernel/debug/kqp/completions", "r");
+	char key[64];
+	long long v, found = -1;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", key, &v) == 2)
+		if (!strcmp(key, name))
+			found = v;
+	fclose(f);
+	return found;
+}
+
+/*
+ * debugfs's completion path counts a CQ's completions while the CQ
+ * lives, not only once it is destroyed, and gives the delay's median
+ * and 99th percentile.  Receives flushed by moving the QP to ERR make
+ * the completions.
+ */
+TEST_F_TIMEOUT(cm, completions_counted_while_cq_lives, 60)
+{
+	enum { N = 8 };
+	struct sockaddr_in sin = cm_addr(self->port);
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
+	struct ibv_recv_wr rwr = { .num_sge = 0 }, *brw;
+	struct ibv_qp_init_attr attr;
+	struct rdma_cm_id *id;
+	struct ibv_wc wc[N];
+	long long before, after, p50, p99;
+	int i;
+
+	before = completions_stat("completions");
+	ASSERT_LE(0, before);
+	ASSERT_EQ(0, rdma_create_id(self->cch, &id, NULL, RDMA_PS_TCP));
+	ASSERT_EQ(0, rdma_bind_addr(id, (struct sockaddr *)&sin));
+	qp_pair_attr(&attr);
+	ASSERT_EQ(0, rdma_create_qp(id, NULL, &attr));
+	for (i = 0; i < N; i++) {
+		rwr.wr_id = i;
+		ASSERT_EQ(0, ibv_post_recv(id->qp, &rwr, &brw));
+	}
+	ASSERT_EQ(0, ibv_modify_qp(id->qp, &qa, IBV_QP_STATE));
+	ASSERT_EQ(N, qp_poll(id->recv_cq, wc, N, 10000));
+	EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc[0].status);
+
+	/* The CQ is alive still. */
+	after = completions_stat("completions");
+	EXPECT_LE(before + N, after);
+	EXPECT_LE(1, completions_stat("callbacks"));
+	p50 = completions_stat("callback_ns_p50");
+	p99 = completions_stat("callback_ns_p99");
+	EXPECT_LT(0, p50);
+	EXPECT_LE(p50, p99);
+	/* A bucket's bound is under twice what fell in it. */
+	EXPECT_LE(p50 / 2, completions_stat("callback_ns_max"));
+	rdma_destroy_qp(id);
+	EXPECT_EQ(0, rdma_destroy_id(id));
+}
+
 TEST_F(cm, unbound_id_einval)
 {
 	struct ibv_qp_init_attr attr;
