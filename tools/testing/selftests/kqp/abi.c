@@ -190,6 +190,20 @@ static void prep_post(int fd, void *arg)
 	p->wrs_len = sizeof(post_buf);
 }
 
+/* A doorbell for handle 0: the call succeeds, the entry gets ENOENT. */
+static struct kqp_doorbell_entry db_entry;
+
+static void prep_doorbell(int fd, void *arg)
+{
+	struct kqp_doorbell *d = arg;
+
+	(void)fd;
+	db_entry = (struct kqp_doorbell_entry){ .flags = KQP_DB_SEND };
+	d->count = 1;
+	d->entry_size = sizeof(db_entry);
+	d->entries = (uintptr_t)&db_entry;
+}
+
 static uint8_t mr_buf[4096];
 
 static void prep_reg_mr(int fd, void *arg)
@@ -334,7 +348,8 @@ static const struct abi_case cases[KQP_CMD_MAX - KQP_CMD_BASE] = {
 		 false),
 	ABI_CASE_F(KQP_CMD_CREATE_QP, KQP_IOCTL_CREATE_QP, struct kqp_create_qp,
 		   out_recv_ring, RSV2(struct kqp_create_qp), NONE,
-		   prep_create_qp, ENOENT, true, KQP_CREATE_QP_SQ_SIG_ALL),
+		   prep_create_qp, ENOENT, true,
+		   KQP_CREATE_QP_SQ_SIG_ALL | KQP_CREATE_QP_RINGS),
 	ABI_CASE(KQP_CMD_DESTROY_QP, KQP_IOCTL_DESTROY_QP,
 		 struct kqp_destroy_qp, out_recv_cq_events, NORSV, NONE,
 		 prep_id0, ENOENT, true),
@@ -385,6 +400,10 @@ static const struct abi_case cases[KQP_CMD_MAX - KQP_CMD_BASE] = {
 	ABI_CASE(KQP_CMD_POST_SRQ_RECV, KQP_IOCTL_POST_SRQ_RECV,
 		 struct kqp_post, out_posted, NORSV,
 		 offsetof(struct kqp_post, wrs), prep_post, ENOENT, true),
+	ABI_CASE(KQP_CMD_DOORBELL, KQP_IOCTL_DOORBELL, struct kqp_doorbell,
+		 __reserved, RSV(struct kqp_doorbell),
+		 offsetof(struct kqp_doorbell, entries), prep_doorbell, 0,
+		 true),
 };
 
 #define for_each_case(c) \
