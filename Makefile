@@ -10,6 +10,8 @@
 #   make demo                 kqp working in a guest
 #   make bench                rcbench against libkqp and rdma-core in a 6.12 guest,
 #                             kqp/rdma-core per test (BENCH_ROUNDS, BENCH_ARGS)
+#   make bench-perftest       perftest (-R) stock against preloaded with libkqp,
+#                             both sides each, in a 6.12 guest (PERFTEST_ROUNDS)
 #   make fuzz                 the ioctl fuzzer on the debug kernel for as long as
 #                             asked (FUZZ_SECONDS, FUZZ_CALLS, FUZZ_SEED, ...)
 #   make deps                 install what the build and the bench need (apt)
@@ -35,7 +37,7 @@ KDIR ?=
 MODDIR ?=
 export KERNELS PAIR_KERNELS VERSION
 
-.PHONY: all module lib selftests bench check pair demo deps fuzz install \
+.PHONY: all module lib selftests bench bench-perftest check pair demo deps fuzz install \
 	install-lib install-man uninstall clean clean-module deb
 
 all: module lib
@@ -74,6 +76,9 @@ BENCH_KERNEL ?= 6.12
 # Installs what is missing and builds lib and tools/bench itself.
 bench:
 	@tools/bench/bench.sh $(BENCH_KERNEL)
+
+bench-perftest:
+	@tools/bench/perftest.sh $(BENCH_KERNEL)
 
 demo:
 	@tools/testing/demo.sh

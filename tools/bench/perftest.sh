@@ -1,0 +1,58 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# perftest.sh [NAME]: make bench-perftest.  Boots the bench kernel NAME
+# (default 6.12) with tools/bench/guest-perftest.sh, which runs Debian's
+# perftest (ib_send_lat, ib_send_bw, ib_write_bw, with -R) stock on both
+# sides and preloaded with libkqp on both sides, then prints the medians
+# over rounds and their ratio, kept in build/vm/NAME-perftest/out/
+# perftest-table.txt.  PERFTEST_ROUNDS (default 3) sets the rounds.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+name=${1:-6.12}
+out=$repo/build/vm/$name-perftest/out
+
+make -s -C "$repo" lib || exit 1
+mkdir -p "$repo/build/bench"
+printf 'PERFTEST_ROUNDS=%q\n' "${PERFTEST_ROUNDS:-3}" \
+	> "$repo/build/bench/args"
+KQP_VM_DIR=$name-perftest "$repo/tools/testing/vm/run.sh" \
+	--script "$here/guest-perftest.sh" "$name"
+rc=$?
+
+awk '
+FNR == 1 { v = FILENAME; sub(/.*\/perftest-/, "", v); sub(/-[0-9]+\.txt$/, "", v) }
+NF == 2 { n[v, $1]++; val[v, $1, n[v, $1]] = $2; keys[$1] = 1 }
+function median(v, k,    m, i, j, t, a) {
+	m = n[v, k]
+	if (!m)
+		return ""
+	for (i = 1; i <= m; i++)
+		a[i] = val[v, k, i]
+	for (i = 2; i <= m; i++)
+		for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) {
+			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
+		}
+	return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+}
+function row(k, label, better,    s, q) {
+	s = median("rdmacm", k); q = median("kqp", k)
+	printf "%-36s %10s %10s %8s   %s\n", label, s == "" ? "-" : s,
+	       q == "" ? "-" : q,
+	       (s != "" && q != "" && s + 0 > 0) ? sprintf("%.2f", q / s) : "-", better
+}
+END {
+	printf "perftest -R on Soft-RoCE under QEMU/TCG, stock on both sides against\n"
+	printf "LD_PRELOAD=libkqp.so on both sides; median of rounds; ratio = kqp / stock.\n\n"
+	printf "%-36s %10s %10s %8s   %s\n", "test", "stock", "kqp", "ratio", "better"
+	row("pt_send_lat_8_median_us", "ib_send_lat 8 B, typical (us)", "lower")
+	row("pt_send_lat_8_p99_us", "ib_send_lat 8 B, p99 (us)", "lower")
+	row("pt_send_lat_4096_median_us", "ib_send_lat 4 KB, typical (us)", "lower")
+	row("pt_send_lat_4096_p99_us", "ib_send_lat 4 KB, p99 (us)", "lower")
+	row("pt_send_bw_64_kmsgs", "ib_send_bw 64 B (Kmsg/s)", "higher")
+	row("pt_send_bw_65536_mbs", "ib_send_bw 64 KB (MB/s)", "higher")
+	row("pt_write_bw_65536_mbs", "ib_write_bw 64 KB (MB/s)", "higher")
+}' "$out"/perftest-*-*.txt | tee "$out/perftest-table.txt"
+exit $rc
