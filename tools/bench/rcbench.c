@@ -113,6 +113,9 @@ struct opts {
 	uint64_t rate_msgs, rate_warmup;
 	uint64_t write_msgs, write_warmup;
 	uint64_t sendbw_msgs, sendbw_warmup;
+	const char *scale;		/* --scale N,... */
+	const char *ids;		/* --ids N,... */
+	unsigned int budget;		/* --budget SEC, or 0 */
 };
 
 /* The client's last message of the RDMA WRITE test. */
@@ -896,6 +899,834 @@ out_ch:
 }
 
 
+/* ---- scale: N connections, and N ids, in one process ---- */
+
+/*
+ * rcbench --scale N,...: for each N, one listener and N client ids in
+ * this process, on two event channels, all on the same device, sharing
+ * one PD, one MR and four CQs (send and receive, client and server).
+ * Measured, each divided by N: creating the client QPs; connecting them,
+ * SCALE_WINDOW connections in flight at a time, the server side creating
+ * its QP, posting one receive and accepting each request as it comes;
+ * one SEND posted on each client QP and its completion, and the
+ * receive's on the server, one QP after the other; destroying the client
+ * QPs and ids, once disconnected.  Address and route resolution, the
+ * disconnection and the server side's teardown are not measured.  An
+ * unmeasured run of SCALE_WARMUP connections comes first, so the first N
+ * does not pay for the process's first connection.
+ *
+ * Memory: the kernel's (Slab and VmallocUsed in /proc/meminfo) and the
+ * process's pinned and locked memory (VmPin and VmLck in
+ * /proc/self/status), read before and after creating the N client QPs,
+ * and before and after creating SCALE_CQS CQs of SCALE_CQE entries:
+ * their growth per QP and per CQ.  Whatever else the machine does meanwhile
+ * counts too, so only large N mean much.
+ *
+ * --ids N,...: for each N, N ids created on one channel, then destroyed:
+ * microseconds per id for both, and the kernel's memory per id while
+ * they exist.
+ *
+ * --budget SEC: an N whose predicted run time, from the N before it,
+ * does not fit in what is left of SEC is skipped, and one that runs past
+ * it is stopped; either is reported as a "#" line, and is not a failure.
+ */
+
+/* Connections being set up at once, whatever N: the same at every N. */
+#define SCALE_WINDOW	10
+#define SCALE_WARMUP	2
+#define SCALE_MSG	8
+#define SCALE_SLOT	64
+#define SCALE_CQS	100
+#define SCALE_CQE	256
+/* Most N in one --scale or --ids list. */
+#define SCALE_MAX_N	8
+
+/* Bytes in use: the kernel's, and pinned or locked by this process. */
+struct mem_use {
+	long long kernel;
+	long long pinned;
+};
+
+/* The sum of @keys' values (kB) in @file, in bytes; -1 if one is missing. */
+static long long proc_bytes(const char *file, const char *const *keys,
+			    int nkeys)
+{
+	long long v, sum = 0;
+	char line[256], name[64];
+	int found = 0, i;
+	FILE *f;
+
+	f = fopen(file, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%63[^:]: %lld", name, &v) != 2)
+			continue;
+		for (i = 0; i < nkeys; i++) {
+			if (!strcmp(name, keys[i])) {
+				sum += v;
+				found++;
+			}
+		}
+	}
+	fclose(f);
+	return found == nkeys ? sum * 1024 : -1;
+}
+
+static void mem_read(struct mem_use *m)
+{
+	static const char *const kernel[] = { "Slab", "VmallocUsed" };
+	static const char *const pinned[] = { "VmPin", "VmLck" };
+
+	m->kernel = proc_bytes("/proc/meminfo", kernel, 2);
+	m->pinned = proc_bytes("/proc/self/status", pinned, 2);
+}
+
+/* Print "KEY_kernel_bytes" and "KEY_pinned_bytes": the growth per @n. */
+static void mem_print(const char *key, const struct mem_use *a,
+		      const struct mem_use *b, unsigned int n)
+{
+	if (a->kernel >= 0 && b->kernel >= 0)
+		printf("%s_kernel_bytes %.0f\n", key,
+		       (double)(b->kernel - a->kernel) / n);
+	else
+		printf("# %s: no Slab or VmallocUsed in /proc/meminfo\n", key);
+	if (a->pinned >= 0 && b->pinned >= 0)
+		printf("%s_pinned_bytes %.0f\n", key,
+		       (double)(b->pinned - a->pinned) / n);
+	else
+		printf("# %s: no VmPin or VmLck in /proc/self/status\n", key);
+}
+
+struct scale {
+	unsigned int n;
+	struct rdma_event_channel *cch, *sch;	/* client ids, listener */
+	struct rdma_cm_id *lid;
+	struct rdma_cm_id **cid, **sid;
+	unsigned int nsid;
+	struct ibv_pd *pd;
+	struct ibv_cq *c_scq, *c_rcq, *s_scq, *s_rcq;
+	struct ibv_mr *mr;
+	char *buf;		/* N client send slots, then N server receive slots */
+	const char *phase;	/* what a stall message names */
+	uint64_t deadline;	/* of the budget, or 0 */
+	bool over;		/* past it */
+};
+
+/* What scale_one() measured at one N. */
+struct scale_res {
+	double us[4];		/* create QP, connect, post, destroy: per QP */
+	struct mem_use before, after;	/* creating the client QPs */
+	double secs;		/* the whole run, but its setup */
+};
+
+static int scale_qp(struct scale *s, struct rdma_cm_id *id, bool server)
+{
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_RC,
+		.send_cq = server ? s->s_scq : s->c_scq,
+		.recv_cq = server ? s->s_rcq : s->c_rcq,
+		.cap = {
+			.max_send_wr = 4,
+			.max_recv_wr = 4,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+			.max_inline_data = MAX_INLINE,
+		},
+	};
+
+	if (rdma_create_qp(id, s->pd, &attr)) {
+		perror("rcbench: scale: rdma_create_qp");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Handle one event of the server's channel: a connection request gets
+ * its QP, one receive and an accept; ESTABLISHED and DISCONNECTED are
+ * counted in @est and @disc.  Anything else is a failure, but
+ * TIMEWAIT_EXIT.
+ */
+static int scale_server_event(struct scale *s, unsigned int *est,
+			      unsigned int *disc)
+{
+	struct rdma_conn_param cp = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct ibv_recv_wr wr = { 0 }, *bad;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	struct ibv_sge sge;
+	int ret = 0;
+
+	if (rdma_get_cm_event(s->sch, &ev)) {
+		perror("rcbench: scale: rdma_get_cm_event");
+		return -1;
+	}
+	id = ev->id;
+	switch (ev->event) {
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		if (s->nsid == s->n) {
+			fprintf(stderr, "rcbench: scale: more than %u requests\n",
+				s->n);
+			/* Not destroyed: its event is not acked yet. */
+			rdma_reject(id, NULL, 0);
+			ret = -1;
+			break;
+		}
+		s->sid[s->nsid++] = id;
+		if (scale_qp(s, id, true)) {
+			rdma_reject(id, NULL, 0);
+			ret = -1;
+			break;
+		}
+		sge.addr = (uintptr_t)(s->buf +
+				       (size_t)SCALE_SLOT * (s->n + s->nsid - 1));
+		sge.length = SCALE_SLOT;
+		sge.lkey = s->mr->lkey;
+		wr.wr_id = s->nsid - 1;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		ret = ibv_post_recv(id->qp, &wr, &bad);
+		if (ret) {
+			fprintf(stderr, "rcbench: scale: ibv_post_recv: %s\n",
+				strerror(ret));
+			ret = -1;
+			break;
+		}
+		if (rdma_accept(id, &cp)) {
+			perror("rcbench: scale: rdma_accept");
+			ret = -1;
+		}
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		(*est)++;
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		/*
+		 * The client's DREQ: answer it, or the client sees its
+		 * DISCONNECTED only when the DREQ times out, after a minute.
+		 */
+		rdma_disconnect(id);
+		(*disc)++;
+		break;
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+		break;
+	default:
+		fprintf(stderr, "rcbench: scale: server: %s (status %d) while %s\n",
+			rdma_event_str(ev->event), ev->status, s->phase);
+		ret = -1;
+		break;
+	}
+	rdma_ack_cm_event(ev);
+	return ret;
+}
+
+/*
+ * Wait for events on both channels, at most CM_WAIT_MS for the next one,
+ * and hand each to @client (the client channel's) or to
+ * scale_server_event().  Returns 1 when an event of the client's came,
+ * 0 for one of the server's, -1 on failure or past the budget (@s->over).
+ */
+static int scale_wait(struct scale *s, unsigned int *sest, unsigned int *sdisc,
+		      int (*client)(struct scale *, struct rdma_cm_event *, void *),
+		      void *arg)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = s->cch->fd, .events = POLLIN },
+		{ .fd = s->sch->fd, .events = POLLIN },
+	};
+	struct rdma_cm_event *ev;
+	int n, ret;
+
+	if (s->deadline && now_ns() > s->deadline) {
+		s->over = true;
+		return -1;
+	}
+	n = poll(pfd, 2, CM_WAIT_MS);
+	if (n <= 0) {
+		fprintf(stderr, "rcbench: scale: %u connections: no CM event in %d s while %s\n",
+			s->n, CM_WAIT_MS / 1000, s->phase);
+		return -1;
+	}
+	if (pfd[1].revents) {
+		if (scale_server_event(s, sest, sdisc))
+			return -1;
+		if (!pfd[0].revents)
+			return 0;
+	}
+	if (rdma_get_cm_event(s->cch, &ev)) {
+		perror("rcbench: scale: rdma_get_cm_event");
+		return -1;
+	}
+	ret = client(s, ev, arg);
+	rdma_ack_cm_event(ev);
+	return ret < 0 ? -1 : 1;
+}
+
+struct scale_count {
+	enum rdma_cm_event_type want;	/* ADDR_RESOLVED: and ROUTE_RESOLVED */
+	unsigned int done;
+};
+
+/* Client events while resolving, connecting or disconnecting. */
+static int scale_client_event(struct scale *s, struct rdma_cm_event *ev,
+			      void *arg)
+{
+	struct scale_count *cnt = arg;
+
+	if (ev->event == RDMA_CM_EVENT_TIMEWAIT_EXIT)
+		return 0;
+	if (cnt->want == RDMA_CM_EVENT_ADDR_RESOLVED && !ev->status &&
+	    ev->event == RDMA_CM_EVENT_ROUTE_RESOLVED) {
+		cnt->done++;
+		return 0;
+	}
+	/* A DREQ that timed out still disconnected: its status is ETIMEDOUT. */
+	if (ev->event != cnt->want ||
+	    (ev->status && ev->event != RDMA_CM_EVENT_DISCONNECTED)) {
+		fprintf(stderr, "rcbench: scale: expected %s, got %s (status %d) while %s\n",
+			rdma_event_str(cnt->want), rdma_event_str(ev->event),
+			ev->status, s->phase);
+		return -1;
+	}
+	if (ev->event == RDMA_CM_EVENT_ADDR_RESOLVED &&
+	    rdma_resolve_route(ev->id, 2000)) {
+		perror("rcbench: scale: rdma_resolve_route");
+		return -1;
+	}
+	cnt->done++;
+	return 0;
+}
+
+/* Busy-poll @cq for one successful completion of @op. */
+static int scale_poll(struct ibv_cq *cq, enum ibv_wc_opcode op)
+{
+	uint64_t start = now_ns();
+	struct ibv_wc wc;
+	int n;
+
+	for (;;) {
+		n = ibv_poll_cq(cq, 1, &wc);
+		if (n < 0) {
+			fprintf(stderr, "rcbench: scale: ibv_poll_cq: %d\n", n);
+			return -1;
+		}
+		if (n)
+			break;
+		if (now_ns() - start > STALL_NS) {
+			fprintf(stderr, "rcbench: scale: no completion for %llu s\n",
+				STALL_NS / 1000000000ULL);
+			return -1;
+		}
+	}
+	if (wc.status != IBV_WC_SUCCESS || wc.opcode != op ||
+	    (op == IBV_WC_RECV && wc.byte_len != SCALE_MSG)) {
+		report_wc("scale", &wc);
+		return -1;
+	}
+	return 0;
+}
+
+static void scale_free(struct scale *s)
+{
+	unsigned int i;
+
+	for (i = 0; s->cid && i < s->n; i++) {
+		if (!s->cid[i])
+			continue;
+		if (s->cid[i]->qp)
+			rdma_destroy_qp(s->cid[i]);
+		rdma_destroy_id(s->cid[i]);
+	}
+	for (i = 0; s->sid && i < s->nsid; i++) {
+		if (s->sid[i]->qp)
+			rdma_destroy_qp(s->sid[i]);
+		rdma_destroy_id(s->sid[i]);
+	}
+	if (s->lid)
+		rdma_destroy_id(s->lid);
+	if (s->mr)
+		ibv_dereg_mr(s->mr);
+	if (s->c_scq)
+		ibv_destroy_cq(s->c_scq);
+	if (s->c_rcq)
+		ibv_destroy_cq(s->c_rcq);
+	if (s->s_scq)
+		ibv_destroy_cq(s->s_scq);
+	if (s->s_rcq)
+		ibv_destroy_cq(s->s_rcq);
+	if (s->pd)
+		ibv_dealloc_pd(s->pd);
+	if (s->cch)
+		rdma_destroy_event_channel(s->cch);
+	if (s->sch)
+		rdma_destroy_event_channel(s->sch);
+	free(s->cid);
+	free(s->sid);
+	free(s->buf);
+}
+
+/* One SEND on each client QP, and its completions: measured. */
+static int scale_post(struct scale *s)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	unsigned int i, got;
+	int r;
+
+	for (i = 0; i < s->n; i++) {
+		char *p = s->buf + (size_t)SCALE_SLOT * i;
+
+		/* 1 to n: a receive slot nobody wrote holds 0. */
+		got = i + 1;
+		memcpy(p, &got, sizeof(got));
+		sge.addr = (uintptr_t)p;
+		sge.length = SCALE_MSG;
+		sge.lkey = s->mr->lkey;
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = i;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_SEND;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		r = ibv_post_send(s->cid[i]->qp, &wr, &bad);
+		if (r) {
+			fprintf(stderr, "rcbench: scale: ibv_post_send: %s\n",
+				strerror(r));
+			return -1;
+		}
+		if (scale_poll(s->c_scq, IBV_WC_SEND) ||
+		    scale_poll(s->s_rcq, IBV_WC_RECV))
+			return -1;
+	}
+	return 0;
+}
+
+/* Each server QP got one client's message, and each client's arrived. */
+static int scale_check(struct scale *s)
+{
+	unsigned int i, got;
+	char *seen;
+
+	seen = calloc(s->n, 1);
+	if (!seen) {
+		fprintf(stderr, "rcbench: out of memory\n");
+		return -1;
+	}
+	for (i = 0; i < s->n; i++) {
+		memcpy(&got, s->buf + (size_t)SCALE_SLOT * (s->n + i),
+		       sizeof(got));
+		if (!got || got > s->n || seen[got - 1]) {
+			fprintf(stderr, "rcbench: scale: server QP %u got message %u\n",
+				i, got);
+			free(seen);
+			return -1;
+		}
+		seen[got - 1] = 1;
+	}
+	free(seen);
+	return 0;
+}
+
+/*
+ * @n connections to a listener on @port, each operation's microseconds
+ * per connection in @r.  Returns 0, 1 when past the budget, or -1.
+ */
+static int scale_one(const struct opts *o, uint16_t port, unsigned int n,
+		     uint64_t deadline, struct scale_res *r)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct scale s = { .n = n, .deadline = deadline };
+	unsigned int i, started, sest = 0, sdisc = 0;
+	struct ibv_context *verbs;
+	struct scale_count cnt;
+	uint64_t t0, start = now_ns();
+	int ret = -1;
+
+	sin.sin_port = htons(port);
+	if (inet_pton(AF_INET, o->addr, &sin.sin_addr) != 1) {
+		fprintf(stderr, "rcbench: bad address %s\n", o->addr);
+		return -1;
+	}
+	s.cid = calloc(n, sizeof(*s.cid));
+	s.sid = calloc(n, sizeof(*s.sid));
+	if (!s.cid || !s.sid ||
+	    posix_memalign((void **)&s.buf, 4096, (size_t)SCALE_SLOT * 2 * n)) {
+		fprintf(stderr, "rcbench: out of memory\n");
+		goto out;
+	}
+	memset(s.buf, 0, (size_t)SCALE_SLOT * 2 * n);
+	s.cch = rdma_create_event_channel();
+	s.sch = rdma_create_event_channel();
+	if (!s.cch || !s.sch) {
+		perror("rcbench: rdma_create_event_channel");
+		goto out;
+	}
+	if (rdma_create_id(s.sch, &s.lid, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(s.lid, (struct sockaddr *)&sin) ||
+	    rdma_listen(s.lid, SCALE_WINDOW * 4)) {
+		perror("rcbench: scale: listen");
+		goto out;
+	}
+	verbs = s.lid->verbs;
+	if (!verbs) {
+		fprintf(stderr, "rcbench: scale: the listener has no device\n");
+		goto out;
+	}
+	s.pd = ibv_alloc_pd(verbs);
+	s.c_scq = ibv_create_cq(verbs, n + 16, NULL, NULL, 0);
+	s.c_rcq = ibv_create_cq(verbs, 16, NULL, NULL, 0);
+	s.s_scq = ibv_create_cq(verbs, 16, NULL, NULL, 0);
+	s.s_rcq = ibv_create_cq(verbs, n + 16, NULL, NULL, 0);
+	if (!s.pd || !s.c_scq || !s.c_rcq || !s.s_scq || !s.s_rcq) {
+		perror("rcbench: scale: PD or CQ");
+		goto out;
+	}
+	s.mr = ibv_reg_mr(s.pd, s.buf, (size_t)SCALE_SLOT * 2 * n,
+			  IBV_ACCESS_LOCAL_WRITE);
+	if (!s.mr) {
+		perror("rcbench: scale: ibv_reg_mr");
+		goto out;
+	}
+	/* Setup done: the run's time, for the budget, starts here. */
+	start = now_ns();
+
+	/* Ids, addresses and routes, SCALE_WINDOW at a time: not measured. */
+	cnt.want = RDMA_CM_EVENT_ADDR_RESOLVED;
+	cnt.done = 0;
+	s.phase = "resolving";
+	for (started = 0; started < n || cnt.done < 2 * n;) {
+		/* Each id counts twice: its address, then its route. */
+		if (started < n && started * 2 - cnt.done < 2 * SCALE_WINDOW) {
+			if (rdma_create_id(s.cch, &s.cid[started], NULL,
+					   RDMA_PS_TCP) ||
+			    rdma_resolve_addr(s.cid[started], NULL,
+					      (struct sockaddr *)&sin, 2000)) {
+				perror("rcbench: scale: resolve");
+				goto out;
+			}
+			started++;
+			continue;
+		}
+		if (scale_wait(&s, &sest, &sdisc, scale_client_event, &cnt) < 0)
+			goto out;
+	}
+
+	/* Create QP, measured. */
+	mem_read(&r->before);
+	t0 = now_ns();
+	for (i = 0; i < n; i++)
+		if (scale_qp(&s, s.cid[i], false))
+			goto out;
+	r->us[0] = (now_ns() - t0) / 1e3 / n;
+	mem_read(&r->after);
+
+	/* Connect, measured: SCALE_WINDOW in flight. */
+	cnt.want = RDMA_CM_EVENT_ESTABLISHED;
+	cnt.done = 0;
+	s.phase = "connecting";
+	t0 = now_ns();
+	for (started = 0; cnt.done < n || sest < n;) {
+		if (started < n && started - cnt.done < SCALE_WINDOW) {
+			struct rdma_conn_param cp = {
+				.retry_count = 7,
+				.rnr_retry_count = 7,
+			};
+
+			if (rdma_connect(s.cid[started], &cp)) {
+				perror("rcbench: scale: rdma_connect");
+				goto out;
+			}
+			started++;
+			continue;
+		}
+		if (scale_wait(&s, &sest, &sdisc, scale_client_event, &cnt) < 0)
+			goto out;
+	}
+	r->us[1] = (now_ns() - t0) / 1e3 / n;
+
+	/* One SEND on each QP and its completions, measured. */
+	t0 = now_ns();
+	if (scale_post(&s))
+		goto out;
+	r->us[2] = (now_ns() - t0) / 1e3 / n;
+	if (scale_check(&s))
+		goto out;
+
+	/*
+	 * Disconnect everything, SCALE_WINDOW at a time, not measured: a
+	 * thousand DREQs at once would overrun the receive queue of the
+	 * port's GSI QP, and each one lost costs a CM timeout.
+	 */
+	cnt.want = RDMA_CM_EVENT_DISCONNECTED;
+	cnt.done = 0;
+	s.phase = "disconnecting";
+	for (started = 0; cnt.done < n || sdisc < n;) {
+		if (started < n && started - cnt.done < SCALE_WINDOW) {
+			if (rdma_disconnect(s.cid[started])) {
+				perror("rcbench: scale: rdma_disconnect");
+				goto out;
+			}
+			started++;
+			continue;
+		}
+		if (scale_wait(&s, &sest, &sdisc, scale_client_event, &cnt) < 0)
+			goto out;
+	}
+
+	/* Destroy the client QPs and ids, measured. */
+	t0 = now_ns();
+	for (i = 0; i < n; i++) {
+		rdma_destroy_qp(s.cid[i]);
+		rdma_destroy_id(s.cid[i]);
+		s.cid[i] = NULL;
+	}
+	r->us[3] = (now_ns() - t0) / 1e3 / n;
+	ret = 0;
+out:
+	if (s.over) {
+		fprintf(stderr, "rcbench: scale: %u connections: over the budget while %s\n",
+			n, s.phase);
+		ret = 1;
+	}
+	scale_free(&s);
+	r->secs = (now_ns() - start) / 1e9;
+	return ret;
+}
+
+/* Kernel and pinned memory per CQ of SCALE_CQE entries, in @a and @b. */
+static int scale_cqs(const struct opts *o, struct mem_use *a,
+		     struct mem_use *b)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct ibv_cq *cq[SCALE_CQS] = { NULL };
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id = NULL;
+	int i, ret = -1;
+
+	if (inet_pton(AF_INET, o->addr, &sin.sin_addr) != 1) {
+		fprintf(stderr, "rcbench: bad address %s\n", o->addr);
+		return -1;
+	}
+	ch = rdma_create_event_channel();
+	if (!ch) {
+		perror("rcbench: rdma_create_event_channel");
+		return -1;
+	}
+	/* An id bound to the address: its device's context. */
+	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(id, (struct sockaddr *)&sin) || !id->verbs) {
+		perror("rcbench: scale: CQs: bind");
+		goto out;
+	}
+	mem_read(a);
+	for (i = 0; i < SCALE_CQS; i++) {
+		cq[i] = ibv_create_cq(id->verbs, SCALE_CQE, NULL, NULL, 0);
+		if (!cq[i]) {
+			perror("rcbench: scale: ibv_create_cq");
+			goto out;
+		}
+	}
+	mem_read(b);
+	ret = 0;
+out:
+	for (i = 0; i < SCALE_CQS; i++)
+		if (cq[i])
+			ibv_destroy_cq(cq[i]);
+	if (id)
+		rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	return ret;
+}
+
+/*
+ * @n ids created on one channel, then destroyed: microseconds per id for
+ * both in @us, the memory with none and with all of them in @a and @b.
+ */
+static int scale_ids(unsigned int n, double *us, double *secs,
+		     struct mem_use *a, struct mem_use *b)
+{
+	struct rdma_event_channel *ch;
+	uint64_t start = now_ns(), t0, t;
+	struct rdma_cm_id **id;
+	unsigned int i;
+	int ret = -1;
+
+	id = calloc(n, sizeof(*id));
+	ch = rdma_create_event_channel();
+	if (!id || !ch) {
+		perror("rcbench: ids");
+		goto out;
+	}
+	mem_read(a);
+	t0 = now_ns();
+	for (i = 0; i < n; i++) {
+		if (rdma_create_id(ch, &id[i], NULL, RDMA_PS_TCP)) {
+			perror("rcbench: ids: rdma_create_id");
+			goto out;
+		}
+	}
+	t = now_ns() - t0;
+	mem_read(b);
+	t0 = now_ns();
+	for (i = 0; i < n; i++) {
+		rdma_destroy_id(id[i]);
+		id[i] = NULL;
+	}
+	t += now_ns() - t0;
+	*us = t / 1e3 / n;
+	ret = 0;
+out:
+	for (i = 0; id && i < n; i++)
+		if (id[i])
+			rdma_destroy_id(id[i]);
+	if (ch)
+		rdma_destroy_event_channel(ch);
+	free(id);
+	*secs = (now_ns() - start) / 1e9;
+	return ret;
+}
+
+/* "N,N,...": at most SCALE_MAX_N of them, each 1 to @max; 0 when good. */
+static int parse_list(const char *s, unsigned int max, unsigned int *ns,
+		      unsigned int *cnt)
+{
+	const char *p = s;
+	unsigned long v;
+	char *end;
+
+	*cnt = 0;
+	while (*p) {
+		errno = 0;
+		v = strtoul(p, &end, 10);
+		if (errno || end == p || !v || v > max ||
+		    *cnt == SCALE_MAX_N || (*end && *end != ',')) {
+			fprintf(stderr, "rcbench: bad list '%s'\n", s);
+			return -1;
+		}
+		ns[(*cnt)++] = v;
+		p = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+/*
+ * Would @n more, at @per seconds each, end past @deadline?  Then say so
+ * as a "#" line.
+ */
+static bool scale_skip(const char *what, unsigned int n, double per,
+		       uint64_t deadline, unsigned int budget)
+{
+	double left, need = per * n;
+
+	if (!deadline)
+		return false;
+	left = ((double)deadline - (double)now_ns()) / 1e9;
+	if (need <= left)
+		return false;
+	printf("# %s %u skipped: would take about %.0f s, %.0f s of the %u s budget left\n",
+	       what, n, need, left > 0 ? left : 0, budget);
+	return true;
+}
+
+/*
+ * --scale and --ids: scale_one() for each N of --scale, the CQs, then
+ * scale_ids() for each N of --ids; the last N's over the first N's of
+ * each.
+ */
+static int scale_main(const struct opts *o)
+{
+	static const char *const op[4] = { "create_qp", "connect", "post",
+					   "destroy" };
+	unsigned int ns[SCALE_MAX_N], is[SCALE_MAX_N], nn = 0, ni = 0, i, j;
+	struct scale_res res[SCALE_MAX_N], warm;
+	double ius[SCALE_MAX_N], per = 0, secs;
+	bool ok[SCALE_MAX_N] = { false }, iok[SCALE_MAX_N] = { false };
+	uint64_t deadline = 0;
+	struct mem_use a, b;
+	char key[64];
+	int r;
+
+	if ((o->scale && parse_list(o->scale, 10000, ns, &nn)) ||
+	    (o->ids && parse_list(o->ids, 100000, is, &ni)))
+		return -1;
+	if (o->budget)
+		deadline = now_ns() + o->budget * 1000000000ULL;
+	printf("# scale %s ids %s window %d budget %u\n",
+	       o->scale ? o->scale : "-", o->ids ? o->ids : "-", SCALE_WINDOW,
+	       o->budget);
+	fflush(stdout);
+
+	if (nn) {
+		/* Port: the warm-up's, then one per N; nothing lingers. */
+		r = scale_one(o, o->port, SCALE_WARMUP, deadline, &warm);
+		if (r < 0)
+			return -1;
+		per = warm.secs / SCALE_WARMUP;
+	}
+	for (i = 0; i < nn; i++) {
+		if (scale_skip("scale", ns[i], per, deadline, o->budget))
+			continue;
+		r = scale_one(o, o->port + 1 + i, ns[i], deadline, &res[i]);
+		if (r < 0)
+			return -1;
+		printf("# scale %u: %.1f s\n", ns[i], res[i].secs);
+		if (r > 0) {
+			printf("# scale %u stopped: past the %u s budget\n",
+			       ns[i], o->budget);
+			fflush(stdout);
+			continue;
+		}
+		ok[i] = true;
+		per = res[i].secs / ns[i];
+		for (j = 0; j < 4; j++)
+			printf("scale_%u_%s_us %.1f\n", ns[i], op[j],
+			       res[i].us[j]);
+		snprintf(key, sizeof(key), "scale_%u_qp", ns[i]);
+		mem_print(key, &res[i].before, &res[i].after, ns[i]);
+		fflush(stdout);
+	}
+	if (nn > 1 && ok[0] && ok[nn - 1])
+		for (j = 0; j < 4; j++)
+			printf("scale_%s_%u_over_%u %.2f\n", op[j], ns[nn - 1],
+			       ns[0], res[0].us[j] > 0 ?
+			       res[nn - 1].us[j] / res[0].us[j] : 0);
+
+	if (nn || ni) {
+		if (scale_cqs(o, &a, &b))
+			return -1;
+		snprintf(key, sizeof(key), "cq_%u", SCALE_CQE);
+		mem_print(key, &a, &b, SCALE_CQS);
+		fflush(stdout);
+	}
+
+	/* The first id of a process may open devices: a warm-up. */
+	if (ni) {
+		if (scale_ids(1, &ius[0], &secs, &a, &b))
+			return -1;
+		per = secs;
+	}
+	for (i = 0; i < ni; i++) {
+		if (scale_skip("ids", is[i], per, deadline, o->budget))
+			continue;
+		if (scale_ids(is[i], &ius[i], &secs, &a, &b))
+			return -1;
+		iok[i] = true;
+		per = secs / is[i];
+		printf("# ids %u: %.1f s\n", is[i], secs);
+		printf("ids_%u_us %.2f\n", is[i], ius[i]);
+		if (a.kernel >= 0 && b.kernel >= 0)
+			printf("ids_%u_kernel_bytes %.0f\n", is[i],
+			       (double)(b.kernel - a.kernel) / is[i]);
+		fflush(stdout);
+	}
+	if (ni > 1 && iok[0] && iok[ni - 1])
+		printf("ids_%u_over_%u %.2f\n", is[ni - 1], is[0],
+		       ius[0] > 0 ? ius[ni - 1] / ius[0] : 0);
+	fflush(stdout);
+	return 0;
+}
+
 /* ---- the client ---- */
 
 /*
@@ -1391,6 +2222,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: rcbench --server [-a ADDR] [-p PORT] [-r FILE]\n"
 "       rcbench [-a ADDR] [-p PORT] [-t SEC] [COUNTS]\n"
+"       rcbench --scale N[,N...] [--ids N[,N...]] [--budget SEC] [-a ADDR] [-p PORT]\n"
 "\n"
 "RC SEND ping-pong latency (8 B and 4 KB), 64 B SEND message rate (post\n"
 "lists of 1 and 16), and 64 KB RDMA WRITE and SEND bandwidth, between a\n"
@@ -1428,6 +2260,33 @@ static void usage(FILE *f)
 "      --write-warmup N    (default 30)\n"
 "      --sendbw-msgs N     64 KB SENDs measured (default 300)\n"
 "      --sendbw-warmup N   (default 30)\n"
+"\n"
+"  rcbench --scale N[,N...] [--ids N[,N...]] [--budget SEC] [-a ADDR] [-p PORT]\n"
+"  runs none of the above, but, alone in this process:\n"
+"      --scale N[,N...]    for each N, a listener on ADDR and N connections\n"
+"                          to it, 10 set up at a time, sharing one PD and\n"
+"                          four CQs, after an unmeasured run of 2; ports\n"
+"                          PORT (the warm-up), PORT+1, PORT+2...  Prints\n"
+"                          scale_N_OP_us, microseconds per connection for\n"
+"                          OP create_qp (the client's QPs), connect (until\n"
+"                          both sides are established; includes the server's\n"
+"                          QP and accept), post (one SEND and its send and\n"
+"                          receive completions, QP after QP) and destroy (the\n"
+"                          client's QPs and ids, once disconnected);\n"
+"                          scale_N_qp_kernel_bytes and scale_N_qp_pinned_bytes,\n"
+"                          the growth per client QP of Slab + VmallocUsed\n"
+"                          (/proc/meminfo) and of VmPin + VmLck\n"
+"                          (/proc/self/status); scale_OP_LAST_over_FIRST, the\n"
+"                          last N's over the first N's; then cq_256_kernel_bytes\n"
+"                          and cq_256_pinned_bytes, the same per CQ of 256\n"
+"                          entries, 100 of them\n"
+"      --ids N[,N...]      for each N, N ids created, then destroyed: ids_N_us,\n"
+"                          microseconds per id for both; ids_N_kernel_bytes,\n"
+"                          the kernel's memory per id; ids_LAST_over_FIRST\n"
+"      --budget SEC        skip an N that would not end within SEC seconds of\n"
+"                          the start, judged by the N before it, and stop one\n"
+"                          that runs past them; a \"#\" line says so, and the\n"
+"                          exit status is still 0 (default 0: no budget)\n"
 "  -h, --help              this text\n");
 }
 
@@ -1447,7 +2306,8 @@ static int parse_u64(const char *s, uint64_t min, uint64_t *v)
 int main(int argc, char **argv)
 {
 	enum { O_LAT_ITERS = 256, O_LAT_WARMUP, O_RATE_MSGS, O_RATE_WARMUP,
-	       O_WRITE_MSGS, O_WRITE_WARMUP, O_SENDBW_MSGS, O_SENDBW_WARMUP };
+	       O_WRITE_MSGS, O_WRITE_WARMUP, O_SENDBW_MSGS, O_SENDBW_WARMUP,
+	       O_SCALE, O_IDS, O_BUDGET };
 	static const struct option lo[] = {
 		{ "server", no_argument, NULL, 's' },
 		{ "addr", required_argument, NULL, 'a' },
@@ -1462,6 +2322,9 @@ int main(int argc, char **argv)
 		{ "write-warmup", required_argument, NULL, O_WRITE_WARMUP },
 		{ "sendbw-msgs", required_argument, NULL, O_SENDBW_MSGS },
 		{ "sendbw-warmup", required_argument, NULL, O_SENDBW_WARMUP },
+		{ "scale", required_argument, NULL, O_SCALE },
+		{ "ids", required_argument, NULL, O_IDS },
+		{ "budget", required_argument, NULL, O_BUDGET },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1520,6 +2383,16 @@ int main(int argc, char **argv)
 		case O_SENDBW_WARMUP:
 			bad |= parse_u64(optarg, 0, &o.sendbw_warmup);
 			break;
+		case O_SCALE:
+			o.scale = optarg;
+			break;
+		case O_IDS:
+			o.ids = optarg;
+			break;
+		case O_BUDGET:
+			bad |= parse_u64(optarg, 0, &v) || v > 86400;
+			o.budget = v;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -1532,5 +2405,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (o.scale || o.ids)
+		return scale_main(&o) ? 1 : 0;
 	return (o.server ? server(&o) : client(&o)) ? 1 : 0;
 }
