@@ -17,6 +17,8 @@
 #                 rounds
 #   BENCH_ARGS    extra rcbench client options, the same for both, e.g.
 #                 "--lat-iters 1000" (see rcbench --help)
+#   BENCH_SCALE_BUDGET  seconds each variant's scale run (rcbench --scale)
+#                 may take per round (default 120); 0 leaves it out
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,10 +43,16 @@ case "$rounds" in
 	echo "bench: BENCH_ROUNDS must be a positive number, not '$rounds'" >&2
 	exit 1 ;;
 esac
+scale_budget=${BENCH_SCALE_BUDGET:-120}
+case "$scale_budget" in
+''|*[!0-9]*)
+	echo "bench: BENCH_SCALE_BUDGET must be a number, not '$scale_budget'" >&2
+	exit 1 ;;
+esac
 # The guest reads its parameters from here: the kernel command line
 # carries no environment.
-printf 'BENCH_ROUNDS=%q\nargs=%q\n' "$rounds" "${BENCH_ARGS:-}" \
-	> "$repo/build/bench/args"
+printf 'BENCH_ROUNDS=%q\nSCALE_BUDGET=%q\nargs=%q\n' "$rounds" \
+	"$scale_budget" "${BENCH_ARGS:-}" > "$repo/build/bench/args"
 
 # Three variants take half as long again as two did: 14 minutes with two
 # other guests on the host then.  run.sh gives a --script guest 1800 s.

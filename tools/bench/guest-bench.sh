@@ -17,8 +17,13 @@
 #   rnr_rcvd_per_run           RNR NAKs the requesters received
 #   rnr_sent_per_run           RNR NAKs the responders sent
 #   rnr_retry_exceeded_per_run  requests that ran out of RNR retries
+# After each client, the variant's rcbench --scale $SCALE --ids $IDS
+# runs alone, within SCALE_BUDGET seconds (rcbench skips or stops an N
+# that does not fit, and says so).  Its results go to a file of their
+# own, $KQP_OUT/bench-scale-VARIANT-ROUND.txt, or .failed, so a scale
+# failure loses none of the other results.
 # $KQP_REPO/build/bench/args, written by tools/bench/bench.sh on the host,
-# holds BENCH_ROUNDS and the client's extra options.
+# holds BENCH_ROUNDS, SCALE_BUDGET and the client's extra options.
 set -u
 
 bin=$KQP_REPO/build/bench
@@ -30,6 +35,14 @@ dev=${KQP_TEST_RDMA_DEV:-rxe0}
 RUN_TIMEOUT=600
 # How long a server may take to listen, in tenths of a second.
 LISTEN_WAIT=600
+# rcbench --scale and --ids: the Ns, the first and the last compared
+# (tools/bench/table.sh has rows for these), and the seconds each scale
+# run may take, 0 for none.  A run stopped past its budget still tears
+# down what it set up: SCALE_GRACE seconds more for that.
+SCALE=10,1000
+IDS=100,10000
+SCALE_BUDGET=120
+SCALE_GRACE=120
 
 args=
 BENCH_ROUNDS=3
@@ -118,6 +131,29 @@ run_one() {
 	mv "$res.tmp" "$res.txt"
 }
 
+# run_scale VARIANT ROUND PORT COMMAND...: COMMAND --scale, alone, on
+# PORT and the ports after it, one per N and one for its warm-up.
+run_scale() {
+	local variant=$1 round=$2 port=$3
+	local res=$KQP_OUT/bench-scale-$variant-$round
+	local rc
+
+	shift 3
+	echo "bench: $variant, round $round: --scale $SCALE --ids $IDS"
+	rm -f "$res.txt" "$res.failed"
+	timeout -k 5 $((SCALE_BUDGET + SCALE_GRACE)) "$@" --scale "$SCALE" \
+		--ids "$IDS" --budget "$SCALE_BUDGET" --addr "$addr" \
+		--port "$port" > "$res.tmp"
+	rc=$?
+	cat "$res.tmp"
+	if [ $rc -ne 0 ]; then
+		echo "bench: $variant, round $round: scale FAILED ($rc)"
+		mv "$res.tmp" "$res.failed"
+		return 1
+	fi
+	mv "$res.tmp" "$res.txt"
+}
+
 # kqp's completion path, from the kernel CQ's callback to the ring.
 kqp_cq_stats() {
 	local f=/sys/kernel/debug/kqp/completions
@@ -153,7 +189,11 @@ for round in $(seq 1 "$BENCH_ROUNDS"); do
 			cmd=(env KQP_RINGS=0 "$bin/rcbench") ;;
 		esac
 		run_one "$variant" "$round" $port "${cmd[@]}" || fail=1
-		port=$((port + 1))
+		if [ "$SCALE_BUDGET" -gt 0 ]; then
+			run_scale "$variant" "$round" $((port + 1)) \
+				"${cmd[@]}" || fail=1
+		fi
+		port=$((port + 10))
 	done
 done
 kqp_cq_stats

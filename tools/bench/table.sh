@@ -2,13 +2,17 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
 # table.sh DIR [JSON]: the table of make bench, from the rcbench results
-# in DIR (bench-VARIANT-ROUND.txt, "key value" lines), printed on stdout;
+# in DIR (bench-VARIANT-ROUND.txt and the scale runs'
+# bench-scale-VARIANT-ROUND.txt, "key value" lines), printed on stdout;
 # the same rows go to JSON (default DIR/bench.json).  With several
 # rounds, each cell is the median over them.  Exits non-zero when a
-# result is missing or a run failed (bench-VARIANT-ROUND.failed).
+# result is missing or a run failed (bench-VARIANT-ROUND.failed or
+# bench-scale-VARIANT-ROUND.failed); a scale row's cell may be missing,
+# an N the scale run's time budget left out.
 #
 # The JSON: an object with "variants" (in column order), "rounds" (per
-# variant, how many result files), "ratio" and "ratio_kqp_ioctl" (what
+# variant, how many result files), "scale_rounds" (the same for the scale
+# runs), "ratio" and "ratio_kqp_ioctl" (what
 # each ratio is of: "kqp / rdmacm", "kqp-ioctl / rdmacm") and "rows",
 # one per table row, each
 #   { "key", "label", "unit", "better": "lower" | "higher",
@@ -31,7 +35,11 @@ FNR == 1 {
 	sub(/\.txt$/, "", r)
 	sub(/.*-/, "", r)
 	r += 0
-	rounds[v]++
+	# A scale run: its keys count for its variant, in its round.
+	if (sub(/^scale-/, "", v))
+		scalerounds[v]++
+	else
+		rounds[v]++
 	if (r > maxround)
 		maxround = r
 }
@@ -75,15 +83,16 @@ function ratiokey(v) {
 	return "ratio_" v
 }
 
-# One row: the table line, and its JSON object.
-function row(k, label, unit, better,    s, q, r, t, i, j, line) {
+# One row: the table line, and its JSON object.  A cell of an @optional
+# row may be missing.
+function row(k, label, unit, better, optional,    s, q, r, t, i, j, line) {
 	s = median(base, k)
 	q = median(main, k)
 	r = ratio(q, s)
-	line = sprintf("%-40s", label (unit == "count" ? "" : " (" unit ")"))
+	line = sprintf("%-40s", label (unit ~ /^(count|ratio)$/ ? "" : " (" unit ")"))
 	for (i = 1; i <= nvar; i++) {
 		med[i] = median(var[i], k)
-		if (med[i] == "")
+		if (med[i] == "" && !optional)
 			missing = 1
 		line = line sprintf(" %10s", med[i] == "" ? "-" : med[i])
 	}
@@ -113,6 +122,16 @@ function row(k, label, unit, better,    s, q, r, t, i, j, line) {
 	printf " }" > json
 }
 
+# The rows of one operation of rcbench --scale: at 10 and at 1000
+# connections in one process (SCALE in guest-bench.sh), and the second
+# over the first.
+function scale(op, what) {
+	row("scale_10_" op "_us", "10 RC QPs: " what, "us/QP", "lower", 1)
+	row("scale_1000_" op "_us", "1000 RC QPs: " what, "us/QP", "lower", 1)
+	row("scale_" op "_1000_over_10", "  " what ", 1000 / 10", "ratio",
+	    "lower", 1)
+}
+
 BEGIN {
 	# Columns: the baseline first, then kqp.  The ratio is kqp over the
 	# baseline; each variant in extra[] gets its own ratio column.
@@ -131,10 +150,16 @@ END {
 	printf "ioctl = kqp-ioctl / rdma-core. Latency: lower is better, a ratio below\n"
 	printf "1 means kqp is faster. Rate and bandwidth: higher is better, a ratio\n"
 	printf "above 1 means kqp is faster. Latency is one-way (half the round trip).\n"
+	printf "Scale: microseconds or bytes per QP, CQ or id; a 1000 / 10 row is the\n"
+	printf "cost at 1000 over that at 10 (1 is flat); - is what did not run.\n"
 	printf "Rounds:"
 	for (i = 1; i <= nvar; i++)
 		printf "%s %s %d", (i > 1 ? "," : ""), head[i], rounds[var[i]]
-	printf "%s.\n\n", (rounds[main] > 1 ? " (median of rounds)" : "")
+	printf "%s; scale runs:", (rounds[main] > 1 ? " (median of rounds)" : "")
+	for (i = 1; i <= nvar; i++)
+		printf "%s %s %d", (i > 1 ? "," : ""), head[i],
+		       scalerounds[var[i]]
+	printf ".\n\n"
 	printf "%-40s", "test"
 	for (i = 1; i <= nvar; i++)
 		printf " %10s", head[i]
@@ -150,6 +175,10 @@ END {
 	for (i = 1; i <= nvar; i++)
 		printf "%s %s: %d", (i > 1 ? "," : ""), jstr(var[i]),
 		       rounds[var[i]] > json
+	printf " },\n  \"scale_rounds\": {" > json
+	for (i = 1; i <= nvar; i++)
+		printf "%s %s: %d", (i > 1 ? "," : ""), jstr(var[i]),
+		       scalerounds[var[i]] > json
 	printf " },\n  \"ratio\": %s,\n", jstr(main " / " base) > json
 	for (i = 1; i <= nextra; i++)
 		printf "  %s: %s,\n", jstr(ratiokey(extra[i])),
@@ -165,6 +194,24 @@ END {
 	row("write_65536_mbs", "64 KB RDMA WRITE bandwidth", "MB/s", "higher")
 	row("send_65536_mbs", "64 KB SEND bandwidth", "MB/s", "higher")
 	row("rnr_rcvd_per_run", "RNR NAKs (rcvd) per run", "count", "lower")
+	scale("create_qp", "create QP")
+	scale("connect", "connect")
+	scale("post", "post + completion")
+	scale("destroy", "destroy QP + id")
+	row("scale_1000_qp_kernel_bytes", "1000 RC QPs: kernel memory per QP",
+	    "B", "lower", 1)
+	row("scale_1000_qp_pinned_bytes", "1000 RC QPs: pinned per QP", "B",
+	    "lower", 1)
+	row("cq_256_kernel_bytes", "CQ of 256: kernel memory per CQ", "B",
+	    "lower", 1)
+	row("cq_256_pinned_bytes", "CQ of 256: pinned per CQ", "B", "lower", 1)
+	# IDS in guest-bench.sh.
+	row("ids_100_us", "100 ids: create + destroy", "us/id", "lower", 1)
+	row("ids_10000_us", "10000 ids: create + destroy", "us/id", "lower", 1)
+	row("ids_10000_over_100", "  create + destroy, 10000 / 100", "ratio",
+	    "lower", 1)
+	row("ids_10000_kernel_bytes", "10000 ids: kernel memory per id", "B",
+	    "lower", 1)
 
 	printf "\n  ]\n}\n" > json
 	close(json)
