@@ -911,7 +911,10 @@ out_ch:
  * one SEND posted on each client QP and its completion, and the
  * receive's on the server, one QP after the other; destroying the client
  * QPs and ids, once disconnected.  Address and route resolution, the
- * disconnection and the server side's teardown are not measured.  An
+ * disconnection and the server side's teardown are not measured.  An N
+ * below SCALE_MIN_CONNS runs again, with the same listener, PD and CQs,
+ * until SCALE_MIN_CONNS connections were measured: one scheduling delay
+ * in ten connections would say little about the cost of one.  An
  * unmeasured run of SCALE_WARMUP connections comes first, so the first N
  * does not pay for the process's first connection.
  *
@@ -922,9 +925,9 @@ out_ch:
  * their growth per QP and per CQ.  Whatever else the machine does meanwhile
  * counts too, so only large N mean much.
  *
- * --ids N,...: for each N, N ids created on one channel, then destroyed:
- * microseconds per id for both, and the kernel's memory per id while
- * they exist.
+ * --ids N,...: for each N, N ids created on one channel, then destroyed,
+ * as many times as it takes to measure SCALE_MIN_IDS: microseconds per
+ * id for both, and the kernel's memory per id while they exist.
  *
  * --budget SEC: an N whose predicted run time, from the N before it,
  * does not fit in what is left of SEC is skipped, and one that runs past
@@ -934,6 +937,9 @@ out_ch:
 /* Connections being set up at once, whatever N: the same at every N. */
 #define SCALE_WINDOW	10
 #define SCALE_WARMUP	2
+/* Measured at least this many connections, and ids, at every N. */
+#define SCALE_MIN_CONNS	100
+#define SCALE_MIN_IDS	1000
 #define SCALE_MSG	8
 #define SCALE_SLOT	64
 #define SCALE_CQS	100
@@ -982,18 +988,31 @@ static void mem_read(struct mem_use *m)
 	m->pinned = proc_bytes("/proc/self/status", pinned, 2);
 }
 
-/* Print "KEY_kernel_bytes" and "KEY_pinned_bytes": the growth per @n. */
-static void mem_print(const char *key, const struct mem_use *a,
-		      const struct mem_use *b, unsigned int n)
+/*
+ * Add to @sum what grew from @a to @b; a reading that failed makes its
+ * part of @sum -1 for good.
+ */
+static void mem_add(struct mem_use *sum, const struct mem_use *a,
+		    const struct mem_use *b)
 {
-	if (a->kernel >= 0 && b->kernel >= 0)
-		printf("%s_kernel_bytes %.0f\n", key,
-		       (double)(b->kernel - a->kernel) / n);
+	if (sum->kernel >= 0)
+		sum->kernel = a->kernel >= 0 && b->kernel >= 0 ?
+			      sum->kernel + b->kernel - a->kernel : -1;
+	if (sum->pinned >= 0)
+		sum->pinned = a->pinned >= 0 && b->pinned >= 0 ?
+			      sum->pinned + b->pinned - a->pinned : -1;
+}
+
+/* Print "KEY_kernel_bytes" and "KEY_pinned_bytes": @sum per @n. */
+static void mem_print(const char *key, const struct mem_use *sum,
+		      unsigned int n)
+{
+	if (sum->kernel >= 0)
+		printf("%s_kernel_bytes %.0f\n", key, (double)sum->kernel / n);
 	else
 		printf("# %s: no Slab or VmallocUsed in /proc/meminfo\n", key);
-	if (a->pinned >= 0 && b->pinned >= 0)
-		printf("%s_pinned_bytes %.0f\n", key,
-		       (double)(b->pinned - a->pinned) / n);
+	if (sum->pinned >= 0)
+		printf("%s_pinned_bytes %.0f\n", key, (double)sum->pinned / n);
 	else
 		printf("# %s: no VmPin or VmLck in /proc/self/status\n", key);
 }
@@ -1013,11 +1032,11 @@ struct scale {
 	bool over;		/* past it */
 };
 
-/* What scale_one() measured at one N. */
+/* What scale_one() measured at one N, summed over its runs. */
 struct scale_res {
-	double us[4];		/* create QP, connect, post, destroy: per QP */
-	struct mem_use before, after;	/* creating the client QPs */
-	double secs;		/* the whole run, but its setup */
+	uint64_t ns[4];		/* create QP, connect, post, destroy */
+	struct mem_use mem;	/* grown while creating the client QPs */
+	double secs;		/* all of it, but the setup */
 };
 
 static int scale_qp(struct scale *s, struct rdma_cm_id *id, bool server)
@@ -1328,21 +1347,149 @@ static int scale_check(struct scale *s)
 	return 0;
 }
 
+/* Destroy the server's QPs and ids, once they are disconnected. */
+static void scale_server_free(struct scale *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->nsid; i++) {
+		if (s->sid[i]->qp)
+			rdma_destroy_qp(s->sid[i]);
+		rdma_destroy_id(s->sid[i]);
+		s->sid[i] = NULL;
+	}
+	s->nsid = 0;
+}
+
 /*
- * @n connections to a listener on @port, each operation's microseconds
- * per connection in @r.  Returns 0, 1 when past the budget, or -1.
+ * One run of @s->n connections to @sin, its measurements added to @r;
+ * ends with none left.  0, or -1 on failure or past the budget
+ * (@s->over).
+ */
+static int scale_run(struct scale *s, struct sockaddr_in *sin,
+		     struct scale_res *r)
+{
+	unsigned int i, n = s->n, started, sest = 0, sdisc = 0;
+	struct mem_use before, after;
+	struct scale_count cnt;
+	uint64_t t0;
+
+	/* Every receive slot holds 0 until a message arrives. */
+	memset(s->buf + (size_t)SCALE_SLOT * n, 0, (size_t)SCALE_SLOT * n);
+
+	/* Ids, addresses and routes, SCALE_WINDOW at a time: not measured. */
+	cnt.want = RDMA_CM_EVENT_ADDR_RESOLVED;
+	cnt.done = 0;
+	s->phase = "resolving";
+	for (started = 0; started < n || cnt.done < 2 * n;) {
+		/* Each id counts twice: its address, then its route. */
+		if (started < n && started * 2 - cnt.done < 2 * SCALE_WINDOW) {
+			if (rdma_create_id(s->cch, &s->cid[started], NULL,
+					   RDMA_PS_TCP) ||
+			    rdma_resolve_addr(s->cid[started], NULL,
+					      (struct sockaddr *)sin, 2000)) {
+				perror("rcbench: scale: resolve");
+				return -1;
+			}
+			started++;
+			continue;
+		}
+		if (scale_wait(s, &sest, &sdisc, scale_client_event, &cnt) < 0)
+			return -1;
+	}
+
+	/* Create QP, measured. */
+	mem_read(&before);
+	t0 = now_ns();
+	for (i = 0; i < n; i++)
+		if (scale_qp(s, s->cid[i], false))
+			return -1;
+	r->ns[0] += now_ns() - t0;
+	mem_read(&after);
+	mem_add(&r->mem, &before, &after);
+
+	/* Connect, measured: SCALE_WINDOW in flight. */
+	cnt.want = RDMA_CM_EVENT_ESTABLISHED;
+	cnt.done = 0;
+	s->phase = "connecting";
+	t0 = now_ns();
+	for (started = 0; cnt.done < n || sest < n;) {
+		if (started < n && started - cnt.done < SCALE_WINDOW) {
+			struct rdma_conn_param cp = {
+				.retry_count = 7,
+				.rnr_retry_count = 7,
+			};
+
+			if (rdma_connect(s->cid[started], &cp)) {
+				perror("rcbench: scale: rdma_connect");
+				return -1;
+			}
+			started++;
+			continue;
+		}
+		if (scale_wait(s, &sest, &sdisc, scale_client_event, &cnt) < 0)
+			return -1;
+	}
+	r->ns[1] += now_ns() - t0;
+
+	/* One SEND on each QP and its completions, measured. */
+	t0 = now_ns();
+	if (scale_post(s))
+		return -1;
+	r->ns[2] += now_ns() - t0;
+	if (scale_check(s))
+		return -1;
+
+	/*
+	 * Disconnect everything, SCALE_WINDOW at a time, not measured: a
+	 * thousand DREQs at once would overrun the receive queue of the
+	 * port's GSI QP, and each one lost costs a CM timeout.
+	 */
+	cnt.want = RDMA_CM_EVENT_DISCONNECTED;
+	cnt.done = 0;
+	s->phase = "disconnecting";
+	for (started = 0; cnt.done < n || sdisc < n;) {
+		if (started < n && started - cnt.done < SCALE_WINDOW) {
+			if (rdma_disconnect(s->cid[started])) {
+				perror("rcbench: scale: rdma_disconnect");
+				return -1;
+			}
+			started++;
+			continue;
+		}
+		if (scale_wait(s, &sest, &sdisc, scale_client_event, &cnt) < 0)
+			return -1;
+	}
+
+	/* Destroy the client QPs and ids, measured. */
+	t0 = now_ns();
+	for (i = 0; i < n; i++) {
+		rdma_destroy_qp(s->cid[i]);
+		rdma_destroy_id(s->cid[i]);
+		s->cid[i] = NULL;
+	}
+	r->ns[3] += now_ns() - t0;
+
+	/* The server's side, not measured. */
+	scale_server_free(s);
+	return 0;
+}
+
+/*
+ * @n connections to a listener on @port, @runs times over; what each
+ * operation took in @r.  Returns 0, 1 when past the budget, or -1.
  */
 static int scale_one(const struct opts *o, uint16_t port, unsigned int n,
-		     uint64_t deadline, struct scale_res *r)
+		     unsigned int runs, uint64_t deadline, struct scale_res *r)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	struct scale s = { .n = n, .deadline = deadline };
-	unsigned int i, started, sest = 0, sdisc = 0;
 	struct ibv_context *verbs;
-	struct scale_count cnt;
-	uint64_t t0, start = now_ns();
+	uint64_t start = now_ns();
+	unsigned int i;
 	int ret = -1;
 
+	memset(r, 0, sizeof(*r));
 	sin.sin_port = htons(port);
 	if (inet_pton(AF_INET, o->addr, &sin.sin_addr) != 1) {
 		fprintf(stderr, "rcbench: bad address %s\n", o->addr);
@@ -1388,104 +1535,15 @@ static int scale_one(const struct opts *o, uint16_t port, unsigned int n,
 		perror("rcbench: scale: ibv_reg_mr");
 		goto out;
 	}
-	/* Setup done: the run's time, for the budget, starts here. */
+	/* Setup done: the time the budget judges by starts here. */
 	start = now_ns();
-
-	/* Ids, addresses and routes, SCALE_WINDOW at a time: not measured. */
-	cnt.want = RDMA_CM_EVENT_ADDR_RESOLVED;
-	cnt.done = 0;
-	s.phase = "resolving";
-	for (started = 0; started < n || cnt.done < 2 * n;) {
-		/* Each id counts twice: its address, then its route. */
-		if (started < n && started * 2 - cnt.done < 2 * SCALE_WINDOW) {
-			if (rdma_create_id(s.cch, &s.cid[started], NULL,
-					   RDMA_PS_TCP) ||
-			    rdma_resolve_addr(s.cid[started], NULL,
-					      (struct sockaddr *)&sin, 2000)) {
-				perror("rcbench: scale: resolve");
-				goto out;
-			}
-			started++;
-			continue;
-		}
-		if (scale_wait(&s, &sest, &sdisc, scale_client_event, &cnt) < 0)
+	for (i = 0; i < runs; i++)
+		if (scale_run(&s, &sin, r))
 			goto out;
-	}
-
-	/* Create QP, measured. */
-	mem_read(&r->before);
-	t0 = now_ns();
-	for (i = 0; i < n; i++)
-		if (scale_qp(&s, s.cid[i], false))
-			goto out;
-	r->us[0] = (now_ns() - t0) / 1e3 / n;
-	mem_read(&r->after);
-
-	/* Connect, measured: SCALE_WINDOW in flight. */
-	cnt.want = RDMA_CM_EVENT_ESTABLISHED;
-	cnt.done = 0;
-	s.phase = "connecting";
-	t0 = now_ns();
-	for (started = 0; cnt.done < n || sest < n;) {
-		if (started < n && started - cnt.done < SCALE_WINDOW) {
-			struct rdma_conn_param cp = {
-				.retry_count = 7,
-				.rnr_retry_count = 7,
-			};
-
-			if (rdma_connect(s.cid[started], &cp)) {
-				perror("rcbench: scale: rdma_connect");
-				goto out;
-			}
-			started++;
-			continue;
-		}
-		if (scale_wait(&s, &sest, &sdisc, scale_client_event, &cnt) < 0)
-			goto out;
-	}
-	r->us[1] = (now_ns() - t0) / 1e3 / n;
-
-	/* One SEND on each QP and its completions, measured. */
-	t0 = now_ns();
-	if (scale_post(&s))
-		goto out;
-	r->us[2] = (now_ns() - t0) / 1e3 / n;
-	if (scale_check(&s))
-		goto out;
-
-	/*
-	 * Disconnect everything, SCALE_WINDOW at a time, not measured: a
-	 * thousand DREQs at once would overrun the receive queue of the
-	 * port's GSI QP, and each one lost costs a CM timeout.
-	 */
-	cnt.want = RDMA_CM_EVENT_DISCONNECTED;
-	cnt.done = 0;
-	s.phase = "disconnecting";
-	for (started = 0; cnt.done < n || sdisc < n;) {
-		if (started < n && started - cnt.done < SCALE_WINDOW) {
-			if (rdma_disconnect(s.cid[started])) {
-				perror("rcbench: scale: rdma_disconnect");
-				goto out;
-			}
-			started++;
-			continue;
-		}
-		if (scale_wait(&s, &sest, &sdisc, scale_client_event, &cnt) < 0)
-			goto out;
-	}
-
-	/* Destroy the client QPs and ids, measured. */
-	t0 = now_ns();
-	for (i = 0; i < n; i++) {
-		rdma_destroy_qp(s.cid[i]);
-		rdma_destroy_id(s.cid[i]);
-		s.cid[i] = NULL;
-	}
-	r->us[3] = (now_ns() - t0) / 1e3 / n;
 	ret = 0;
 out:
 	if (s.over) {
-		fprintf(stderr, "rcbench: scale: %u connections: over the budget while %s\n",
+		fprintf(stderr, "rcbench: scale: %u connections: past the budget while %s\n",
 			n, s.phase);
 		ret = 1;
 	}
@@ -1540,41 +1598,47 @@ out:
 }
 
 /*
- * @n ids created on one channel, then destroyed: microseconds per id for
- * both in @us, the memory with none and with all of them in @a and @b.
+ * @n ids created on one channel, then destroyed, @runs times over: the
+ * time both took in @ns, the memory that grew while creating them in
+ * @mem, the time all of it took in @secs.
  */
-static int scale_ids(unsigned int n, double *us, double *secs,
-		     struct mem_use *a, struct mem_use *b)
+static int scale_ids(unsigned int n, unsigned int runs, uint64_t *ns,
+		     struct mem_use *mem, double *secs)
 {
 	struct rdma_event_channel *ch;
-	uint64_t start = now_ns(), t0, t;
+	uint64_t start = now_ns(), t0;
+	struct mem_use a, b;
 	struct rdma_cm_id **id;
-	unsigned int i;
+	unsigned int i, run;
 	int ret = -1;
 
+	*ns = 0;
+	mem->kernel = mem->pinned = 0;
 	id = calloc(n, sizeof(*id));
 	ch = rdma_create_event_channel();
 	if (!id || !ch) {
 		perror("rcbench: ids");
 		goto out;
 	}
-	mem_read(a);
-	t0 = now_ns();
-	for (i = 0; i < n; i++) {
-		if (rdma_create_id(ch, &id[i], NULL, RDMA_PS_TCP)) {
-			perror("rcbench: ids: rdma_create_id");
-			goto out;
+	for (run = 0; run < runs; run++) {
+		mem_read(&a);
+		t0 = now_ns();
+		for (i = 0; i < n; i++) {
+			if (rdma_create_id(ch, &id[i], NULL, RDMA_PS_TCP)) {
+				perror("rcbench: ids: rdma_create_id");
+				goto out;
+			}
 		}
+		*ns += now_ns() - t0;
+		mem_read(&b);
+		mem_add(mem, &a, &b);
+		t0 = now_ns();
+		for (i = 0; i < n; i++) {
+			rdma_destroy_id(id[i]);
+			id[i] = NULL;
+		}
+		*ns += now_ns() - t0;
 	}
-	t = now_ns() - t0;
-	mem_read(b);
-	t0 = now_ns();
-	for (i = 0; i < n; i++) {
-		rdma_destroy_id(id[i]);
-		id[i] = NULL;
-	}
-	t += now_ns() - t0;
-	*us = t / 1e3 / n;
 	ret = 0;
 out:
 	for (i = 0; id && i < n; i++)
@@ -1610,6 +1674,12 @@ static int parse_list(const char *s, unsigned int max, unsigned int *ns,
 	return 0;
 }
 
+/* Runs of @n that measure at least @min. */
+static unsigned int scale_runs(unsigned int n, unsigned int min)
+{
+	return n >= min ? 1 : (min + n - 1) / n;
+}
+
 /*
  * Would @n more, at @per seconds each, end past @deadline?  Then say so
  * as a "#" line.
@@ -1639,11 +1709,12 @@ static int scale_main(const struct opts *o)
 	static const char *const op[4] = { "create_qp", "connect", "post",
 					   "destroy" };
 	unsigned int ns[SCALE_MAX_N], is[SCALE_MAX_N], nn = 0, ni = 0, i, j;
-	struct scale_res res[SCALE_MAX_N], warm;
-	double ius[SCALE_MAX_N], per = 0, secs;
+	unsigned int runs, count;
+	double us[SCALE_MAX_N][4], ius[SCALE_MAX_N], per = 0, secs;
 	bool ok[SCALE_MAX_N] = { false }, iok[SCALE_MAX_N] = { false };
-	uint64_t deadline = 0;
-	struct mem_use a, b;
+	struct scale_res res;
+	uint64_t deadline = 0, t;
+	struct mem_use a, b, mem;
 	char key[64];
 	int r;
 
@@ -1659,18 +1730,20 @@ static int scale_main(const struct opts *o)
 
 	if (nn) {
 		/* Port: the warm-up's, then one per N; nothing lingers. */
-		r = scale_one(o, o->port, SCALE_WARMUP, deadline, &warm);
+		r = scale_one(o, o->port, SCALE_WARMUP, 1, deadline, &res);
 		if (r < 0)
 			return -1;
-		per = warm.secs / SCALE_WARMUP;
+		per = res.secs / SCALE_WARMUP;
 	}
 	for (i = 0; i < nn; i++) {
-		if (scale_skip("scale", ns[i], per, deadline, o->budget))
+		runs = scale_runs(ns[i], SCALE_MIN_CONNS);
+		count = ns[i] * runs;
+		if (scale_skip("scale", ns[i], per * runs, deadline, o->budget))
 			continue;
-		r = scale_one(o, o->port + 1 + i, ns[i], deadline, &res[i]);
+		r = scale_one(o, o->port + 1 + i, ns[i], runs, deadline, &res);
 		if (r < 0)
 			return -1;
-		printf("# scale %u: %.1f s\n", ns[i], res[i].secs);
+		printf("# scale %u: %u runs, %.1f s\n", ns[i], runs, res.secs);
 		if (r > 0) {
 			printf("# scale %u stopped: past the %u s budget\n",
 			       ns[i], o->budget);
@@ -1678,46 +1751,52 @@ static int scale_main(const struct opts *o)
 			continue;
 		}
 		ok[i] = true;
-		per = res[i].secs / ns[i];
-		for (j = 0; j < 4; j++)
-			printf("scale_%u_%s_us %.1f\n", ns[i], op[j],
-			       res[i].us[j]);
+		per = res.secs / count;
+		for (j = 0; j < 4; j++) {
+			us[i][j] = res.ns[j] / 1e3 / count;
+			printf("scale_%u_%s_us %.1f\n", ns[i], op[j], us[i][j]);
+		}
 		snprintf(key, sizeof(key), "scale_%u_qp", ns[i]);
-		mem_print(key, &res[i].before, &res[i].after, ns[i]);
+		mem_print(key, &res.mem, count);
 		fflush(stdout);
 	}
 	if (nn > 1 && ok[0] && ok[nn - 1])
 		for (j = 0; j < 4; j++)
 			printf("scale_%s_%u_over_%u %.2f\n", op[j], ns[nn - 1],
-			       ns[0], res[0].us[j] > 0 ?
-			       res[nn - 1].us[j] / res[0].us[j] : 0);
+			       ns[0], us[0][j] > 0 ?
+			       us[nn - 1][j] / us[0][j] : 0);
 
 	if (nn || ni) {
 		if (scale_cqs(o, &a, &b))
 			return -1;
+		mem.kernel = mem.pinned = 0;
+		mem_add(&mem, &a, &b);
 		snprintf(key, sizeof(key), "cq_%u", SCALE_CQE);
-		mem_print(key, &a, &b, SCALE_CQS);
+		mem_print(key, &mem, SCALE_CQS);
 		fflush(stdout);
 	}
 
 	/* The first id of a process may open devices: a warm-up. */
 	if (ni) {
-		if (scale_ids(1, &ius[0], &secs, &a, &b))
+		if (scale_ids(1, 1, &t, &mem, &secs))
 			return -1;
 		per = secs;
 	}
 	for (i = 0; i < ni; i++) {
-		if (scale_skip("ids", is[i], per, deadline, o->budget))
+		runs = scale_runs(is[i], SCALE_MIN_IDS);
+		count = is[i] * runs;
+		if (scale_skip("ids", is[i], per * runs, deadline, o->budget))
 			continue;
-		if (scale_ids(is[i], &ius[i], &secs, &a, &b))
+		if (scale_ids(is[i], runs, &t, &mem, &secs))
 			return -1;
 		iok[i] = true;
-		per = secs / is[i];
-		printf("# ids %u: %.1f s\n", is[i], secs);
+		per = secs / count;
+		ius[i] = t / 1e3 / count;
+		printf("# ids %u: %u runs, %.1f s\n", is[i], runs, secs);
 		printf("ids_%u_us %.2f\n", is[i], ius[i]);
-		if (a.kernel >= 0 && b.kernel >= 0)
+		if (mem.kernel >= 0)
 			printf("ids_%u_kernel_bytes %.0f\n", is[i],
-			       (double)(b.kernel - a.kernel) / is[i]);
+			       (double)mem.kernel / count);
 		fflush(stdout);
 	}
 	if (ni > 1 && iok[0] && iok[ni - 1])
@@ -2266,8 +2345,10 @@ static void usage(FILE *f)
 "      --scale N[,N...]    for each N, a listener on ADDR and N connections\n"
 "                          to it, 10 set up at a time, sharing one PD and\n"
 "                          four CQs, after an unmeasured run of 2; ports\n"
-"                          PORT (the warm-up), PORT+1, PORT+2...  Prints\n"
-"                          scale_N_OP_us, microseconds per connection for\n"
+"                          PORT (the warm-up), PORT+1, PORT+2...  An N\n"
+"                          below 100 runs again, until 100 were measured.\n"
+"                          Prints scale_N_OP_us, microseconds per connection\n"
+"                          for\n"
 "                          OP create_qp (the client's QPs), connect (until\n"
 "                          both sides are established; includes the server's\n"
 "                          QP and accept), post (one SEND and its send and\n"
@@ -2280,9 +2361,10 @@ static void usage(FILE *f)
 "                          last N's over the first N's; then cq_256_kernel_bytes\n"
 "                          and cq_256_pinned_bytes, the same per CQ of 256\n"
 "                          entries, 100 of them\n"
-"      --ids N[,N...]      for each N, N ids created, then destroyed: ids_N_us,\n"
-"                          microseconds per id for both; ids_N_kernel_bytes,\n"
-"                          the kernel's memory per id; ids_LAST_over_FIRST\n"
+"      --ids N[,N...]      for each N, N ids created, then destroyed, until\n"
+"                          1000 were measured: ids_N_us, microseconds per id\n"
+"                          for both; ids_N_kernel_bytes, the kernel's memory\n"
+"                          per id; ids_LAST_over_FIRST\n"
 "      --budget SEC        skip an N that would not end within SEC seconds of\n"
 "                          the start, judged by the N before it, and stop one\n"
 "                          that runs past them; a \"#\" line says so, and the\n"
