@@ -1026,7 +1026,7 @@ struct scale {
 	struct ibv_pd *pd;
 	struct ibv_cq *c_scq, *c_rcq, *s_scq, *s_rcq;
 	struct ibv_mr *mr;
-	char *buf;		/* N client send slots, then N server receive slots */
+	char *buf;		/* N client send slots, N server receive slots */
 	const char *phase;	/* what a stall message names */
 	uint64_t deadline;	/* of the budget, or 0 */
 	bool over;		/* past it */
@@ -1098,8 +1098,8 @@ static int scale_server_event(struct scale *s, unsigned int *est,
 			ret = -1;
 			break;
 		}
-		sge.addr = (uintptr_t)(s->buf +
-				       (size_t)SCALE_SLOT * (s->n + s->nsid - 1));
+		sge.addr = (uintptr_t)s->buf +
+			   (size_t)SCALE_SLOT * (s->n + s->nsid - 1);
 		sge.length = SCALE_SLOT;
 		sge.lkey = s->mr->lkey;
 		wr.wr_id = s->nsid - 1;
@@ -1146,9 +1146,11 @@ static int scale_server_event(struct scale *s, unsigned int *est,
  * scale_server_event().  Returns 1 when an event of the client's came,
  * 0 for one of the server's, -1 on failure or past the budget (@s->over).
  */
+typedef int scale_event_fn(struct scale *s, struct rdma_cm_event *ev,
+			   void *arg);
+
 static int scale_wait(struct scale *s, unsigned int *sest, unsigned int *sdisc,
-		      int (*client)(struct scale *, struct rdma_cm_event *, void *),
-		      void *arg)
+		      scale_event_fn *client, void *arg)
 {
 	struct pollfd pfd[2] = {
 		{ .fd = s->cch->fd, .events = POLLIN },
@@ -1183,7 +1185,7 @@ static int scale_wait(struct scale *s, unsigned int *sest, unsigned int *sdisc,
 }
 
 struct scale_count {
-	enum rdma_cm_event_type want;	/* ADDR_RESOLVED: and ROUTE_RESOLVED */
+	enum rdma_cm_event_type want;	/* ADDR_RESOLVED: ROUTE_RESOLVED too */
 	unsigned int done;
 };
 
@@ -1613,7 +1615,8 @@ static int scale_ids(unsigned int n, unsigned int runs, uint64_t *ns,
 	int ret = -1;
 
 	*ns = 0;
-	mem->kernel = mem->pinned = 0;
+	mem->kernel = 0;
+	mem->pinned = 0;
 	id = calloc(n, sizeof(*id));
 	ch = rdma_create_event_channel();
 	if (!id || !ch) {
@@ -1743,7 +1746,8 @@ static int scale_main(const struct opts *o)
 		r = scale_one(o, o->port + 1 + i, ns[i], runs, deadline, &res);
 		if (r < 0)
 			return -1;
-		printf("# scale %u: %u runs, %.1f s\n", ns[i], runs, res.secs);
+		printf("# scale %u: %u run%s, %.1f s\n", ns[i], runs,
+		       runs > 1 ? "s" : "", res.secs);
 		if (r > 0) {
 			printf("# scale %u stopped: past the %u s budget\n",
 			       ns[i], o->budget);
@@ -1769,7 +1773,8 @@ static int scale_main(const struct opts *o)
 	if (nn || ni) {
 		if (scale_cqs(o, &a, &b))
 			return -1;
-		mem.kernel = mem.pinned = 0;
+		mem.kernel = 0;
+		mem.pinned = 0;
 		mem_add(&mem, &a, &b);
 		snprintf(key, sizeof(key), "cq_%u", SCALE_CQE);
 		mem_print(key, &mem, SCALE_CQS);
@@ -1792,7 +1797,8 @@ static int scale_main(const struct opts *o)
 		iok[i] = true;
 		per = secs / count;
 		ius[i] = t / 1e3 / count;
-		printf("# ids %u: %u runs, %.1f s\n", is[i], runs, secs);
+		printf("# ids %u: %u run%s, %.1f s\n", is[i], runs,
+		       runs > 1 ? "s" : "", secs);
 		printf("ids_%u_us %.2f\n", is[i], ius[i]);
 		if (mem.kernel >= 0)
 			printf("ids_%u_kernel_bytes %.0f\n", is[i],
