@@ -1,0 +1,962 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Submission rings at the ioctl level: KQP_CREATE_QP_RINGS and what it
+ * reports, mmap of a QP's rings, KQP_IOCTL_DOORBELL's errnos (the call's
+ * and each QP's), and data through the rings of two QPs connected by
+ * hand: receives and sends posted by writing entries and ringing, in
+ * batches, two QPs in one doorbell, past the end of the ring, and beside
+ * the legacy POST ioctls.  The hostile caller is rings_hostile.c.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "rings_test.h"
+
+static int ctx_info(int fd, struct kqp_ctx_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->size = sizeof(*info);
+	return kqp_test_ioctl(fd, KQP_IOCTL_CTX_INFO, info);
+}
+
+/* A file with a PD and a CQ, for QPs that stay in RESET. */
+FIXTURE(v) {
+	int fd;
+	uint32_t dev, pd;
+	struct rt_cq cq;
+	long page;
+};
+
+FIXTURE_SETUP(v)
+{
+	self->fd = open(KQP_DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	self->dev = kqp_test_rxe_index(self->fd);
+	ASSERT_NE(KQP_NO_DEVICE, self->dev);
+	ASSERT_EQ(0, rt_pd(self->fd, self->dev, &self->pd));
+	ASSERT_EQ(0, rt_cq_make(self->fd, self->dev, 32, &self->cq));
+	self->page = sysconf(_SC_PAGESIZE);
+}
+
+FIXTURE_TEARDOWN(v)
+{
+	close(self->fd);
+}
+
+static void v_req(FIXTURE_DATA(v) *self, struct kqp_create_qp *c)
+{
+	rt_qp_req(c, self->pd, self->cq.c.out_cq, self->cq.c.out_cq);
+}
+
+/* The flag needs a size that holds out_rings; refusing makes nothing. */
+TEST_F(v, flag_needs_size)
+{
+	struct kqp_create_qp c;
+	struct kqp_ctx_info info;
+	struct rt_qp q;
+
+	v_req(self, &c);
+	c.size = offsetof(struct kqp_create_qp, out_rings);
+	EXPECT_EQ(EINVAL, kqp_test_ioctl(self->fd, KQP_IOCTL_CREATE_QP, &c));
+	v_req(self, &c);
+	c.size = offsetof(struct kqp_create_qp, out_rings) + 8;
+	EXPECT_EQ(EINVAL, kqp_test_ioctl(self->fd, KQP_IOCTL_CREATE_QP, &c));
+	v_req(self, &c);
+	c.size = offsetofend(struct kqp_create_qp, out_rings) - 4;
+	EXPECT_EQ(EINVAL, kqp_test_ioctl(self->fd, KQP_IOCTL_CREATE_QP, &c));
+	ASSERT_EQ(0, ctx_info(self->fd, &info));
+	EXPECT_EQ(0, info.out_qps);
+
+	/* The short size is fine without the flag: it was the flag. */
+	v_req(self, &c);
+	c.flags = 0;
+	c.size = offsetof(struct kqp_create_qp, out_rings);
+	EXPECT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_CREATE_QP, &c));
+	/* And with the whole size, the flag works. */
+	v_req(self, &c);
+	ASSERT_EQ(0, rt_qp_make(self->fd, &c, &q));
+	ASSERT_EQ(0, ctx_info(self->fd, &info));
+	EXPECT_EQ(2, info.out_qps);
+	/* An unknown flag beside it is still EOPNOTSUPP. */
+	v_req(self, &c);
+	c.flags |= 1U << 7;
+	EXPECT_EQ(EOPNOTSUPP, kqp_test_ioctl(self->fd, KQP_IOCTL_CREATE_QP,
+					     &c));
+	EXPECT_EQ(0, rt_qp_destroy(&q));
+}
+
+/* What out_rings says, checked against the caps the QP got. */
+static void check_rings(struct __test_metadata *_metadata,
+			FIXTURE_DATA(v) *self, const struct kqp_create_qp *c,
+			bool srq)
+{
+	const struct kqp_qp_ring_info *ri = &c->out_rings;
+	const struct kqp_wq_ring_info *sq = &ri->sq, *rq = &ri->rq;
+	uint32_t inl = (c->cap.max_inline_data + 7) & ~7U;
+	uint64_t send_end, recv_end;
+
+	TH_LOG("caps %u/%u wr %u/%u sge %u inline: sq %u x %u at %u/%u, rq %u x %u at %u/%u, %u bytes",
+	       c->cap.max_send_wr, c->cap.max_recv_wr, c->cap.max_send_sge,
+	       c->cap.max_recv_sge, c->cap.max_inline_data, sq->entries,
+	       sq->entry_size, sq->off_hdr, sq->off_entries, rq->entries,
+	       rq->entry_size, rq->off_hdr, rq->off_entries, ri->mmap_size);
+	EXPECT_EQ((uint64_t)c->out_qp * self->page, ri->mmap_offset);
+	EXPECT_EQ(0, ri->mmap_size % self->page);
+	EXPECT_EQ(0, ri->__reserved);
+
+	EXPECT_TRUE(rt_is_pow2(sq->entries));
+	EXPECT_LE(c->cap.max_send_wr, sq->entries);
+	EXPECT_TRUE(rt_is_pow2(sq->entry_size));
+	EXPECT_LE(RT_SEND_HDR + c->cap.max_send_sge * 16, sq->entry_size);
+	EXPECT_LE(RT_SEND_HDR + inl, sq->entry_size);
+	EXPECT_EQ(0, sq->off_hdr % 64);
+	EXPECT_EQ(0, sq->off_entries % 8);
+	EXPECT_LE(sq->off_hdr + sizeof(struct kqp_wq_ring_hdr),
+		  ri->mmap_size);
+	send_end = sq->off_entries + (uint64_t)sq->entries * sq->entry_size;
+	EXPECT_LE(send_end, ri->mmap_size);
+	/* The header is not among the entries. */
+	EXPECT_TRUE(sq->off_hdr + sizeof(struct kqp_wq_ring_hdr) <=
+		    sq->off_entries || sq->off_hdr >= send_end);
+
+	if (srq) {
+		EXPECT_EQ(0, rq->entries);
+		return;
+	}
+	EXPECT_TRUE(rt_is_pow2(rq->entries));
+	EXPECT_LE(c->cap.max_recv_wr, rq->entries);
+	EXPECT_TRUE(rt_is_pow2(rq->entry_size));
+	EXPECT_LE(RT_RECV_HDR + c->cap.max_recv_sge * 16, rq->entry_size);
+	EXPECT_EQ(0, rq->off_entries % 8);
+	EXPECT_LE(rq->off_hdr + sizeof(struct kqp_wq_ring_hdr),
+		  ri->mmap_size);
+	recv_end = rq->off_entries + (uint64_t)rq->entries * rq->entry_size;
+	EXPECT_LE(recv_end, ri->mmap_size);
+	/* The four regions do not overlap. */
+	EXPECT_TRUE(recv_end <= sq->off_entries || rq->off_entries >= send_end);
+	EXPECT_TRUE(rq->off_hdr + sizeof(struct kqp_wq_ring_hdr) <=
+		    sq->off_hdr || rq->off_hdr >= sq->off_hdr +
+		    sizeof(struct kqp_wq_ring_hdr));
+	EXPECT_TRUE(rq->off_hdr + sizeof(struct kqp_wq_ring_hdr) <=
+		    sq->off_entries || rq->off_hdr >= send_end);
+	EXPECT_TRUE(sq->off_hdr + sizeof(struct kqp_wq_ring_hdr) <=
+		    rq->off_entries || sq->off_hdr >= recv_end);
+}
+
+TEST_F(v, ring_info_sane)
+{
+	static const struct kqp_qp_cap caps[] = {
+		{ 1, 1, 1, 1, 0, 0 },
+		{ 8, 8, 1, 1, 0, 0 },
+		{ 16, 16, 2, 2, 64, 0 },
+		{ 100, 30, 4, 3, 0, 0 },
+		{ 5, 3, 1, 4, 200, 0 },
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		struct kqp_create_qp c;
+		struct rt_qp q;
+		struct kqp_wq_ring_hdr *h;
+
+		v_req(self, &c);
+		c.cap = caps[i];
+		ASSERT_EQ(0, rt_qp_make(self->fd, &c, &q));
+		check_rings(_metadata, self, &q.c, false);
+		h = rt_sq_hdr(&q);
+		EXPECT_EQ(0, h->tail);
+		EXPECT_EQ(0, h->head);
+		EXPECT_EQ(KQP_WQ_RING_NEED_DOORBELL,
+			  h->flags & KQP_WQ_RING_NEED_DOORBELL);
+		h = rt_rq_hdr(&q);
+		EXPECT_EQ(0, h->tail);
+		EXPECT_EQ(0, h->head);
+		EXPECT_EQ(KQP_WQ_RING_NEED_DOORBELL,
+			  h->flags & KQP_WQ_RING_NEED_DOORBELL);
+		/* Nothing published, nothing to do. */
+		EXPECT_EQ(0, rt_ring(&q, KQP_DB_SEND | KQP_DB_RECV));
+		EXPECT_EQ(0, rt_sq_hdr(&q)->head);
+		EXPECT_EQ(0, rt_qp_destroy(&q));
+	}
+}
+
+/* A QP without rings reports none and has nothing to map or ring. */
+TEST_F(v, no_rings_without_flag)
+{
+	struct kqp_create_qp c;
+	struct rt_qp q;
+	void *p;
+
+	v_req(self, &c);
+	c.flags = 0;
+	ASSERT_EQ(0, rt_qp_make(self->fd, &c, &q));
+	EXPECT_EQ(0, q.c.out_rings.mmap_size);
+	EXPECT_EQ(0, q.c.out_rings.sq.entries);
+	EXPECT_EQ(0, q.c.out_rings.rq.entries);
+	p = mmap(NULL, self->page, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 self->fd, (off_t)q.c.out_qp * self->page);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(EINVAL, rt_ring(&q, KQP_DB_SEND));
+	EXPECT_EQ(EINVAL, rt_ring(&q, KQP_DB_RECV));
+	EXPECT_EQ(0, rt_qp_destroy(&q));
+}
+
+/* A QP on an SRQ has a send ring and no receive ring. */
+TEST_F(v, srq_qp_has_no_recv_ring)
+{
+	struct kqp_create_srq s = {
+		.size = sizeof(s), .pd = self->pd,
+		.attr = { .max_wr = 8, .max_sge = 1 },
+	};
+	struct kqp_destroy_srq ds = { .size = sizeof(ds) };
+	struct kqp_create_qp c;
+	struct rt_qp q;
+
+	ASSERT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_CREATE_SRQ, &s));
+	v_req(self, &c);
+	c.srq = s.out_srq;
+	ASSERT_EQ(0, rt_qp_make(self->fd, &c, &q));
+	check_rings(_metadata, self, &q.c, true);
+	EXPECT_EQ(EINVAL, rt_ring(&q, KQP_DB_RECV));
+	EXPECT_EQ(EINVAL, rt_ring(&q, KQP_DB_RECV | KQP_DB_SEND));
+	/* The send ring is there, and empty. */
+	EXPECT_EQ(0, rt_ring(&q, KQP_DB_SEND));
+	EXPECT_EQ(KQP_WQ_RING_NEED_DOORBELL,
+		  rt_sq_hdr(&q)->flags & KQP_WQ_RING_NEED_DOORBELL);
+	EXPECT_EQ(0, rt_qp_destroy(&q));
+	ds.srq = s.out_srq;
+	EXPECT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_DESTROY_SRQ, &ds));
+}
+
+/* mmap of the rings: exactly their offset and length, shared, never exec. */
+TEST_F(v, mmap_rules)
+{
+	struct kqp_create_qp c;
+	struct rt_qp q;
+	size_t len;
+	void *p, *keep;
+
+	v_req(self, &c);
+	ASSERT_EQ(0, rt_qp_make(self->fd, &c, &q));
+	len = q.c.out_rings.mmap_size;
+	ASSERT_LT(0, len);
+
+	p = mmap(NULL, len + self->page, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 self->fd, q.c.out_rings.mmap_offset);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	if (len > (size_t)self->page) {
+		p = mmap(NULL, len - self->page, PROT_READ | PROT_WRITE,
+			 MAP_SHARED, self->fd, q.c.out_rings.mmap_offset);
+		EXPECT_EQ(MAP_FAILED, p);
+		EXPECT_EQ(EINVAL, errno);
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, self->fd,
+		 q.c.out_rings.mmap_offset);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	p = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_SHARED, self->fd,
+		 q.c.out_rings.mmap_offset);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EPERM, errno);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_SHARED,
+		 self->fd, q.c.out_rings.mmap_offset);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EPERM, errno);
+	/* Not executable later either. */
+	EXPECT_EQ(-1, mprotect(q.map, len, PROT_READ | PROT_EXEC));
+	/* Another object's offset (the PD's), and one past the QP's. */
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
+		 (off_t)self->pd * self->page);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
+		 q.c.out_rings.mmap_offset + self->page);
+	EXPECT_EQ(MAP_FAILED, p);
+	/* The CQ's ring offset with the QP rings' length. */
+	if (self->cq.c.out_ring.mmap_size != len) {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 self->fd, self->cq.c.out_ring.mmap_offset);
+		EXPECT_EQ(MAP_FAILED, p);
+	}
+
+	/* A second mapping shows the same memory. */
+	keep = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
+		    q.c.out_rings.mmap_offset);
+	ASSERT_NE(MAP_FAILED, keep);
+	{
+		struct kqp_wq_ring_hdr *h2 = (void *)((char *)keep +
+					q.c.out_rings.sq.off_hdr);
+
+		rt_set_tail(rt_sq_hdr(&q), 7);
+		EXPECT_EQ(7, h2->tail);
+		EXPECT_EQ(rt_sq_hdr(&q)->flags, h2->flags);
+		rt_set_tail(h2, 0);
+		EXPECT_EQ(0, rt_sq_hdr(&q)->tail);
+	}
+
+	/* Destroyed: the offset names nothing any more. */
+	{
+		struct kqp_destroy_qp d = { .size = sizeof(d),
+					    .qp = q.c.out_qp };
+
+		ASSERT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_DESTROY_QP,
+					    &d));
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
+		 q.c.out_rings.mmap_offset);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(ENOENT, rt_ring(&q, KQP_DB_SEND));
+	EXPECT_EQ(0, munmap(keep, len));
+	EXPECT_EQ(0, munmap(q.map, len));
+}
+
+/*
+ * A child after fork() inherits no mapping of the rings, can map none,
+ * and can ring no doorbell of its parent's table; the parent goes on.
+ */
+TEST_F(v, fork_child)
+{
+	struct kqp_create_qp c;
+	struct rt_qp q;
+	int status;
+	pid_t pid;
+
+	v_req(self, &c);
+	ASSERT_EQ(0, rt_qp_make(self->fd, &c, &q));
+	rt_sq_hdr(&q)->tail = 0;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		unsigned char vec[16];
+		int bad = 0;
+
+		/* The range is not mapped in the child at all. */
+		if (mincore(q.map, self->page, vec) != -1 || errno != ENOMEM)
+			bad |= 1;
+		if (rt_ring(&q, KQP_DB_SEND) != EPERM)
+			bad |= 2;
+		if (rt_ring(&q, KQP_DB_RECV) != EPERM)
+			bad |= 4;
+		if (mmap(NULL, q.c.out_rings.mmap_size, PROT_READ | PROT_WRITE,
+			 MAP_SHARED, self->fd, q.c.out_rings.mmap_offset) !=
+		    MAP_FAILED || errno != EPERM)
+			bad |= 8;
+		if (bad)
+			_exit(bad);
+		/* This faults. */
+		rt_sq_hdr(&q)->tail = 1;
+		_exit(64);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	if (WIFEXITED(status))
+		TH_LOG("child exited %d", WEXITSTATUS(status));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	if (WIFSIGNALED(status))
+		EXPECT_EQ(SIGSEGV, WTERMSIG(status));
+	/* The parent's mapping and doorbell are untouched. */
+	EXPECT_EQ(0, rt_sq_hdr(&q)->tail);
+	EXPECT_EQ(0, rt_ring(&q, KQP_DB_SEND));
+	EXPECT_EQ(0, rt_qp_destroy(&q));
+}
+
+/* The call's own errnos: nothing is drained when any of them fires. */
+TEST_F(v, doorbell_call_errnos)
+{
+	struct kqp_create_qp c;
+	struct rt_qp q;
+	struct rt_recv r = rt_recv1(1, 0, 0, 0);
+	struct kqp_doorbell_entry e[2], *many;
+	struct kqp_qp_attr init = { .qp_state = RT_QPS_INIT, .port_num = 1 };
+	struct kqp_doorbell d;
+	struct kqp_reg_mr mr;
+	uint32_t i, done;
+	char *big, *mem = aligned_alloc(4096, 4096);
+
+	ASSERT_NE(NULL, mem);
+	ASSERT_EQ(0, rt_mr(self->fd, self->pd, mem, 4096, 1, &mr));
+	v_req(self, &c);
+	ASSERT_EQ(0, rt_qp_make(self->fd, &c, &q));
+	/*
+	 * A receive published on a QP in INIT, which takes receives: any
+	 * drain would move head to 1.  The checks below are all made
+	 * before any drain, so head and out_errno stay as they were.
+	 */
+	ASSERT_EQ(0, rt_modify(self->fd, q.c.out_qp, RT_QP_STATE |
+			       RT_QP_PKEY_INDEX | RT_QP_PORT |
+			       RT_QP_ACCESS_FLAGS, &init));
+	r.sge[0] = (struct kqp_sge){ (uintptr_t)mem, 64, mr.out_lkey };
+	rt_rq_put(&q, &r, RT_RECV1_LEN);
+	rt_rq_publish(&q);
+	memset(e, 0, sizeof(e));
+	e[0].qp = e[1].qp = q.c.out_qp;
+	e[0].flags = e[1].flags = KQP_DB_RECV;
+	e[0].out_errno = e[1].out_errno = 12345;
+
+	/* count 0 and past the maximum */
+	EXPECT_EQ(EINVAL, rt_doorbell(self->fd, e, 0, NULL));
+	many = calloc(KQP_DOORBELL_MAX + 1, sizeof(*many));
+	ASSERT_NE(NULL, many);
+	for (i = 0; i <= KQP_DOORBELL_MAX; i++) {
+		many[i].qp = q.c.out_qp;
+		many[i].flags = KQP_DB_SEND;
+	}
+	EXPECT_EQ(EINVAL, rt_doorbell(self->fd, many, KQP_DOORBELL_MAX + 1,
+				      NULL));
+	/* The maximum itself is fine: an empty send ring, 1024 times. */
+	EXPECT_EQ(0, rt_doorbell(self->fd, many, KQP_DOORBELL_MAX, &done));
+	EXPECT_EQ(KQP_DOORBELL_MAX, done);
+	for (i = 0; i < KQP_DOORBELL_MAX; i++)
+		if (many[i].out_errno)
+			break;
+	EXPECT_EQ(KQP_DOORBELL_MAX, i);
+	free(many);
+
+	/* entry_size: below 16, and a longer one with a tail. */
+	memset(&d, 0, sizeof(d));
+	d.size = sizeof(d);
+	d.count = 1;
+	d.entries = (uintptr_t)e;
+	d.entry_size = 15;
+	EXPECT_EQ(EINVAL, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL, &d));
+	d.entry_size = 0;
+	EXPECT_EQ(EINVAL, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL, &d));
+	d.entry_size = 8;
+	EXPECT_EQ(EINVAL, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL, &d));
+	{
+		/* 24-byte entries: zero tails are fine, a non-zero is not. */
+		uint32_t w[12] = { 0 };
+
+		w[0] = q.c.out_qp;
+		w[1] = KQP_DB_SEND;
+		w[6] = q.c.out_qp;
+		w[7] = KQP_DB_SEND;
+		d.entries = (uintptr_t)w;
+		d.entry_size = 24;
+		d.count = 2;
+		EXPECT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL, &d));
+		EXPECT_EQ(2, d.out_done);
+		w[11] = 1;
+		EXPECT_EQ(E2BIG, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL,
+						&d));
+		/* Its entry size applies: the second QP is at byte 24. */
+		w[11] = 0;
+		w[6] = 0xdead;
+		w[8] = 0;
+		EXPECT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL, &d));
+		EXPECT_EQ(0, (int32_t)w[2]);
+		EXPECT_EQ(ENOENT, (int32_t)w[8]);
+	}
+
+	/* The struct's own fields. */
+	memset(&d, 0, sizeof(d));
+	d.size = sizeof(d);
+	d.count = 1;
+	d.entry_size = sizeof(e[0]);
+	d.entries = (uintptr_t)e;
+	d.flags = 1;
+	EXPECT_EQ(EOPNOTSUPP, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL, &d));
+	d.flags = 0;
+	d.__reserved = 1;
+	EXPECT_EQ(EOPNOTSUPP, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL, &d));
+	d.__reserved = 0;
+	d.size = offsetof(struct kqp_doorbell, entries);
+	EXPECT_EQ(EINVAL, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL, &d));
+	{
+		char longer[sizeof(d) + 8] __attribute__((aligned(8)));
+
+		memset(longer, 0, sizeof(longer));
+		d.size = sizeof(longer);
+		memcpy(longer, &d, sizeof(d));
+		EXPECT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL,
+					    longer));
+		longer[sizeof(d) + 3] = 1;
+		EXPECT_EQ(E2BIG, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL,
+						longer));
+	}
+	EXPECT_EQ(EFAULT, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL, NULL));
+
+	/* Bad pointers: NULL, unmapped, and running into a PROT_NONE page. */
+	d.size = sizeof(d);
+	d.entries = 0;
+	EXPECT_EQ(EFAULT, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL, &d));
+	big = mmap(NULL, 2 * self->page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, big);
+	ASSERT_EQ(0, mprotect(big + self->page, self->page, PROT_NONE));
+	memcpy(big + self->page - sizeof(e[0]), &e[0], sizeof(e[0]));
+	d.entries = (uintptr_t)big + self->page - sizeof(e[0]);
+	d.count = 2;
+	EXPECT_EQ(EFAULT, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL, &d));
+	d.entries = (uintptr_t)big + self->page;
+	d.count = 1;
+	EXPECT_EQ(EFAULT, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL, &d));
+	munmap(big, 2 * self->page);
+
+	/*
+	 * Entries: no flag, an unknown flag, a reserved word, even behind a
+	 * good entry: EOPNOTSUPP, and the good one is not drained either.
+	 */
+	e[1].flags = 0;
+	EXPECT_EQ(EOPNOTSUPP, rt_doorbell(self->fd, e, 2, NULL));
+	e[1].flags = KQP_DB_RECV | (1U << 2);
+	EXPECT_EQ(EOPNOTSUPP, rt_doorbell(self->fd, e, 2, NULL));
+	e[1].flags = 1U << 31;
+	EXPECT_EQ(EOPNOTSUPP, rt_doorbell(self->fd, e, 2, NULL));
+	e[1].flags = KQP_DB_RECV;
+	e[1].__reserved = 1;
+	EXPECT_EQ(EOPNOTSUPP, rt_doorbell(self->fd, e, 2, NULL));
+	EXPECT_EQ(12345, e[0].out_errno);
+	EXPECT_EQ(12345, e[1].out_errno);
+	EXPECT_EQ(0, rt_head(rt_rq_hdr(&q)));
+	EXPECT_EQ(1, rt_rq_hdr(&q)->tail);
+
+	/* The same two, sane: the receive is taken, once. */
+	e[1].__reserved = 0;
+	EXPECT_EQ(0, rt_doorbell(self->fd, e, 2, &done));
+	EXPECT_EQ(2, done);
+	EXPECT_EQ(0, e[0].out_errno);
+	EXPECT_EQ(0, e[1].out_errno);
+	EXPECT_EQ(1, rt_head(rt_rq_hdr(&q)));
+	EXPECT_EQ(0, rt_qp_destroy(&q));
+	EXPECT_EQ(0, rt_dereg(self->fd, mr.out_mr));
+	free(mem);
+}
+
+/* Each QP's own errnos, in out_errno; the others are drained anyway. */
+TEST_F(v, doorbell_per_qp_errnos)
+{
+	struct kqp_create_qp c;
+	struct rt_qp ring, plain;
+	struct kqp_doorbell_entry e[6];
+	uint32_t done = 0;
+	int i;
+
+	v_req(self, &c);
+	ASSERT_EQ(0, rt_qp_make(self->fd, &c, &ring));
+	v_req(self, &c);
+	c.flags = 0;
+	ASSERT_EQ(0, rt_qp_make(self->fd, &c, &plain));
+
+	memset(e, 0, sizeof(e));
+	for (i = 0; i < 6; i++) {
+		e[i].flags = KQP_DB_SEND;
+		e[i].out_errno = 12345;
+	}
+	e[0].qp = 0xdead;			/* nothing */
+	e[1].qp = self->cq.c.out_cq;		/* a CQ */
+	e[2].qp = self->pd;			/* a PD */
+	e[3].qp = plain.c.out_qp;		/* a QP without rings */
+	e[4].qp = ring.c.out_qp;		/* fine */
+	e[5].qp = 0;
+	EXPECT_EQ(0, rt_doorbell(self->fd, e, 6, &done));
+	EXPECT_EQ(6, done);
+	EXPECT_EQ(ENOENT, e[0].out_errno);
+	EXPECT_EQ(ENOENT, e[1].out_errno);
+	EXPECT_EQ(ENOENT, e[2].out_errno);
+	EXPECT_EQ(EINVAL, e[3].out_errno);
+	EXPECT_EQ(0, e[4].out_errno);
+	EXPECT_EQ(ENOENT, e[5].out_errno);
+
+	/* Another file's QP is not this file's. */
+	{
+		int other = open(KQP_DEV, O_RDWR | O_CLOEXEC);
+		struct kqp_doorbell_entry oe = { .qp = ring.c.out_qp,
+						 .flags = KQP_DB_SEND };
+		uint32_t pd;
+
+		ASSERT_LE(0, other);
+		ASSERT_EQ(0, rt_pd(other, self->dev, &pd));
+		EXPECT_EQ(0, rt_doorbell(other, &oe, 1, &done));
+		EXPECT_EQ(ENOENT, oe.out_errno);
+		close(other);
+	}
+
+	/* A tail more than entries past head: EINVAL, nothing taken. */
+	rt_set_tail(rt_sq_hdr(&ring), ring.c.out_rings.sq.entries + 1);
+	EXPECT_EQ(EINVAL, rt_ring(&ring, KQP_DB_SEND));
+	EXPECT_EQ(0, rt_head(rt_sq_hdr(&ring)));
+	rt_set_tail(rt_sq_hdr(&ring), 0);
+	EXPECT_EQ(0, rt_ring(&ring, KQP_DB_SEND));
+	EXPECT_EQ(0, rt_qp_destroy(&ring));
+	EXPECT_EQ(0, rt_qp_destroy(&plain));
+}
+
+/* ------------------------------------------------------------------ */
+/* Data through the rings                                               */
+
+FIXTURE(d) {
+	struct rt_pair p;
+};
+
+FIXTURE_SETUP(d)
+{
+	ASSERT_EQ(0, rt_pair_make(&self->p, NULL, 7));
+}
+
+FIXTURE_TEARDOWN(d)
+{
+	rt_pair_free(&self->p);
+}
+
+/*
+ * Receives for @n messages of up to 256 bytes at b, from @first, at
+ * offsets i * 256 of b's half.
+ */
+static void b_recvs(struct rt_pair *p, uint64_t first, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct rt_recv r = rt_recv1(first + i,
+					    rt_bbuf(p, (uint32_t)(i * 256)),
+					    256, p->mr.out_lkey);
+
+		rt_rq_put(&p->b, &r, RT_RECV1_LEN);
+	}
+	rt_rq_publish(&p->b);
+}
+
+/* @n sends of @len bytes from a, from @first, each with its own bytes. */
+static void a_sends(struct rt_pair *p, uint64_t first, int n, uint32_t len)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct rt_send s = rt_send1(first + i, KQP_WR_OP_SEND,
+					    rt_abuf(p, (uint32_t)(i * 256)),
+					    len, p->mr.out_lkey);
+
+		memset(p->buf + i * 256, (int)((first + i) & 0x7f) | 1, len);
+		rt_sq_put(&p->a, &s, RT_SEND1_LEN);
+	}
+	rt_sq_publish(&p->a);
+}
+
+/* @n completions on @cq, wr_ids from @first in order, @opcode, success. */
+static void expect_cqes(struct __test_metadata *_metadata, struct rt_cq *cq,
+			uint64_t first, int n, uint32_t opcode,
+			uint32_t byte_len, uint32_t qp_num)
+{
+	struct kqp_cqe wc[64];
+	int i, got;
+
+	ASSERT_GE(64, n);
+	got = rt_cq_poll(cq, wc, n, 20000);
+	ASSERT_EQ(n, got);
+	for (i = 0; i < n; i++) {
+		EXPECT_EQ(first + i, wc[i].wr_id);
+		EXPECT_EQ(RT_WC_SUCCESS, wc[i].status);
+		EXPECT_EQ(opcode, wc[i].opcode);
+		EXPECT_EQ(qp_num, wc[i].qp_num);
+		if (opcode & RT_WC_RECV)
+			EXPECT_EQ(byte_len, wc[i].byte_len);
+	}
+	/* And nothing more. */
+	EXPECT_EQ(0, rt_cq_poll(cq, wc, 1, 50));
+}
+
+/* Message i of b's half holds the bytes a sent. */
+static void expect_data(struct __test_metadata *_metadata, struct rt_pair *p,
+			uint64_t first, int n, uint32_t len)
+{
+	int i, bad = 0;
+	uint32_t j;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < len; j++)
+			bad += (unsigned char)p->buf[RT_HALF + i * 256 + j] !=
+			       (((first + i) & 0x7f) | 1);
+	EXPECT_EQ(0, bad);
+}
+
+TEST_F(d, send_recv)
+{
+	struct rt_pair *p = &self->p;
+
+	b_recvs(p, 200, 4);
+	EXPECT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
+	/* Synchronous: taken by the time the doorbell returns. */
+	EXPECT_EQ(4, rt_head(rt_rq_hdr(&p->b)));
+	EXPECT_EQ(0, rt_head(rt_sq_hdr(&p->b)));
+	a_sends(p, 100, 4, 100);
+	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
+	EXPECT_EQ(4, rt_head(rt_sq_hdr(&p->a)));
+	expect_cqes(_metadata, &p->ascq, 100, 4, KQP_WC_OP_SEND, 0,
+		    p->a.c.out_qp_num);
+	expect_cqes(_metadata, &p->brcq, 200, 4, KQP_WC_OP_RECV, 100,
+		    p->b.c.out_qp_num);
+	expect_data(_metadata, p, 100, 4, 100);
+	/* Ringing again takes nothing more. */
+	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND | KQP_DB_RECV));
+	EXPECT_EQ(4, rt_head(rt_sq_hdr(&p->a)));
+	EXPECT_EQ(0, rt_cq_poll(&p->ascq, NULL, 1, 100));
+}
+
+/* Sixteen sends published at once and one doorbell for them all. */
+TEST_F(d, batch_of_16)
+{
+	struct rt_pair *p = &self->p;
+	uint32_t done = 0;
+
+	ASSERT_LE(16, p->a.c.out_rings.sq.entries);
+	ASSERT_LE(16, p->b.c.out_rings.rq.entries);
+	ASSERT_LE(16, p->a.c.cap.max_send_wr);
+	b_recvs(p, 1000, 16);
+	EXPECT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
+	EXPECT_EQ(16, rt_head(rt_rq_hdr(&p->b)));
+	a_sends(p, 2000, 16, 64);
+	{
+		struct kqp_doorbell_entry e = { .qp = p->a.c.out_qp,
+						.flags = KQP_DB_SEND,
+						.out_errno = -1 };
+
+		EXPECT_EQ(0, rt_doorbell(p->fd, &e, 1, &done));
+		EXPECT_EQ(1, done);
+		EXPECT_EQ(0, e.out_errno);
+	}
+	EXPECT_EQ(16, rt_head(rt_sq_hdr(&p->a)));
+	expect_cqes(_metadata, &p->ascq, 2000, 16, KQP_WC_OP_SEND, 0,
+		    p->a.c.out_qp_num);
+	expect_cqes(_metadata, &p->brcq, 1000, 16, KQP_WC_OP_RECV, 64,
+		    p->b.c.out_qp_num);
+	expect_data(_metadata, p, 2000, 16, 64);
+}
+
+/*
+ * One doorbell naming two QPs: b's receives, then a's sends to b, then
+ * a's receives and b's sends back with both flags on one entry (the
+ * receive ring is drained first).
+ */
+TEST_F(d, one_doorbell_two_qps)
+{
+	struct rt_pair *p = &self->p;
+	struct kqp_doorbell_entry e[3];
+	uint32_t done = 0;
+	int i;
+
+	b_recvs(p, 300, 3);
+	a_sends(p, 400, 3, 32);
+	memset(e, 0, sizeof(e));
+	e[0] = (struct kqp_doorbell_entry){ .qp = p->b.c.out_qp,
+					    .flags = KQP_DB_RECV,
+					    .out_errno = -1 };
+	e[1] = (struct kqp_doorbell_entry){ .qp = p->a.c.out_qp,
+					    .flags = KQP_DB_SEND,
+					    .out_errno = -1 };
+	EXPECT_EQ(0, rt_doorbell(p->fd, e, 2, &done));
+	EXPECT_EQ(2, done);
+	EXPECT_EQ(0, e[0].out_errno);
+	EXPECT_EQ(0, e[1].out_errno);
+	EXPECT_EQ(3, rt_head(rt_rq_hdr(&p->b)));
+	EXPECT_EQ(3, rt_head(rt_sq_hdr(&p->a)));
+	expect_cqes(_metadata, &p->ascq, 400, 3, KQP_WC_OP_SEND, 0,
+		    p->a.c.out_qp_num);
+	expect_cqes(_metadata, &p->brcq, 300, 3, KQP_WC_OP_RECV, 32,
+		    p->b.c.out_qp_num);
+
+	/* Back: a's receives and b's sends, and a third entry naming a. */
+	for (i = 0; i < 2; i++) {
+		struct rt_recv r = rt_recv1(500 + i,
+					    rt_abuf(p, 8192 + i * 256), 256,
+					    p->mr.out_lkey);
+		struct rt_send s = rt_send1(600 + i, KQP_WR_OP_SEND,
+					    rt_bbuf(p, 8192 + i * 256), 48,
+					    p->mr.out_lkey);
+
+		rt_rq_put(&p->a, &r, RT_RECV1_LEN);
+		rt_sq_put(&p->b, &s, RT_SEND1_LEN);
+	}
+	rt_rq_publish(&p->a);
+	rt_sq_publish(&p->b);
+	e[0] = (struct kqp_doorbell_entry){ .qp = p->a.c.out_qp,
+					    .flags = KQP_DB_RECV | KQP_DB_SEND,
+					    .out_errno = -1 };
+	e[1] = (struct kqp_doorbell_entry){ .qp = p->b.c.out_qp,
+					    .flags = KQP_DB_RECV | KQP_DB_SEND,
+					    .out_errno = -1 };
+	e[2] = (struct kqp_doorbell_entry){ .qp = p->a.c.out_qp,
+					    .flags = KQP_DB_SEND,
+					    .out_errno = -1 };
+	EXPECT_EQ(0, rt_doorbell(p->fd, e, 3, &done));
+	EXPECT_EQ(3, done);
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ(0, e[i].out_errno);
+	EXPECT_EQ(2, rt_head(rt_rq_hdr(&p->a)));
+	EXPECT_EQ(2, rt_head(rt_sq_hdr(&p->b)));
+	EXPECT_EQ(3, rt_head(rt_sq_hdr(&p->a)));
+	expect_cqes(_metadata, &p->bscq, 600, 2, KQP_WC_OP_SEND, 0,
+		    p->b.c.out_qp_num);
+	expect_cqes(_metadata, &p->arcq, 500, 2, KQP_WC_OP_RECV, 48,
+		    p->a.c.out_qp_num);
+}
+
+/* Round after round, the indices run past the ring's end many times. */
+TEST_F_TIMEOUT(d, wraps_around, 120)
+{
+	struct rt_pair *p = &self->p;
+	uint32_t sq = p->a.c.out_rings.sq.entries;
+	uint32_t rq = p->b.c.out_rings.rq.entries;
+	uint64_t id = 1;
+	int round, k;
+
+	for (round = 0; round < 40; round++) {
+		k = 1 + round % 7;
+		b_recvs(p, 10000 + id, k);
+		ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
+		a_sends(p, id, k, 16 + round);
+		ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
+		ASSERT_EQ(p->a.sq_tail, rt_head(rt_sq_hdr(&p->a)));
+		ASSERT_EQ(p->b.rq_tail, rt_head(rt_rq_hdr(&p->b)));
+		expect_cqes(_metadata, &p->ascq, id, k, KQP_WC_OP_SEND, 0,
+			    p->a.c.out_qp_num);
+		expect_cqes(_metadata, &p->brcq, 10000 + id, k, KQP_WC_OP_RECV,
+			    16 + round, p->b.c.out_qp_num);
+		expect_data(_metadata, p, id, k, 16 + round);
+		id += k;
+	}
+	TH_LOG("%u sends through a ring of %u, %u receives through %u",
+	       p->a.sq_tail, sq, p->b.rq_tail, rq);
+	EXPECT_LT(3 * sq, p->a.sq_tail);
+	EXPECT_LT(3 * rq, p->b.rq_tail);
+}
+
+/* Inline bytes follow the request in its entry. */
+TEST_F(d, inline_send)
+{
+	struct rt_pair *p = &self->p;
+	struct rt_send s = {
+		.wr = { .wr_id = 77, .opcode = KQP_WR_OP_SEND_WITH_IMM,
+			.send_flags = KQP_SEND_FLAG_SIGNALED |
+				      KQP_SEND_FLAG_INLINE,
+			.inline_len = 41, .imm_data = htonl(0x1234) },
+	};
+	struct kqp_cqe wc;
+
+	ASSERT_LE(41, p->a.c.cap.max_inline_data);
+	memcpy(s.sge, "inline bytes, in the ring entry itself.!", 41);
+	b_recvs(p, 88, 1);
+	ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
+	rt_sq_put(&p->a, &s, RT_SEND_HDR + 48);
+	rt_sq_publish(&p->a);
+	ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
+	expect_cqes(_metadata, &p->ascq, 77, 1, KQP_WC_OP_SEND, 0,
+		    p->a.c.out_qp_num);
+	ASSERT_EQ(1, rt_cq_poll(&p->brcq, &wc, 1, 20000));
+	EXPECT_EQ(88, wc.wr_id);
+	EXPECT_EQ(RT_WC_SUCCESS, wc.status);
+	EXPECT_EQ(41, wc.byte_len);
+	EXPECT_EQ(htonl(0x1234), wc.imm_data);
+	EXPECT_EQ(0, memcmp(p->buf + RT_HALF, s.sge, 41));
+}
+
+/* An RDMA write and read posted through the ring. */
+TEST_F(d, rdma_through_ring)
+{
+	struct rt_pair *p = &self->p;
+	struct rt_send w = rt_send1(5, KQP_WR_OP_RDMA_WRITE, rt_abuf(p, 0),
+				    128, p->mr.out_lkey);
+	struct rt_send r = rt_send1(6, KQP_WR_OP_RDMA_READ, rt_abuf(p, 4096),
+				    128, p->mr.out_lkey);
+	struct kqp_cqe wc[2];
+
+	memset(p->buf, 'w', 128);
+	memset(p->buf + RT_HALF + 1024, 'r', 128);
+	w.wr.wr.rdma.remote_addr = rt_bbuf(p, 0);
+	w.wr.wr.rdma.rkey = p->mr.out_rkey;
+	r.wr.wr.rdma.remote_addr = rt_bbuf(p, 1024);
+	r.wr.wr.rdma.rkey = p->mr.out_rkey;
+	rt_sq_put(&p->a, &w, RT_SEND1_LEN);
+	rt_sq_put(&p->a, &r, RT_SEND1_LEN);
+	rt_sq_publish(&p->a);
+	ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
+	ASSERT_EQ(2, rt_cq_poll(&p->ascq, wc, 2, 20000));
+	EXPECT_EQ(5, wc[0].wr_id);
+	EXPECT_EQ(KQP_WC_OP_RDMA_WRITE, wc[0].opcode);
+	EXPECT_EQ(RT_WC_SUCCESS, wc[0].status);
+	EXPECT_EQ(6, wc[1].wr_id);
+	EXPECT_EQ(KQP_WC_OP_RDMA_READ, wc[1].opcode);
+	EXPECT_EQ(RT_WC_SUCCESS, wc[1].status);
+	EXPECT_EQ(0, memcmp(p->buf, p->buf + RT_HALF, 128));
+	EXPECT_EQ(0, memcmp(p->buf + 4096, p->buf + RT_HALF + 1024, 128));
+	/* Nothing went to b's receive side. */
+	EXPECT_EQ(0, rt_cq_poll(&p->brcq, NULL, 1, 100));
+}
+
+/* The POST ioctls still work on a ring QP, beside the rings. */
+TEST_F(d, legacy_post_beside_rings)
+{
+	struct rt_pair *p = &self->p;
+	struct rt_recv r = rt_recv1(31, rt_bbuf(p, 0), 256, p->mr.out_lkey);
+	struct rt_send s = rt_send1(41, KQP_WR_OP_SEND, rt_abuf(p, 0), 20,
+				    p->mr.out_lkey);
+	struct kqp_post post = {
+		.size = sizeof(post), .qp = p->b.c.out_qp, .count = 1,
+		.wrs = (uintptr_t)&r, .wrs_len = RT_RECV1_LEN,
+	};
+
+	memset(p->buf, 41 | 1, 20);
+	ASSERT_EQ(0, kqp_test_ioctl(p->fd, KQP_IOCTL_POST_RECV, &post));
+	EXPECT_EQ(1, post.out_posted);
+	post.qp = p->a.c.out_qp;
+	post.wrs = (uintptr_t)&s;
+	post.wrs_len = RT_SEND1_LEN;
+	ASSERT_EQ(0, kqp_test_ioctl(p->fd, KQP_IOCTL_POST_SEND, &post));
+	/* The rings did not move. */
+	EXPECT_EQ(0, rt_head(rt_rq_hdr(&p->b)));
+	EXPECT_EQ(0, rt_head(rt_sq_hdr(&p->a)));
+	expect_cqes(_metadata, &p->ascq, 41, 1, KQP_WC_OP_SEND, 0,
+		    p->a.c.out_qp_num);
+	expect_cqes(_metadata, &p->brcq, 31, 1, KQP_WC_OP_RECV, 20,
+		    p->b.c.out_qp_num);
+	expect_data(_metadata, p, 41, 1, 20);
+
+	/* Then the rings, then the ioctl again: in the order posted. */
+	b_recvs(p, 50, 1);
+	ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
+	r.wr.wr_id = 51;
+	r.sge[0].addr = rt_bbuf(p, 256);
+	post.qp = p->b.c.out_qp;
+	post.wrs = (uintptr_t)&r;
+	post.wrs_len = RT_RECV1_LEN;
+	ASSERT_EQ(0, kqp_test_ioctl(p->fd, KQP_IOCTL_POST_RECV, &post));
+	a_sends(p, 60, 2, 8);
+	ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
+	expect_cqes(_metadata, &p->ascq, 60, 2, KQP_WC_OP_SEND, 0,
+		    p->a.c.out_qp_num);
+	expect_cqes(_metadata, &p->brcq, 50, 2, KQP_WC_OP_RECV, 8,
+		    p->b.c.out_qp_num);
+}
+
+/*
+ * A receive is in the device's queue when the doorbell returns: a send
+ * rung right after it never meets an empty queue, so with rnr_retry 0
+ * there is no RNR error, round after round.
+ */
+TEST_F_TIMEOUT(d, recv_posted_before_return, 120)
+{
+	struct rt_pair *p = &self->p;
+	int i;
+
+	/* No RNR retries: an RNR NAK is an error completion. */
+	rt_pair_free(p);
+	ASSERT_EQ(0, rt_pair_make(p, NULL, 0));
+	for (i = 0; i < 30; i++) {
+		b_recvs(p, 700 + i, 1);
+		ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
+		a_sends(p, 800 + i, 1, 8);
+		ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
+		expect_cqes(_metadata, &p->ascq, 800 + i, 1, KQP_WC_OP_SEND,
+			    0, p->a.c.out_qp_num);
+		expect_cqes(_metadata, &p->brcq, 700 + i, 1, KQP_WC_OP_RECV,
+			    8, p->b.c.out_qp_num);
+	}
+}
+
+TEST_HARNESS_MAIN
