@@ -605,94 +605,23 @@ FIXTURE_TEARDOWN(d)
 	rt_pair_free(&self->p);
 }
 
-/*
- * Receives for @n messages of up to 256 bytes at b, from @first, at
- * offsets i * 256 of b's half.
- */
-static void b_recvs(struct rt_pair *p, uint64_t first, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++) {
-		struct rt_recv r = rt_recv1(first + i,
-					    rt_bbuf(p, (uint32_t)(i * 256)),
-					    256, p->mr.out_lkey);
-
-		rt_rq_put(&p->b, &r, RT_RECV1_LEN);
-	}
-	rt_rq_publish(&p->b);
-}
-
-/* @n sends of @len bytes from a, from @first, each with its own bytes. */
-static void a_sends(struct rt_pair *p, uint64_t first, int n, uint32_t len)
-{
-	int i;
-
-	for (i = 0; i < n; i++) {
-		struct rt_send s = rt_send1(first + i, KQP_WR_OP_SEND,
-					    rt_abuf(p, (uint32_t)(i * 256)),
-					    len, p->mr.out_lkey);
-
-		memset(p->buf + i * 256, (int)((first + i) & 0x7f) | 1, len);
-		rt_sq_put(&p->a, &s, RT_SEND1_LEN);
-	}
-	rt_sq_publish(&p->a);
-}
-
-/* @n completions on @cq, wr_ids from @first in order, @opcode, success. */
-static void expect_cqes(struct __test_metadata *_metadata, struct rt_cq *cq,
-			uint64_t first, int n, uint32_t opcode,
-			uint32_t byte_len, uint32_t qp_num)
-{
-	struct kqp_cqe wc[64];
-	int i, got;
-
-	ASSERT_GE(64, n);
-	got = rt_cq_poll(cq, wc, n, 20000);
-	ASSERT_EQ(n, got);
-	for (i = 0; i < n; i++) {
-		EXPECT_EQ(first + i, wc[i].wr_id);
-		EXPECT_EQ(RT_WC_SUCCESS, wc[i].status);
-		EXPECT_EQ(opcode, wc[i].opcode);
-		EXPECT_EQ(qp_num, wc[i].qp_num);
-		if (opcode & RT_WC_RECV)
-			EXPECT_EQ(byte_len, wc[i].byte_len);
-	}
-	/* And nothing more. */
-	EXPECT_EQ(0, rt_cq_poll(cq, wc, 1, 50));
-}
-
-/* Message i of b's half holds the bytes a sent. */
-static void expect_data(struct __test_metadata *_metadata, struct rt_pair *p,
-			uint64_t first, int n, uint32_t len)
-{
-	int i, bad = 0;
-	uint32_t j;
-
-	for (i = 0; i < n; i++)
-		for (j = 0; j < len; j++)
-			bad += (unsigned char)p->buf[RT_HALF + i * 256 + j] !=
-			       (((first + i) & 0x7f) | 1);
-	EXPECT_EQ(0, bad);
-}
-
 TEST_F(d, send_recv)
 {
 	struct rt_pair *p = &self->p;
 
-	b_recvs(p, 200, 4);
+	rt_b_recvs(p, 200, 4);
 	EXPECT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
 	/* Synchronous: taken by the time the doorbell returns. */
 	EXPECT_EQ(4, rt_head(rt_rq_hdr(&p->b)));
 	EXPECT_EQ(0, rt_head(rt_sq_hdr(&p->b)));
-	a_sends(p, 100, 4, 100);
+	rt_a_sends(p, 100, 4, 100);
 	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
 	EXPECT_EQ(4, rt_head(rt_sq_hdr(&p->a)));
-	expect_cqes(_metadata, &p->ascq, 100, 4, KQP_WC_OP_SEND, 0,
+	rt_expect_cqes(_metadata, &p->ascq, 100, 4, KQP_WC_OP_SEND, 0,
 		    p->a.c.out_qp_num);
-	expect_cqes(_metadata, &p->brcq, 200, 4, KQP_WC_OP_RECV, 100,
+	rt_expect_cqes(_metadata, &p->brcq, 200, 4, KQP_WC_OP_RECV, 100,
 		    p->b.c.out_qp_num);
-	expect_data(_metadata, p, 100, 4, 100);
+	rt_expect_data(_metadata, p, 100, 4, 100);
 	/* Ringing again takes nothing more. */
 	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND | KQP_DB_RECV));
 	EXPECT_EQ(4, rt_head(rt_sq_hdr(&p->a)));
@@ -708,10 +637,10 @@ TEST_F(d, batch_of_16)
 	ASSERT_LE(16, p->a.c.out_rings.sq.entries);
 	ASSERT_LE(16, p->b.c.out_rings.rq.entries);
 	ASSERT_LE(16, p->a.c.cap.max_send_wr);
-	b_recvs(p, 1000, 16);
+	rt_b_recvs(p, 1000, 16);
 	EXPECT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
 	EXPECT_EQ(16, rt_head(rt_rq_hdr(&p->b)));
-	a_sends(p, 2000, 16, 64);
+	rt_a_sends(p, 2000, 16, 64);
 	{
 		struct kqp_doorbell_entry e = { .qp = p->a.c.out_qp,
 						.flags = KQP_DB_SEND,
@@ -722,11 +651,11 @@ TEST_F(d, batch_of_16)
 		EXPECT_EQ(0, e.out_errno);
 	}
 	EXPECT_EQ(16, rt_head(rt_sq_hdr(&p->a)));
-	expect_cqes(_metadata, &p->ascq, 2000, 16, KQP_WC_OP_SEND, 0,
+	rt_expect_cqes(_metadata, &p->ascq, 2000, 16, KQP_WC_OP_SEND, 0,
 		    p->a.c.out_qp_num);
-	expect_cqes(_metadata, &p->brcq, 1000, 16, KQP_WC_OP_RECV, 64,
+	rt_expect_cqes(_metadata, &p->brcq, 1000, 16, KQP_WC_OP_RECV, 64,
 		    p->b.c.out_qp_num);
-	expect_data(_metadata, p, 2000, 16, 64);
+	rt_expect_data(_metadata, p, 2000, 16, 64);
 }
 
 /*
@@ -741,8 +670,8 @@ TEST_F(d, one_doorbell_two_qps)
 	uint32_t done = 0;
 	int i;
 
-	b_recvs(p, 300, 3);
-	a_sends(p, 400, 3, 32);
+	rt_b_recvs(p, 300, 3);
+	rt_a_sends(p, 400, 3, 32);
 	memset(e, 0, sizeof(e));
 	e[0] = (struct kqp_doorbell_entry){ .qp = p->b.c.out_qp,
 					    .flags = KQP_DB_RECV,
@@ -756,9 +685,9 @@ TEST_F(d, one_doorbell_two_qps)
 	EXPECT_EQ(0, e[1].out_errno);
 	EXPECT_EQ(3, rt_head(rt_rq_hdr(&p->b)));
 	EXPECT_EQ(3, rt_head(rt_sq_hdr(&p->a)));
-	expect_cqes(_metadata, &p->ascq, 400, 3, KQP_WC_OP_SEND, 0,
+	rt_expect_cqes(_metadata, &p->ascq, 400, 3, KQP_WC_OP_SEND, 0,
 		    p->a.c.out_qp_num);
-	expect_cqes(_metadata, &p->brcq, 300, 3, KQP_WC_OP_RECV, 32,
+	rt_expect_cqes(_metadata, &p->brcq, 300, 3, KQP_WC_OP_RECV, 32,
 		    p->b.c.out_qp_num);
 
 	/* Back: a's receives and b's sends, and a third entry naming a. */
@@ -791,9 +720,9 @@ TEST_F(d, one_doorbell_two_qps)
 	EXPECT_EQ(2, rt_head(rt_rq_hdr(&p->a)));
 	EXPECT_EQ(2, rt_head(rt_sq_hdr(&p->b)));
 	EXPECT_EQ(3, rt_head(rt_sq_hdr(&p->a)));
-	expect_cqes(_metadata, &p->bscq, 600, 2, KQP_WC_OP_SEND, 0,
+	rt_expect_cqes(_metadata, &p->bscq, 600, 2, KQP_WC_OP_SEND, 0,
 		    p->b.c.out_qp_num);
-	expect_cqes(_metadata, &p->arcq, 500, 2, KQP_WC_OP_RECV, 48,
+	rt_expect_cqes(_metadata, &p->arcq, 500, 2, KQP_WC_OP_RECV, 48,
 		    p->a.c.out_qp_num);
 }
 
@@ -808,17 +737,17 @@ TEST_F_TIMEOUT(d, wraps_around, 120)
 
 	for (round = 0; round < 40; round++) {
 		k = 1 + round % 7;
-		b_recvs(p, 10000 + id, k);
+		rt_b_recvs(p, 10000 + id, k);
 		ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
-		a_sends(p, id, k, 16 + round);
+		rt_a_sends(p, id, k, 16 + round);
 		ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
 		ASSERT_EQ(p->a.sq_tail, rt_head(rt_sq_hdr(&p->a)));
 		ASSERT_EQ(p->b.rq_tail, rt_head(rt_rq_hdr(&p->b)));
-		expect_cqes(_metadata, &p->ascq, id, k, KQP_WC_OP_SEND, 0,
+		rt_expect_cqes(_metadata, &p->ascq, id, k, KQP_WC_OP_SEND, 0,
 			    p->a.c.out_qp_num);
-		expect_cqes(_metadata, &p->brcq, 10000 + id, k, KQP_WC_OP_RECV,
+		rt_expect_cqes(_metadata, &p->brcq, 10000 + id, k, KQP_WC_OP_RECV,
 			    16 + round, p->b.c.out_qp_num);
-		expect_data(_metadata, p, id, k, 16 + round);
+		rt_expect_data(_metadata, p, id, k, 16 + round);
 		id += k;
 	}
 	TH_LOG("%u sends through a ring of %u, %u receives through %u",
@@ -841,12 +770,12 @@ TEST_F(d, inline_send)
 
 	ASSERT_LE(41, p->a.c.cap.max_inline_data);
 	memcpy(s.sge, "inline bytes, in the ring entry itself.!", 41);
-	b_recvs(p, 88, 1);
+	rt_b_recvs(p, 88, 1);
 	ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
 	rt_sq_put(&p->a, &s, RT_SEND_HDR + 48);
 	rt_sq_publish(&p->a);
 	ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
-	expect_cqes(_metadata, &p->ascq, 77, 1, KQP_WC_OP_SEND, 0,
+	rt_expect_cqes(_metadata, &p->ascq, 77, 1, KQP_WC_OP_SEND, 0,
 		    p->a.c.out_qp_num);
 	ASSERT_EQ(1, rt_cq_poll(&p->brcq, &wc, 1, 20000));
 	EXPECT_EQ(88, wc.wr_id);
@@ -911,14 +840,14 @@ TEST_F(d, legacy_post_beside_rings)
 	/* The rings did not move. */
 	EXPECT_EQ(0, rt_head(rt_rq_hdr(&p->b)));
 	EXPECT_EQ(0, rt_head(rt_sq_hdr(&p->a)));
-	expect_cqes(_metadata, &p->ascq, 41, 1, KQP_WC_OP_SEND, 0,
+	rt_expect_cqes(_metadata, &p->ascq, 41, 1, KQP_WC_OP_SEND, 0,
 		    p->a.c.out_qp_num);
-	expect_cqes(_metadata, &p->brcq, 31, 1, KQP_WC_OP_RECV, 20,
+	rt_expect_cqes(_metadata, &p->brcq, 31, 1, KQP_WC_OP_RECV, 20,
 		    p->b.c.out_qp_num);
-	expect_data(_metadata, p, 41, 1, 20);
+	rt_expect_data(_metadata, p, 41, 1, 20);
 
 	/* Then the rings, then the ioctl again: in the order posted. */
-	b_recvs(p, 50, 1);
+	rt_b_recvs(p, 50, 1);
 	ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
 	r.wr.wr_id = 51;
 	r.sge[0].addr = rt_bbuf(p, 256);
@@ -926,11 +855,11 @@ TEST_F(d, legacy_post_beside_rings)
 	post.wrs = (uintptr_t)&r;
 	post.wrs_len = RT_RECV1_LEN;
 	ASSERT_EQ(0, kqp_test_ioctl(p->fd, KQP_IOCTL_POST_RECV, &post));
-	a_sends(p, 60, 2, 8);
+	rt_a_sends(p, 60, 2, 8);
 	ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
-	expect_cqes(_metadata, &p->ascq, 60, 2, KQP_WC_OP_SEND, 0,
+	rt_expect_cqes(_metadata, &p->ascq, 60, 2, KQP_WC_OP_SEND, 0,
 		    p->a.c.out_qp_num);
-	expect_cqes(_metadata, &p->brcq, 50, 2, KQP_WC_OP_RECV, 8,
+	rt_expect_cqes(_metadata, &p->brcq, 50, 2, KQP_WC_OP_RECV, 8,
 		    p->b.c.out_qp_num);
 }
 
@@ -948,13 +877,13 @@ TEST_F_TIMEOUT(d, recv_posted_before_return, 120)
 	rt_pair_free(p);
 	ASSERT_EQ(0, rt_pair_make(p, NULL, 0));
 	for (i = 0; i < 30; i++) {
-		b_recvs(p, 700 + i, 1);
+		rt_b_recvs(p, 700 + i, 1);
 		ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
-		a_sends(p, 800 + i, 1, 8);
+		rt_a_sends(p, 800 + i, 1, 8);
 		ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
-		expect_cqes(_metadata, &p->ascq, 800 + i, 1, KQP_WC_OP_SEND,
+		rt_expect_cqes(_metadata, &p->ascq, 800 + i, 1, KQP_WC_OP_SEND,
 			    0, p->a.c.out_qp_num);
-		expect_cqes(_metadata, &p->brcq, 700 + i, 1, KQP_WC_OP_RECV,
+		rt_expect_cqes(_metadata, &p->brcq, 700 + i, 1, KQP_WC_OP_RECV,
 			    8, p->b.c.out_qp_num);
 	}
 }

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "kselftest_harness.h"
 #include "kqp_test.h"
 
 /* enum ibv_qp_attr_mask and ibv_qp_state, as the kernel reads them */
@@ -476,7 +477,7 @@ static inline int rt_qp_connect(const struct rt_qp *q, uint32_t dest,
 
 struct rt_pair {
 	int fd;
-	uint32_t dev, pd;
+	uint32_t dev, pd, pd_dma_lkey;
 	struct rt_cq ascq, arcq, bscq, brcq;
 	struct rt_qp a, b;
 	char *buf;
@@ -500,8 +501,17 @@ static inline int rt_pair_make(struct rt_pair *p,
 	if (p->fd < 0)
 		return 1;
 	p->dev = kqp_test_rxe_index(p->fd);
-	if (p->dev == KQP_NO_DEVICE || rt_pd(p->fd, p->dev, &p->pd))
+	if (p->dev == KQP_NO_DEVICE)
 		return 2;
+	{
+		struct kqp_alloc_pd a = { .size = sizeof(a),
+					  .device_index = p->dev };
+
+		if (kqp_test_ioctl(p->fd, KQP_IOCTL_ALLOC_PD, &a))
+			return 2;
+		p->pd = a.out_pd;
+		p->pd_dma_lkey = a.out_local_dma_lkey;
+	}
 	if (rt_cq_make(p->fd, p->dev, 64, &p->ascq) ||
 	    rt_cq_make(p->fd, p->dev, 64, &p->arcq) ||
 	    rt_cq_make(p->fd, p->dev, 64, &p->bscq) ||
@@ -562,6 +572,80 @@ static inline uint64_t rt_abuf(const struct rt_pair *p, uint32_t off)
 static inline uint64_t rt_bbuf(const struct rt_pair *p, uint32_t off)
 {
 	return (uintptr_t)p->buf + RT_HALF + off;
+}
+
+/*
+ * Receives for @n messages of up to 256 bytes at b, from @first, at
+ * offsets i * 256 of b's half.
+ */
+static inline void rt_b_recvs(struct rt_pair *p, uint64_t first, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct rt_recv r = rt_recv1(first + i,
+					    rt_bbuf(p, (uint32_t)(i * 256)),
+					    256, p->mr.out_lkey);
+
+		rt_rq_put(&p->b, &r, RT_RECV1_LEN);
+	}
+	rt_rq_publish(&p->b);
+}
+
+/* @n sends of @len bytes from a, from @first, each with its own bytes. */
+static inline void rt_a_sends(struct rt_pair *p, uint64_t first, int n,
+			      uint32_t len)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct rt_send s = rt_send1(first + i, KQP_WR_OP_SEND,
+					    rt_abuf(p, (uint32_t)(i * 256)),
+					    len, p->mr.out_lkey);
+
+		memset(p->buf + i * 256, (int)((first + i) & 0x7f) | 1, len);
+		rt_sq_put(&p->a, &s, RT_SEND1_LEN);
+	}
+	rt_sq_publish(&p->a);
+}
+
+/* @n completions on @cq, wr_ids from @first in order, @opcode, success. */
+static inline void rt_expect_cqes(struct __test_metadata *_metadata,
+				  struct rt_cq *cq, uint64_t first, int n,
+				  uint32_t opcode, uint32_t byte_len,
+				  uint32_t qp_num)
+{
+	struct kqp_cqe wc[64];
+	int i, got;
+
+	ASSERT_GE(64, n);
+	got = rt_cq_poll(cq, wc, n, 20000);
+	ASSERT_EQ(n, got);
+	for (i = 0; i < n; i++) {
+		EXPECT_EQ(first + i, wc[i].wr_id);
+		EXPECT_EQ(RT_WC_SUCCESS, wc[i].status);
+		EXPECT_EQ(opcode, wc[i].opcode);
+		EXPECT_EQ(qp_num, wc[i].qp_num);
+		if (opcode & RT_WC_RECV)
+			EXPECT_EQ(byte_len, wc[i].byte_len);
+	}
+	/* And nothing more. */
+	EXPECT_EQ(0, rt_cq_poll(cq, wc, 1, 50));
+}
+
+/* Message i of b's half holds the bytes a sent. */
+static inline void rt_expect_data(struct __test_metadata *_metadata,
+				  struct rt_pair *p, uint64_t first, int n,
+				  uint32_t len)
+{
+	int i, bad = 0;
+	uint32_t j;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < len; j++)
+			bad += (unsigned char)p->buf[RT_HALF + i * 256 + j] !=
+			       (((first + i) & 0x7f) | 1);
+	EXPECT_EQ(0, bad);
 }
 
 #endif /* KQP_RINGS_TEST_H */
