@@ -8,6 +8,9 @@
  * rather than lone calls: a handle a call returns (an id, PD, CQ, QP, MR,
  * AH, membership, channel fd, ring mapping) goes into a pool that later
  * calls draw from, because random handles never get past the lookup.
+ * QPs are made with submission rings now and then; their rings are
+ * mapped, filled with requests built as for POST_SEND/RECV, with random
+ * bytes and with random tails, and rung (KQP_IOCTL_DOORBELL).
  * Every field mixes valid values with boundary ones (0, 1, max, max + 1,
  * 2^31, 2^32 - 1, 2^64 - 1) and random ones; sizes are the struct's, or
  * one short, or longer with a zero or non-zero tail; pointers are good,
@@ -200,17 +203,21 @@ enum res {
 	R_CHAN,		/* fd of a completion channel or async fd */
 	R_MAP,		/* a = address, b = length */
 	R_SRQ,		/* h, fd */
+	R_RQP,		/* a QP with rings: h, fd; a = type; ri */
 	R_MAX,
 };
 
 static const char *const res_names[R_MAX] = {
 	"fd", "id", "pd", "cq", "qp", "mr", "ah", "mc", "chan", "map", "srq",
+	"rqp",
 };
 
 struct resv {
 	uint32_t h;
 	int fd;
 	uint64_t a, b, c;
+	/* R_RQP, and R_MAP of a QP's rings (c = 1): where the rings are */
+	struct kqp_qp_ring_info ri;
 };
 
 #define POOL_MAX 48
@@ -561,7 +568,7 @@ static const struct cmd_info cmds[KQP_CMD_MAX - KQP_CMD_BASE] = {
 	CMD(KQP_CMD_CREATE_CQ, KQP_IOCTL_CREATE_CQ, struct kqp_create_cq, out_ring, 0, 0),
 	CMD(KQP_CMD_DESTROY_CQ, KQP_IOCTL_DESTROY_CQ, struct kqp_destroy_cq, __reserved, 0, 0),
 	CMD(KQP_CMD_FLUSH_CQ, KQP_IOCTL_FLUSH_CQ, struct kqp_flush_cq, __reserved, 0, 0),
-	CMD(KQP_CMD_CREATE_QP, KQP_IOCTL_CREATE_QP, struct kqp_create_qp, out_recv_ring, KQP_CREATE_QP_SQ_SIG_ALL, 0),
+	CMD(KQP_CMD_CREATE_QP, KQP_IOCTL_CREATE_QP, struct kqp_create_qp, out_recv_ring, KQP_CREATE_QP_SQ_SIG_ALL | KQP_CREATE_QP_RINGS, 0),
 	CMD(KQP_CMD_DESTROY_QP, KQP_IOCTL_DESTROY_QP, struct kqp_destroy_qp, out_recv_cq_events, 0, 0),
 	CMD(KQP_CMD_MODIFY_QP, KQP_IOCTL_MODIFY_QP, struct kqp_modify_qp, attr, 0, 0),
 	CMD(KQP_CMD_QUERY_QP, KQP_IOCTL_QUERY_QP, struct kqp_query_qp, out_sq_sig_all, 0, 0),
@@ -579,6 +586,7 @@ static const struct cmd_info cmds[KQP_CMD_MAX - KQP_CMD_BASE] = {
 	CMD(KQP_CMD_MODIFY_SRQ, KQP_IOCTL_MODIFY_SRQ, struct kqp_modify_srq, attr, 0, 0),
 	CMD(KQP_CMD_QUERY_SRQ, KQP_IOCTL_QUERY_SRQ, struct kqp_query_srq, out_attr, 0, 0),
 	CMD(KQP_CMD_POST_SRQ_RECV, KQP_IOCTL_POST_SRQ_RECV, struct kqp_post, out_posted, 0, 0),
+	CMD(KQP_CMD_DOORBELL, KQP_IOCTL_DOORBELL, struct kqp_doorbell, __reserved, 0, 0),
 };
 
 static uint32_t dev_index(struct rng *r)
@@ -1004,6 +1012,8 @@ static int gen_cmd(struct rng *r, struct thread *t, int op, void *arg,
 		struct kqp_create_qp *c = arg;
 
 		c->flags = chance(r, 20) ? KQP_CREATE_QP_SQ_SIG_ALL : 0;
+		if (chance(r, 40))
+			c->flags |= KQP_CREATE_QP_RINGS;
 		c->qp_type = chance(r, 50) ? KQP_QPT_RC : KQP_QPT_UD;
 		if (chance(r, 5))
 			c->qp_type = num32(r, 8);
@@ -1081,6 +1091,43 @@ static int gen_cmd(struct rng *r, struct thread *t, int op, void *arg,
 	}
 	case KQP_CMD_CREATE_ASYNC_FD:
 		break;
+	case KQP_CMD_DOORBELL: {
+		struct kqp_doorbell *c = arg;
+		struct resv qp;
+		uint32_t i, esz, room;
+
+		c->count = chance(r, 90) ? 1 + below(r, 4) :
+					   num32(r, KQP_DOORBELL_MAX + 8);
+		c->entry_size = chance(r, 90) ? sizeof(struct kqp_doorbell_entry) :
+						num32(r, 64);
+		c->entries = chance(r, 95) ? (uintptr_t)t->arena :
+					     bad_ptr(r, 16);
+		esz = c->entry_size < 16 ? 16 : c->entry_size;
+		room = ARENA_PER_THREAD / esz;
+		memset(t->arena, 0, c->count < room ? c->count * esz :
+						      ARENA_PER_THREAD);
+		for (i = 0; i < c->count && i < room; i++) {
+			struct kqp_doorbell_entry *e =
+				(void *)(t->arena + (size_t)i * esz);
+
+			if (chance(r, 85) && pool_pick(r, R_RQP, &qp)) {
+				e->qp = qp.h;
+				hfd = qp.fd;
+			} else {
+				e->qp = handle(r, R_QP, &hfd);
+			}
+			e->flags = chance(r, 90) ? 1 + below(r, 3) :
+						   num32(r, 8);
+			e->out_errno = (int32_t)rnd(r);
+			if (chance(r, 2))
+				e->__reserved = 1;
+			/* A longer entry's tail: zero, mostly. */
+			if (esz > 16 && chance(r, 5))
+				t->arena[(size_t)i * esz + 16 +
+					 below(r, esz - 16)] = 1;
+		}
+		break;
+	}
 	case KQP_CMD_REG_MR: {
 		struct kqp_reg_mr *c = arg;
 		char *buf = mr_buf[below(r, MR_BUFS)];
@@ -1240,6 +1287,11 @@ static void learn(int op, int fd, const void *arg)
 		v.a = c->qp_type;
 		v.b = c->out_qp_num;
 		pool_add(R_QP, v);
+		if ((c->flags & KQP_CREATE_QP_RINGS) && c->size >= sizeof(*c) &&
+		    c->out_rings.mmap_size) {
+			v.ri = c->out_rings;
+			pool_add(R_RQP, v);
+		}
 		if (c->out_send_channel_fd >= 0) {
 			cq.h = c->out_send_cq;
 			cq.a = c->out_send_ring.mmap_offset;
@@ -1468,8 +1520,15 @@ static void do_mmap(struct rng *r)
 	size_t len;
 	void *p;
 
-	if (fd < 0 || !pool_pick(r, R_CQ, &cq))
+	/* A QP's rings: pooled with where they are, for do_poke(). */
+	if (fd >= 0 && chance(r, 50) && pool_pick(r, R_RQP, &cq)) {
+		m.c = 1;
+		m.ri = cq.ri;
+		cq.a = cq.ri.mmap_offset;
+		cq.b = cq.ri.mmap_size;
+	} else if (fd < 0 || !pool_pick(r, R_CQ, &cq)) {
 		return;
+	}
 	if (chance(r, 85))
 		fd = cq.fd;
 	len = chance(r, 85) ? cq.b : (size_t)num32(r, 1 << 22);
@@ -1486,20 +1545,86 @@ static void do_mmap(struct rng *r)
 }
 
 /*
- * Scribble on a mapped ring's head and arm words, as a consumer could.
- * Under the pools' lock, which every munmap() of a pooled mapping waits
- * for: another thread must not unmap it under us.
+ * Write into a QP's mapped rings as a hostile producer could: requests
+ * built as for POST_SEND/RECV (@wr, @wr_len bytes, made before the lock
+ * was taken), random bytes, tails near the head and far from it, and the
+ * head and flags the kernel owns.
  */
-static void do_poke(struct rng *r)
+static void poke_wq(struct rng *r, const struct resv *m, const char *wr,
+		    uint32_t wr_len)
+{
+	bool send = chance(r, 60) || !m->ri.rq.entries;
+	const struct kqp_wq_ring_info *wi = send ? &m->ri.sq : &m->ri.rq;
+	char *base = (char *)(uintptr_t)m->a;
+	struct kqp_wq_ring_hdr *h;
+	uint64_t n = wi->entries, end;
+	uint32_t head, slot, i;
+	char *e;
+
+	if (!n || !wi->entry_size ||
+	    wi->off_hdr + sizeof(*h) > m->b)
+		return;
+	end = wi->off_entries + n * wi->entry_size;
+	if (end > m->b)
+		return;
+	h = (struct kqp_wq_ring_hdr *)(base + wi->off_hdr);
+	head = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
+	slot = chance(r, 70) ? head + below(r, (uint32_t)n) : (uint32_t)rnd(r);
+	e = base + wi->off_entries + (slot & (n - 1)) * (uint64_t)wi->entry_size;
+
+	switch (below(r, 10)) {
+	case 0 ... 3:
+		/* A request as POST would take it, then publish up to it. */
+		memcpy(e, wr, wr_len < wi->entry_size ? wr_len : wi->entry_size);
+		__atomic_store_n(&h->tail, slot + 1, __ATOMIC_RELEASE);
+		break;
+	case 4:
+		for (i = 0; i < wi->entry_size; i++)
+			e[i] = (char)rnd(r);
+		break;
+	case 5:
+		((uint32_t *)e)[below(r, wi->entry_size / 4)] =
+			(uint32_t)boundary(r);
+		break;
+	case 6 ... 7:
+		__atomic_store_n(&h->tail, chance(r, 60) ?
+				 head + below(r, (uint32_t)n + 2) :
+				 chance(r, 50) ? head - 1 - below(r, 4) :
+				 (uint32_t)rnd(r), __ATOMIC_RELEASE);
+		break;
+	case 8:
+		h->head = chance(r, 50) ? head + below(r, 4) : (uint32_t)rnd(r);
+		break;
+	default:
+		h->flags = (uint32_t)rnd(r);
+		break;
+	}
+}
+
+/*
+ * Scribble on a mapped ring: a CQ ring's head and arm words, as a
+ * consumer could, or a QP's rings (poke_wq()).  Under the pools' lock,
+ * which every munmap() of a pooled mapping waits for: another thread
+ * must not unmap it under us.
+ */
+static void do_poke(struct rng *r, struct thread *t)
 {
 	struct pool *p = &pools[R_MAP];
 	volatile uint32_t *w;
 	struct resv m;
+	uint32_t wr_len, count;
+	bool recv = chance(r, 40);
 
+	/* Built first: it draws MRs and AHs from the pools, under the lock. */
+	wr_len = wr_list_gen(r, t, recv, KQP_QPT_RC, &count);
 	pthread_mutex_lock(&pool_lock);
 	if (!p->n)
 		goto out;
 	m = p->v[below(r, p->n)];
+	if (m.c == 1) {
+		poke_wq(r, &m, t->arena + 4096, wr_len);
+		goto out;
+	}
 	if (m.b < 256)
 		goto out;
 	w = (volatile uint32_t *)(uintptr_t)m.a;
@@ -1591,6 +1716,20 @@ static void do_fork(struct rng *r, struct thread *t)
 			 own, cq.out_ring.mmap_offset) != MAP_FAILED ||
 		    errno != EPERM)
 			_exit(12);
+		{
+			struct kqp_doorbell_entry e = {
+				.qp = cq.out_cq, .flags = KQP_DB_SEND,
+			};
+			struct kqp_doorbell db = {
+				.size = sizeof(db), .count = 1,
+				.entry_size = sizeof(e),
+				.entries = (uintptr_t)&e,
+			};
+
+			if (ioctl(own, KQP_IOCTL_DOORBELL, &db) == 0 ||
+			    errno != EPERM)
+				_exit(14);
+		}
 		for (i = 0; i < n; i++) {
 			ioctl(shared[i], KQP_IOCTL_CTX_INFO, &info);
 			ioctl(shared[i], KQP_IOCTL_CREATE_ID, &cid);
@@ -1672,7 +1811,7 @@ static void *fuzz_thread(void *arg)
 			do_mmap(r);
 			break;
 		case 6 ... 7:
-			do_poke(r);
+			do_poke(r, t);
 			break;
 		case 8:
 			do_munmap(r);
