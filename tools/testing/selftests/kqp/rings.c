@@ -112,7 +112,7 @@ static void check_rings(struct __test_metadata *_metadata,
 	EXPECT_TRUE(rt_is_pow2(sq->entry_size));
 	EXPECT_LE(RT_SEND_HDR + c->cap.max_send_sge * 16, sq->entry_size);
 	EXPECT_LE(RT_SEND_HDR + inl, sq->entry_size);
-	EXPECT_EQ(0, sq->off_hdr % 64);
+	EXPECT_EQ(0, sq->off_hdr % 8);
 	EXPECT_EQ(0, sq->off_entries % 8);
 	EXPECT_LE(sq->off_hdr + sizeof(struct kqp_wq_ring_hdr),
 		  ri->mmap_size);
@@ -130,6 +130,7 @@ static void check_rings(struct __test_metadata *_metadata,
 	EXPECT_LE(c->cap.max_recv_wr, rq->entries);
 	EXPECT_TRUE(rt_is_pow2(rq->entry_size));
 	EXPECT_LE(RT_RECV_HDR + c->cap.max_recv_sge * 16, rq->entry_size);
+	EXPECT_EQ(0, rq->off_hdr % 8);
 	EXPECT_EQ(0, rq->off_entries % 8);
 	EXPECT_LE(rq->off_hdr + sizeof(struct kqp_wq_ring_hdr),
 		  ri->mmap_size);
@@ -372,7 +373,7 @@ TEST_F(v, doorbell_call_errnos)
 	struct kqp_create_qp c;
 	struct rt_qp q;
 	struct rt_recv r = rt_recv1(1, 0, 0, 0);
-	struct kqp_doorbell_entry e[2], *many;
+	struct kqp_doorbell_entry e[2], *many, se = { .flags = KQP_DB_SEND };
 	struct kqp_qp_attr init = { .qp_state = RT_QPS_INIT, .port_num = 1 };
 	struct kqp_doorbell d;
 	struct kqp_reg_mr mr;
@@ -395,6 +396,7 @@ TEST_F(v, doorbell_call_errnos)
 	rt_rq_put(&q, &r, RT_RECV1_LEN);
 	rt_rq_publish(&q);
 	memset(e, 0, sizeof(e));
+	se.qp = q.c.out_qp;
 	e[0].qp = e[1].qp = q.c.out_qp;
 	e[0].flags = e[1].flags = KQP_DB_RECV;
 	e[0].out_errno = e[1].out_errno = 12345;
@@ -454,12 +456,15 @@ TEST_F(v, doorbell_call_errnos)
 		EXPECT_EQ(ENOENT, (int32_t)w[8]);
 	}
 
-	/* The struct's own fields. */
+	/*
+	 * The struct's own fields, with an entry that may be drained: the
+	 * empty send ring.
+	 */
 	memset(&d, 0, sizeof(d));
 	d.size = sizeof(d);
 	d.count = 1;
 	d.entry_size = sizeof(e[0]);
-	d.entries = (uintptr_t)e;
+	d.entries = (uintptr_t)&se;
 	d.flags = 1;
 	EXPECT_EQ(EOPNOTSUPP, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL, &d));
 	d.flags = 0;
@@ -482,7 +487,10 @@ TEST_F(v, doorbell_call_errnos)
 	}
 	EXPECT_EQ(EFAULT, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL, NULL));
 
-	/* Bad pointers: NULL, unmapped, and running into a PROT_NONE page. */
+	/*
+	 * Bad pointers: NULL, unmapped, and running into a PROT_NONE page
+	 * behind an entry that would drain the receive: nothing is.
+	 */
 	d.size = sizeof(d);
 	d.entries = 0;
 	EXPECT_EQ(EFAULT, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL, &d));
