@@ -1547,13 +1547,13 @@ static void do_mmap(struct rng *r)
 /*
  * Write into a QP's mapped rings as a hostile producer could: requests
  * built as for POST_SEND/RECV (@wr, @wr_len bytes, made before the lock
- * was taken), random bytes, tails near the head and far from it, and the
+ * was taken, for the receive ring if @recv), random bytes, tails near the head and far from it, and the
  * head and flags the kernel owns.
  */
-static void poke_wq(struct rng *r, const struct resv *m, const char *wr,
-		    uint32_t wr_len)
+static void poke_wq(struct rng *r, const struct resv *m, bool recv,
+		    const char *wr, uint32_t wr_len)
 {
-	bool send = chance(r, 60) || !m->ri.rq.entries;
+	bool send = !recv || !m->ri.rq.entries;
 	const struct kqp_wq_ring_info *wi = send ? &m->ri.sq : &m->ri.rq;
 	char *base = (char *)(uintptr_t)m->a;
 	struct kqp_wq_ring_hdr *h;
@@ -1622,7 +1622,7 @@ static void do_poke(struct rng *r, struct thread *t)
 		goto out;
 	m = p->v[below(r, p->n)];
 	if (m.c == 1) {
-		poke_wq(r, &m, t->arena + 4096, wr_len);
+		poke_wq(r, &m, recv, t->arena + 4096, wr_len);
 		goto out;
 	}
 	if (m.b < 256)
