@@ -313,6 +313,14 @@ TEST_F(v, mmap_rules)
 	EXPECT_EQ(MAP_FAILED, p);
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(ENOENT, rt_ring(&q, KQP_DB_SEND));
+	/* The old mappings are still one memory, until unmapped. */
+	{
+		struct kqp_wq_ring_hdr *h2 = (void *)((char *)keep +
+					q.c.out_rings.sq.off_hdr);
+
+		rt_set_tail(h2, 9);
+		EXPECT_EQ(9, rt_sq_hdr(&q)->tail);
+	}
 	EXPECT_EQ(0, munmap(keep, len));
 	EXPECT_EQ(0, munmap(q.map, len));
 }
