@@ -424,6 +424,18 @@ TEST_F_TIMEOUT(h, bad_recv_entries, 120)
 	r = rt_recv1(9, rt_bbuf(p, 0), 256, lkey);
 	r.wr.__reserved = 1;
 	recv_stops_at(_metadata, p, &r, EOPNOTSUPP, "reserved word");
+	{
+		/* The POST_RECV ioctl: the same errno for the same request. */
+		struct kqp_post post = {
+			.size = sizeof(post), .qp = p->b.c.out_qp, .count = 1,
+			.wrs = (uintptr_t)&r, .wrs_len = RT_RECV1_LEN,
+		};
+
+		EXPECT_EQ(EOPNOTSUPP, kqp_test_ioctl(p->fd,
+						     KQP_IOCTL_POST_RECV,
+						     &post));
+		EXPECT_EQ(0, post.out_posted);
+	}
 	r = rt_recv1(9, rt_bbuf(p, 0), 256, lkey ^ 0x5a5a00);
 	recv_stops_at(_metadata, p, &r, EINVAL, "an lkey of nothing");
 	r.sge[0].lkey = p->pd_dma_lkey;
