@@ -769,8 +769,8 @@ TEST_F_TIMEOUT(h, rewritten_while_rung, 180)
  */
 struct ringer {
 	struct rt_pair *p;
-	volatile int stop;
-	unsigned long rings, bad;
+	volatile int stop, destroying;
+	unsigned long rings, bad, bad_before;
 	int last_bad;
 };
 
@@ -783,10 +783,14 @@ static void *ring_loop(void *arg)
 			{ .qp = r->p->b.c.out_qp, .flags = KQP_DB_RECV },
 			{ .qp = r->p->a.c.out_qp, .flags = KQP_DB_SEND },
 		};
+		int was = r->destroying;
 		int ret = rt_doorbell(r->p->fd, e, 2, NULL);
 
 		r->rings++;
 		if (ret || e[0].out_errno || e[1].out_errno) {
+			/* Before the destroy began, nothing may fail. */
+			if (!was)
+				r->bad_before++;
 			r->bad++;
 			r->last_bad = ret ? ret : e[0].out_errno ?
 					e[0].out_errno : e[1].out_errno;
@@ -826,13 +830,16 @@ TEST_F_TIMEOUT(h, unmapped_while_rung, 180)
 		id += k;
 	}
 	/* Unmapped and destroyed while it still rings. */
+	r.destroying = 1;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	rt_qp_destroy(&p->a);
 	usleep(50000);
 	r.stop = 1;
 	pthread_join(t, NULL);
-	TH_LOG("%lu doorbells, %lu failed (last errno %d)", r.rings, r.bad,
-	       r.last_bad);
+	TH_LOG("%lu doorbells, %lu failed (%lu before the destroy; last errno %d)",
+	       r.rings, r.bad, r.bad_before, r.last_bad);
 	/* Only the destroyed QP's ENOENT. */
+	EXPECT_EQ(0, r.bad_before);
 	if (r.bad)
 		EXPECT_EQ(ENOENT, r.last_bad);
 	EXPECT_GT(r.rings, r.bad);
