@@ -85,6 +85,8 @@ static unsigned long long calls_ok;	/* atomic */
 static int failed;			/* first failure wins */
 static char failure[4096];
 static unsigned long long contract_checks, fork_checks;
+/* What the rings saw: mappings made, entries published, drains' results */
+static unsigned long long ring_maps, ring_publishes, db_drained, db_refused;
 
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fail(const char *fmt, ...)
@@ -1469,6 +1471,20 @@ static int do_cmd(struct thread *t)
 			pool_mark_table(fd);
 		learn(op, fd, arg);
 	}
+	if (!ret && op + KQP_CMD_BASE == KQP_CMD_DOORBELL) {
+		const struct kqp_doorbell *c = (const void *)arg;
+		uint32_t i;
+
+		for (i = 0; c->entries == (uintptr_t)t->arena &&
+			    c->entry_size >= 16 && c->entry_size <= 64 &&
+			    i < c->count && i < 64; i++) {
+			const struct kqp_doorbell_entry *e =
+				(const void *)(t->arena + (size_t)i * c->entry_size);
+
+			__atomic_add_fetch(e->out_errno ? &db_refused :
+					   &db_drained, 1, __ATOMIC_RELAXED);
+		}
+	}
 	return ret;
 }
 
@@ -1541,6 +1557,8 @@ static void do_mmap(struct rng *r)
 		return;
 	m.a = (uintptr_t)p;
 	m.b = len ? len : 1;
+	if (m.c == 1)
+		__atomic_add_fetch(&ring_maps, 1, __ATOMIC_RELAXED);
 	pool_add(R_MAP, m);
 }
 
@@ -1577,6 +1595,7 @@ static void poke_wq(struct rng *r, const struct resv *m, bool recv,
 		/* A request as POST would take it, then publish up to it. */
 		memcpy(e, wr, wr_len < wi->entry_size ? wr_len : wi->entry_size);
 		__atomic_store_n(&h->tail, slot + 1, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&ring_publishes, 1, __ATOMIC_RELAXED);
 		break;
 	case 4:
 		for (i = 0; i < wi->entry_size; i++)
@@ -2181,6 +2200,8 @@ int main(int argc, char **argv)
 		       contract_checks, fork_checks,
 		       kcov_on ? "on" : "off", edges_seen, corpus_n,
 		       (unsigned long long)opt_seed);
+		printf("# rings: %llu mapped, %llu requests published; doorbell entries: %llu drained, %llu with an errno\n",
+		       ring_maps, ring_publishes, db_drained, db_refused);
 		if (failed) {
 			printf("# FAILED: %s\n", failure);
 			print_logs(stdout);

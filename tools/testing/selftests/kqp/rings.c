@@ -904,4 +904,154 @@ TEST_F_TIMEOUT(d, recv_posted_before_return, 120)
 	}
 }
 
+/* ------------------------------------------------------------------ */
+/* The device goes away                                                 */
+
+/* A second rxe device, on the netdev no RDMA device uses. */
+static const char *dev2 = "kqpring0";
+
+static int dev2_add(void)
+{
+	return kqp_test_sh("rdma link add %s type rxe netdev %s", dev2,
+			   getenv("KQP_TEST_NORDMA_NETDEV") ?: "kqp1");
+}
+
+static int dev2_del(void)
+{
+	return kqp_test_sh("rdma link delete %s 2>/dev/null", dev2);
+}
+
+static uint32_t dev2_index(int fd)
+{
+	struct kqp_device_info devs[8];
+	struct kqp_query q = {
+		.size = sizeof(q), .num_devices = 8,
+		.device_info_size = sizeof(devs[0]), .devices = (uintptr_t)devs,
+	};
+	uint32_t i;
+
+	if (kqp_test_ioctl(fd, KQP_IOCTL_QUERY, &q))
+		return KQP_NO_DEVICE;
+	for (i = 0; i < q.num_devices && i < 8; i++)
+		if (!strcmp(devs[i].name, dev2))
+			return devs[i].index;
+	return KQP_NO_DEVICE;
+}
+
+struct db_loop {
+	int fd;
+	uint32_t qp;
+	volatile int stop;
+	unsigned long rings, ok, gone, other;
+	int last_other;
+};
+
+static void *db_loop(void *arg)
+{
+	struct db_loop *l = arg;
+
+	while (!l->stop) {
+		struct kqp_doorbell_entry e = {
+			.qp = l->qp, .flags = KQP_DB_SEND | KQP_DB_RECV,
+		};
+		int ret = rt_doorbell(l->fd, &e, 1, NULL);
+
+		l->rings++;
+		if (!ret && !e.out_errno) {
+			l->ok++;
+		} else if (!ret && e.out_errno == ENXIO) {
+			l->gone++;
+		} else {
+			l->other++;
+			l->last_other = ret ? ret : e.out_errno;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * The device is deleted under a ring QP whose rings are mapped, with a
+ * receive taken and one published, while another thread rings it: the
+ * doorbells give 0 and then ENXIO, nothing else; the mapping is still
+ * memory; the QP can still be destroyed.
+ */
+FIXTURE(gone) {
+	int unused;
+};
+
+FIXTURE_SETUP(gone)
+{
+}
+
+FIXTURE_TEARDOWN(gone)
+{
+	dev2_del();
+}
+
+TEST_F_TIMEOUT(gone, device_removed_under_rings, 120)
+{
+	struct kqp_qp_attr init = { .qp_state = RT_QPS_INIT, .port_num = 1 };
+	struct db_loop l = { 0 };
+	struct kqp_create_qp c;
+	struct kqp_reg_mr mr;
+	struct rt_recv r;
+	struct rt_cq cq;
+	struct rt_qp q;
+	uint32_t dev, pd;
+	char *mem = aligned_alloc(4096, 4096);
+	pthread_t t;
+	int fd, i;
+
+	ASSERT_EQ(0, geteuid());
+	ASSERT_NE(NULL, mem);
+	dev2_del();
+	ASSERT_EQ(0, dev2_add());
+	fd = open(KQP_DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	for (i = 0; i < 100 && (dev = dev2_index(fd)) == KQP_NO_DEVICE; i++)
+		usleep(50000);
+	ASSERT_NE(KQP_NO_DEVICE, dev);
+	ASSERT_EQ(0, rt_pd(fd, dev, &pd));
+	ASSERT_EQ(0, rt_cq_make(fd, dev, 16, &cq));
+	ASSERT_EQ(0, rt_mr(fd, pd, mem, 4096, 1, &mr));
+	rt_qp_req(&c, pd, cq.c.out_cq, cq.c.out_cq);
+	ASSERT_EQ(0, rt_qp_make(fd, &c, &q));
+	ASSERT_EQ(0, rt_modify(fd, q.c.out_qp, RT_QP_STATE | RT_QP_PKEY_INDEX |
+			       RT_QP_PORT | RT_QP_ACCESS_FLAGS, &init));
+	r = rt_recv1(1, (uintptr_t)mem, 64, mr.out_lkey);
+	rt_rq_put(&q, &r, RT_RECV1_LEN);
+	rt_rq_publish(&q);
+	ASSERT_EQ(0, rt_ring(&q, KQP_DB_RECV));
+	ASSERT_EQ(1, rt_head(rt_rq_hdr(&q)));
+	r.wr.wr_id = 2;
+	rt_rq_put(&q, &r, RT_RECV1_LEN);
+
+	l.fd = fd;
+	l.qp = q.c.out_qp;
+	ASSERT_EQ(0, pthread_create(&t, NULL, db_loop, &l));
+	usleep(100000);
+	EXPECT_EQ(0, dev2_del());
+	for (i = 0; i < 200 && !l.gone; i++)
+		usleep(50000);
+	l.stop = 1;
+	pthread_join(t, NULL);
+	TH_LOG("%lu doorbells: %lu fine, %lu ENXIO, %lu other (last %d)",
+	       l.rings, l.ok, l.gone, l.other, l.last_other);
+	EXPECT_EQ(0, l.other);
+	EXPECT_LT(0, l.ok);
+	EXPECT_LT(0, l.gone);
+
+	/* Gone for good: the published receive is not taken. */
+	rt_rq_publish(&q);
+	EXPECT_EQ(ENXIO, rt_ring(&q, KQP_DB_RECV));
+	EXPECT_EQ(ENXIO, rt_ring(&q, KQP_DB_SEND));
+	EXPECT_EQ(1, rt_head(rt_rq_hdr(&q)));
+	EXPECT_EQ(2, rt_rq_hdr(&q)->tail);
+	EXPECT_EQ(0, rt_qp_destroy(&q));
+	rt_dereg(fd, mr.out_mr);
+	rt_cq_free(&cq);
+	close(fd);
+	free(mem);
+}
+
 TEST_HARNESS_MAIN
