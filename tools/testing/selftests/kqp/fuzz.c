@@ -1774,6 +1774,134 @@ out:
 	close(own);
 }
 
+/* The GID table index of ::ffff:opt_addr on port 1, or -1. */
+static int own_gid(int fd, uint32_t dev, uint8_t gid[16])
+{
+	static int cached = -2;
+	int i, found = -1;
+
+	memset(gid, 0, 16);
+	gid[10] = gid[11] = 0xff;
+	inet_pton(AF_INET, opt_addr, gid + 12);
+	if (__atomic_load_n(&cached, __ATOMIC_RELAXED) != -2)
+		return cached;
+	for (i = 0; i < 64 && found < 0; i++) {
+		struct kqp_query_gid q = {
+			.size = sizeof(q), .device_index = dev, .port_num = 1,
+			.index = i,
+		};
+
+		if (xioctl(fd, KQP_IOCTL_QUERY_GID, &q))
+			break;
+		if (!memcmp(q.out_gid, gid, 16))
+			found = i;
+	}
+	__atomic_store_n(&cached, found, __ATOMIC_RELAXED);
+	return found;
+}
+
+/*
+ * A QP with rings made right, where random creates make few QPs and
+ * fewer with rings: a PD, a CQ and the QP on one file, moved to INIT so
+ * that receives drain, and half the time on to RTS connected to itself,
+ * so that sends reach the device too; its rings mapped at once.  At most
+ * 16 live: past that, one of them is destroyed instead (its mappings
+ * stay pooled, and poked).
+ */
+static void do_ring_qp(struct rng *r, struct thread *t)
+{
+	struct kqp_create_cq cq = { .size = sizeof(cq), .cqe = 64,
+				    .channel_fd = -1 };
+	struct kqp_create_qp c = { .size = sizeof(c), .qp_type = KQP_QPT_RC,
+				   .flags = KQP_CREATE_QP_RINGS };
+	struct kqp_alloc_pd pd = { .size = sizeof(pd) };
+	struct kqp_modify_qp m = { .size = sizeof(m) };
+	struct resv v = { 0 };
+	uint8_t gid[16];
+	int fd, sgid;
+	void *p;
+
+	if (pools[R_RQP].n >= 16) {
+		struct kqp_destroy_qp d = { .size = sizeof(d) };
+
+		if (pool_take(r, R_RQP, &v)) {
+			d.qp = v.h;
+			log_call(t, "ring qp gone", xioctl(v.fd, KQP_IOCTL_DESTROY_QP,
+							  &d), &d);
+		}
+		return;
+	}
+	fd = some_fd(r);
+	if (fd < 0)
+		return;
+	pd.device_index = cq.device_index = dev_index(r);
+	if (xioctl(fd, KQP_IOCTL_ALLOC_PD, &pd))
+		return;
+	pool_mark_table(fd);
+	learn(KQP_CMD_ALLOC_PD - KQP_CMD_BASE, fd, &pd);
+	if (xioctl(fd, KQP_IOCTL_CREATE_CQ, &cq))
+		return;
+	learn(KQP_CMD_CREATE_CQ - KQP_CMD_BASE, fd, &cq);
+	c.pd = pd.out_pd;
+	c.send_cq = c.recv_cq = cq.out_cq;
+	c.cap.max_send_wr = 1 + below(r, 32);
+	c.cap.max_recv_wr = 1 + below(r, 32);
+	c.cap.max_send_sge = 1 + below(r, 3);
+	c.cap.max_recv_sge = 1 + below(r, 3);
+	c.cap.max_inline_data = below(r, 128);
+	if (chance(r, 20))
+		c.flags |= KQP_CREATE_QP_SQ_SIG_ALL;
+	if (xioctl(fd, KQP_IOCTL_CREATE_QP, &c))
+		return;
+	learn(KQP_CMD_CREATE_QP - KQP_CMD_BASE, fd, &c);
+	log_call(t, "ring qp", 0, &c.out_qp);
+
+	m.qp = c.out_qp;
+	m.attr_mask = 1 | 8 | 16 | 32;		/* STATE ACCESS PKEY PORT */
+	m.attr.qp_state = 1;			/* INIT */
+	m.attr.port_num = 1;
+	m.attr.qp_access_flags = 15;
+	if (!xioctl(fd, KQP_IOCTL_MODIFY_QP, &m) && chance(r, 50) &&
+	    (sgid = own_gid(fd, pd.device_index, gid)) >= 0) {
+		memset(&m.attr, 0, sizeof(m.attr));
+		/* STATE AV PATH_MTU RQ_PSN MIN_RNR_TIMER MAX_DEST_RD_ATOMIC DEST_QPN */
+		m.attr_mask = 1 | 128 | 256 | 4096 | 0x8000 | 0x20000 | 0x100000;
+		m.attr.qp_state = 2;		/* RTR */
+		m.attr.path_mtu = 3;
+		m.attr.dest_qp_num = c.out_qp_num;
+		m.attr.max_dest_rd_atomic = 1;
+		m.attr.min_rnr_timer = 1;
+		memcpy(m.attr.ah_attr.dgid, gid, 16);
+		m.attr.ah_attr.is_global = 1;
+		m.attr.ah_attr.sgid_index = (uint8_t)sgid;
+		m.attr.ah_attr.hop_limit = 64;
+		m.attr.ah_attr.port_num = 1;
+		if (!xioctl(fd, KQP_IOCTL_MODIFY_QP, &m)) {
+			memset(&m.attr, 0, sizeof(m.attr));
+			/* STATE TIMEOUT RETRY_CNT RNR_RETRY MAX_QP_RD_ATOMIC SQ_PSN */
+			m.attr_mask = 1 | 512 | 1024 | 2048 | 8192 | 0x10000;
+			m.attr.qp_state = 3;	/* RTS */
+			m.attr.timeout = 8;
+			m.attr.retry_cnt = 2;
+			m.attr.rnr_retry = 2;
+			m.attr.max_rd_atomic = 1;
+			xioctl(fd, KQP_IOCTL_MODIFY_QP, &m);
+		}
+	}
+
+	p = mmap(NULL, c.out_rings.mmap_size, PROT_READ | PROT_WRITE,
+		 MAP_SHARED, fd, c.out_rings.mmap_offset);
+	if (p == MAP_FAILED)
+		return;
+	memset(&v, 0, sizeof(v));
+	v.a = (uintptr_t)p;
+	v.b = c.out_rings.mmap_size;
+	v.c = 1;
+	v.ri = c.out_rings;
+	__atomic_add_fetch(&ring_maps, 1, __ATOMIC_RELAXED);
+	pool_add(R_MAP, v);
+}
+
 /* An ioctl number around kqp's, with garbage behind it. */
 static void do_raw(struct rng *r, struct thread *t)
 {
@@ -1844,6 +1972,10 @@ static void *fuzz_thread(void *arg)
 			break;
 		case 12:
 			do_raw(r, t);
+			break;
+		case 13:
+			if (chance(r, 50))
+				do_ring_qp(r, t);
 			break;
 		default:
 			if (!do_cmd(t))
