@@ -904,6 +904,41 @@ TEST_F_TIMEOUT(d, recv_posted_before_return, 120)
 	}
 }
 
+/*
+ * Results that cannot be written back: the entries are readable but
+ * not writable.  EFAULT, and the drain happened all the same (head says
+ * so, the receive is there); ringing again takes nothing more.
+ */
+TEST_F(d, efault_writing_results_back)
+{
+	struct rt_pair *p = &self->p;
+	long page = sysconf(_SC_PAGESIZE);
+	struct kqp_doorbell_entry *ro;
+	uint32_t done = 12345;
+
+	ro = mmap(NULL, page, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	ro[0] = (struct kqp_doorbell_entry){ .qp = p->b.c.out_qp,
+					     .flags = KQP_DB_RECV,
+					     .out_errno = 777 };
+	ASSERT_EQ(0, mprotect(ro, page, PROT_READ));
+	rt_b_recvs(p, 90, 1);
+	EXPECT_EQ(EFAULT, rt_doorbell(p->fd, ro, 1, &done));
+	EXPECT_EQ(777, ro[0].out_errno);
+	EXPECT_EQ(1, rt_head(rt_rq_hdr(&p->b)));
+	/* Idempotent: nothing is taken twice. */
+	EXPECT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
+	EXPECT_EQ(1, rt_head(rt_rq_hdr(&p->b)));
+	rt_a_sends(p, 91, 1, 8);
+	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
+	rt_expect_cqes(_metadata, &p->ascq, 91, 1, KQP_WC_OP_SEND, 0,
+		       p->a.c.out_qp_num);
+	rt_expect_cqes(_metadata, &p->brcq, 90, 1, KQP_WC_OP_RECV, 8,
+		       p->b.c.out_qp_num);
+	munmap(ro, page);
+}
+
 /* ------------------------------------------------------------------ */
 /* The device goes away                                                 */
 
