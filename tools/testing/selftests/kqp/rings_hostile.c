@@ -967,4 +967,271 @@ TEST_F_TIMEOUT(h, entry_rewritten_during_drain, 300)
 	free(secret);
 }
 
+/* ------------------------------------------------------------------ */
+/* UD: the AH an entry names                                            */
+
+static int make_ah(const struct rt_pair *p, uint32_t pd, uint32_t *ah)
+{
+	struct kqp_create_ah c = { .size = sizeof(c), .pd = pd };
+	uint8_t gid[16];
+	int sgid = rt_gid_index(p->fd, p->dev, gid);
+
+	if (sgid < 0)
+		return ENODEV;
+	memcpy(c.attr.dgid, gid, 16);
+	c.attr.is_global = 1;
+	c.attr.sgid_index = (uint8_t)sgid;
+	c.attr.hop_limit = 64;
+	c.attr.port_num = 1;
+	*ah = 0;
+	if (kqp_test_ioctl(p->fd, KQP_IOCTL_CREATE_AH, &c))
+		return errno;
+	*ah = c.out_ah;
+	return 0;
+}
+
+static int destroy_ah(int fd, uint32_t ah)
+{
+	struct kqp_destroy_ah d = { .size = sizeof(d), .ah = ah };
+
+	return kqp_test_ioctl(fd, KQP_IOCTL_DESTROY_AH, &d);
+}
+
+#define UD_QKEY	0x1111
+
+/* A UD ring QP on the pair's file and PD, in RTS. */
+static int make_ud(const struct rt_pair *p, const struct rt_cq *cq,
+		   struct rt_qp *q)
+{
+	struct kqp_create_qp c;
+	struct kqp_qp_attr a = { .qp_state = RT_QPS_INIT, .port_num = 1,
+				 .qkey = UD_QKEY };
+	int ret;
+
+	rt_qp_req(&c, p->pd, cq->c.out_cq, cq->c.out_cq);
+	c.qp_type = KQP_QPT_UD;
+	ret = rt_qp_make(p->fd, &c, q);
+	if (ret)
+		return ret;
+	ret = rt_modify(p->fd, q->c.out_qp, RT_QP_STATE | RT_QP_PKEY_INDEX |
+			RT_QP_PORT | (1U << 6) /* QKEY */, &a);
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = RT_QPS_RTR;
+	ret = rt_modify(p->fd, q->c.out_qp, RT_QP_STATE, &a);
+	if (ret)
+		return ret;
+	a.qp_state = RT_QPS_RTS;
+	a.sq_psn = 0x100;
+	return rt_modify(p->fd, q->c.out_qp, RT_QP_STATE | RT_QP_SQ_PSN, &a);
+}
+
+static struct rt_send ud_send(const struct rt_pair *p, uint64_t wr_id,
+			      uint32_t ah, uint32_t qpn)
+{
+	struct rt_send s = rt_send1(wr_id, KQP_WR_OP_SEND, rt_abuf(p, 0), MSG,
+				    p->mr.out_lkey);
+
+	s.wr.wr.ud.ah = ah;
+	s.wr.wr.ud.remote_qpn = qpn;
+	s.wr.wr.ud.remote_qkey = UD_QKEY;
+	return s;
+}
+
+/*
+ * Between two good UD sends, @bad: the drain stops there with @want; fixed,
+ * the rest goes, and the three complete on @cq.
+ */
+static void ud_stops_at(struct __test_metadata *_metadata,
+			const struct rt_pair *p, struct rt_qp *q,
+			struct rt_cq *cq, const struct rt_send *good,
+			const struct rt_send *bad, int want, const char *what)
+{
+	uint32_t start = q->sq_tail;
+	struct rt_send g = *good;
+	struct kqp_cqe wc[3];
+	int i;
+
+	g.wr.wr_id = start + 1;
+	rt_sq_put(q, &g, RT_SEND1_LEN);
+	rt_sq_put(q, bad, RT_SEND1_LEN);
+	g.wr.wr_id = start + 3;
+	rt_sq_put(q, &g, RT_SEND1_LEN);
+	rt_sq_publish(q);
+	EXPECT_EQ(want, rt_ring(q, KQP_DB_SEND)) TH_LOG("%s", what);
+	EXPECT_EQ(start + 1, rt_head(rt_sq_hdr(q))) TH_LOG("%s", what);
+	g.wr.wr_id = start + 2;
+	memcpy(rt_sq_slot(q, start + 1), &g, RT_SEND1_LEN);
+	EXPECT_EQ(0, rt_ring(q, KQP_DB_SEND)) TH_LOG("%s", what);
+	EXPECT_EQ(start + 3, rt_head(rt_sq_hdr(q))) TH_LOG("%s", what);
+	ASSERT_EQ(3, rt_cq_poll(cq, wc, 3, 20000)) TH_LOG("%s", what);
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ(start + 1 + i, wc[i].wr_id) TH_LOG("%s", what);
+		EXPECT_EQ(RT_WC_SUCCESS, wc[i].status) TH_LOG("%s", what);
+	}
+	(void)p;
+}
+
+TEST_F_TIMEOUT(h, ud_ahs, 120)
+{
+	struct rt_pair *p = &self->p;
+	struct rt_cq scq, rcq;
+	struct rt_qp ua, ub;
+	struct rt_send good, bad;
+	struct kqp_cqe wc;
+	uint32_t ah, ah2, gone, pd2;
+
+	ASSERT_EQ(0, rt_cq_make(p->fd, p->dev, 64, &scq));
+	ASSERT_EQ(0, rt_cq_make(p->fd, p->dev, 64, &rcq));
+	ASSERT_EQ(0, make_ud(p, &scq, &ua));
+	ASSERT_EQ(0, make_ud(p, &rcq, &ub));
+	ASSERT_EQ(0, make_ah(p, p->pd, &ah));
+	ASSERT_EQ(0, rt_pd(p->fd, p->dev, &pd2));
+	ASSERT_EQ(0, make_ah(p, pd2, &ah2));
+	ASSERT_EQ(0, make_ah(p, p->pd, &gone));
+	ASSERT_EQ(0, destroy_ah(p->fd, gone));
+
+	/* A good one arrives, through both rings. */
+	{
+		struct rt_recv r = rt_recv1(55, rt_bbuf(p, 0), 40 + MSG,
+					    p->mr.out_lkey);
+
+		rt_rq_put(&ub, &r, RT_RECV1_LEN);
+		rt_rq_publish(&ub);
+		ASSERT_EQ(0, rt_ring(&ub, KQP_DB_RECV));
+	}
+	memset(p->buf, 'u', MSG);
+	good = ud_send(p, 66, ah, ub.c.out_qp_num);
+	rt_sq_put(&ua, &good, RT_SEND1_LEN);
+	rt_sq_publish(&ua);
+	ASSERT_EQ(0, rt_ring(&ua, KQP_DB_SEND));
+	ASSERT_EQ(1, rt_cq_poll(&scq, &wc, 1, 20000));
+	EXPECT_EQ(66, wc.wr_id);
+	EXPECT_EQ(RT_WC_SUCCESS, wc.status);
+	ASSERT_EQ(1, rt_cq_poll(&rcq, &wc, 1, 20000));
+	EXPECT_EQ(55, wc.wr_id);
+	EXPECT_EQ(RT_WC_SUCCESS, wc.status);
+	EXPECT_EQ(40 + MSG, wc.byte_len);
+	EXPECT_EQ(0, memcmp(p->buf + RT_HALF + 40, p->buf, MSG));
+
+	/* AHs the entry may not name; the sends around them go nowhere. */
+	good.wr.wr.ud.remote_qpn = 0xffffff & ~1U;
+	bad = good;
+	bad.wr.wr.ud.ah = p->mr.out_mr;
+	ud_stops_at(_metadata, p, &ua, &scq, &good, &bad, EINVAL,
+		    "an MR's handle");
+	bad.wr.wr.ud.ah = ah2;
+	ud_stops_at(_metadata, p, &ua, &scq, &good, &bad, EINVAL,
+		    "another PD's AH");
+	bad.wr.wr.ud.ah = gone;
+	ud_stops_at(_metadata, p, &ua, &scq, &good, &bad, EINVAL,
+		    "a destroyed AH");
+	bad.wr.wr.ud.ah = 0;
+	ud_stops_at(_metadata, p, &ua, &scq, &good, &bad, EINVAL,
+		    "no AH");
+	bad.wr.wr.ud.ah = ub.c.out_qp;
+	ud_stops_at(_metadata, p, &ua, &scq, &good, &bad, EINVAL,
+		    "a QP's handle");
+	bad = good;
+	bad.wr.wr.ud.__reserved = 1;
+	ud_stops_at(_metadata, p, &ua, &scq, &good, &bad, EOPNOTSUPP,
+		    "the UD reserved word");
+	bad = good;
+	bad.wr.opcode = KQP_WR_OP_RDMA_WRITE;
+	ud_stops_at(_metadata, p, &ua, &scq, &good, &bad, EINVAL,
+		    "an RDMA write on UD");
+
+	EXPECT_EQ(0, rt_qp_destroy(&ua));
+	EXPECT_EQ(0, rt_qp_destroy(&ub));
+	EXPECT_EQ(0, destroy_ah(p->fd, ah));
+	EXPECT_EQ(0, destroy_ah(p->fd, ah2));
+	rt_cq_free(&scq);
+	rt_cq_free(&rcq);
+}
+
+/*
+ * One thread creates and destroys AHs as fast as it can while this one
+ * publishes UD sends naming the latest and rings: each drain takes the
+ * AH as the copy names it, alive or not: 0 or EINVAL, nothing else.
+ */
+struct ah_churn {
+	const struct rt_pair *p;
+	volatile uint32_t latest;
+	volatile int stop;
+	unsigned long made;
+};
+
+static void *churn_ahs(void *arg)
+{
+	struct ah_churn *c = arg;
+
+	while (!c->stop) {
+		uint32_t ah;
+
+		if (make_ah(c->p, c->p->pd, &ah))
+			continue;
+		c->latest = ah;
+		c->made++;
+		usleep(50);
+		destroy_ah(c->p->fd, ah);
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(h, ud_ah_destroyed_while_rung, 120)
+{
+	struct rt_pair *p = &self->p;
+	struct ah_churn c = { .p = p };
+	unsigned long sent = 0, refused = 0, other = 0;
+	struct rt_cq scq;
+	struct rt_qp ua;
+	pthread_t t;
+	long long end;
+
+	ASSERT_EQ(0, rt_cq_make(p->fd, p->dev, 64, &scq));
+	ASSERT_EQ(0, make_ud(p, &scq, &ua));
+	ASSERT_EQ(0, pthread_create(&t, NULL, churn_ahs, &c));
+	while (!c.made)
+		usleep(1000);
+	end = rt_now_ms() + 1500;
+	while (rt_now_ms() < end && !other) {
+		struct rt_send s = ud_send(p, ua.sq_tail, c.latest, 0xfffffe);
+		long long full = rt_now_ms() + 5000;
+		int ret;
+
+		rt_sq_put(&ua, &s, RT_SEND1_LEN);
+		rt_sq_publish(&ua);
+		/* A full queue waits for completions; the entry stays. */
+		while ((ret = rt_ring(&ua, KQP_DB_SEND)) == ENOMEM &&
+		       rt_now_ms() < full)
+			rt_cq_poll(&scq, NULL, 1 << 20, 1);
+		if (!ret) {
+			sent++;
+		} else if (ret == EINVAL) {
+			/* Stopped at it: take it back. */
+			refused++;
+			ua.sq_tail--;
+			rt_sq_publish(&ua);
+		} else {
+			TH_LOG("errno %d", ret);
+			other++;
+		}
+		if (ua.sq_tail != rt_head(rt_sq_hdr(&ua))) {
+			TH_LOG("head %u, tail %u", rt_head(rt_sq_hdr(&ua)),
+			       ua.sq_tail);
+			other++;
+		}
+		rt_cq_poll(&scq, NULL, 1 << 20, 0);
+	}
+	c.stop = 1;
+	pthread_join(t, NULL);
+	TH_LOG("%lu AHs made; %lu sends taken, %lu refused", c.made, sent,
+	       refused);
+	EXPECT_EQ(0, other);
+	EXPECT_LT(0, sent);
+	EXPECT_EQ(0, rt_qp_destroy(&ua));
+	rt_cq_free(&scq);
+}
+
 TEST_HARNESS_MAIN
