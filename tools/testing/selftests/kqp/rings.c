@@ -939,6 +939,137 @@ TEST_F(d, efault_writing_results_back)
 	munmap(ro, page);
 }
 
+/*
+ * Two threads ring a's send ring over and over while this one publishes
+ * RDMA writes one at a time, and a fourth posts writes of its own with
+ * the POST_SEND ioctl: every request is posted exactly once, and each
+ * producer's requests complete in the order it made them.
+ */
+struct ringer2 {
+	struct rt_pair *p;
+	volatile int stop;
+	unsigned long rings, bad;
+};
+
+static void *ring2_loop(void *arg)
+{
+	struct ringer2 *r = arg;
+
+	while (!r->stop) {
+		int ret = rt_ring(&r->p->a, KQP_DB_SEND);
+
+		r->rings++;
+		if (ret && ret != ENOMEM)
+			r->bad++;
+	}
+	return NULL;
+}
+
+#define LEGACY_BASE	1000000
+#define RING_N		300
+#define LEGACY_N	100
+
+struct poster {
+	struct rt_pair *p;
+	int sent, bad;
+};
+
+static void *legacy_post(void *arg)
+{
+	struct poster *l = arg;
+	struct rt_pair *p = l->p;
+
+	while (l->sent < LEGACY_N) {
+		struct rt_send s = rt_send1(LEGACY_BASE + l->sent,
+					    KQP_WR_OP_RDMA_WRITE,
+					    rt_abuf(p, 1024), 8,
+					    p->mr.out_lkey);
+		struct kqp_post post = {
+			.size = sizeof(post), .qp = p->a.c.out_qp, .count = 1,
+			.wrs = (uintptr_t)&s, .wrs_len = RT_SEND1_LEN,
+		};
+		int ret;
+
+		s.wr.wr.rdma.remote_addr = rt_bbuf(p, 1024);
+		s.wr.wr.rdma.rkey = p->mr.out_rkey;
+		ret = kqp_test_ioctl(p->fd, KQP_IOCTL_POST_SEND, &post);
+		if (ret == ENOMEM) {
+			usleep(100);
+			continue;
+		}
+		if (ret) {
+			l->bad++;
+			break;
+		}
+		l->sent++;
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(d, concurrent_ringers_exactly_once, 180)
+{
+	struct rt_pair *p = &self->p;
+	struct ringer2 r = { .p = p };
+	struct poster l = { .p = p };
+	uint32_t in_flight_max = p->a.c.cap.max_send_wr / 2;
+	uint64_t next_ring = 1, next_legacy = LEGACY_BASE;
+	int seen = 0, dup_or_order = 0, failed = 0, published = 0;
+	struct kqp_cqe wc[32];
+	long long end = rt_now_ms() + 120000;
+	pthread_t t[3];
+	int i, n;
+
+	ASSERT_EQ(0, pthread_create(&t[0], NULL, ring2_loop, &r));
+	ASSERT_EQ(0, pthread_create(&t[1], NULL, ring2_loop, &r));
+	ASSERT_EQ(0, pthread_create(&t[2], NULL, legacy_post, &l));
+	while (seen < RING_N + LEGACY_N && rt_now_ms() < end) {
+		/* Publish while the ring has room and little is in flight. */
+		if (published < RING_N &&
+		    p->a.sq_tail - rt_head(rt_sq_hdr(&p->a)) < in_flight_max) {
+			struct rt_send s = rt_send1(published + 1,
+						    KQP_WR_OP_RDMA_WRITE,
+						    rt_abuf(p, 0), 8,
+						    p->mr.out_lkey);
+
+			s.wr.wr.rdma.remote_addr = rt_bbuf(p, 0);
+			s.wr.wr.rdma.rkey = p->mr.out_rkey;
+			rt_sq_put(&p->a, &s, RT_SEND1_LEN);
+			rt_sq_publish(&p->a);
+			published++;
+		}
+		n = rt_cq_poll(&p->ascq, wc, 32, 0);
+		for (i = 0; i < n; i++) {
+			seen++;
+			if (wc[i].status != RT_WC_SUCCESS)
+				failed++;
+			if (wc[i].wr_id >= LEGACY_BASE) {
+				dup_or_order += wc[i].wr_id != next_legacy;
+				next_legacy = wc[i].wr_id + 1;
+			} else {
+				dup_or_order += wc[i].wr_id != next_ring;
+				next_ring = wc[i].wr_id + 1;
+			}
+		}
+		if (!n)
+			usleep(100);
+	}
+	r.stop = 1;
+	for (i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	TH_LOG("%lu doorbells by two threads, %d ring writes, %d ioctl writes",
+	       r.rings, published, l.sent);
+	EXPECT_EQ(0, r.bad);
+	EXPECT_EQ(0, l.bad);
+	EXPECT_EQ(RING_N + LEGACY_N, seen);
+	EXPECT_EQ(0, failed);
+	EXPECT_EQ(0, dup_or_order);
+	EXPECT_EQ(RING_N + 1, next_ring);
+	EXPECT_EQ(LEGACY_BASE + LEGACY_N, next_legacy);
+	EXPECT_EQ(p->a.sq_tail, rt_head(rt_sq_hdr(&p->a)));
+	/* Nothing more comes. */
+	EXPECT_EQ(0, rt_cq_poll(&p->ascq, wc, 1, 200));
+}
+
 /* ------------------------------------------------------------------ */
 /* The device goes away                                                 */
 
