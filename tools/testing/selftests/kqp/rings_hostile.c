@@ -905,8 +905,15 @@ TEST_F_TIMEOUT(h, entry_rewritten_during_drain, 300)
 	}
 	ASSERT_EQ(0, pthread_create(&t, NULL, flip, &f));
 	for (i = 0; i < 3000 && !(sent >= 20 && refused >= 20); i++) {
-		int ret = rt_ring(&p->a, KQP_DB_SEND);
+		int ret;
 
+		/*
+		 * Let the flipper run, and be interrupted anywhere, even if
+		 * it shares this CPU: else the entry this thread wrote whole
+		 * would be drained whole, every time.
+		 */
+		usleep(i % 50);
+		ret = rt_ring(&p->a, KQP_DB_SEND);
 		if (ret == EINVAL) {
 			/* The entry stays at head: the next drain retries. */
 			refused++;
