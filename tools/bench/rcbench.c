@@ -198,6 +198,55 @@ static int cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type type)
 	return ret;
 }
 
+/* @addr and @port in @sin: 0, or -1 when @addr is no IPv4 address. */
+static int get_addr(struct sockaddr_in *sin, const char *addr, uint16_t port)
+{
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons(port);
+	if (inet_pton(AF_INET, addr, &sin->sin_addr) != 1) {
+		fprintf(stderr, "rcbench: bad address %s\n", addr);
+		return -1;
+	}
+	return 0;
+}
+
+/* A new event channel, or NULL (said on stderr). */
+static struct rdma_event_channel *new_channel(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+
+	if (!ch)
+		perror("rcbench: rdma_create_event_channel");
+	return ch;
+}
+
+/*
+ * A new event channel in @ch and an id on it, bound to @addr and @port,
+ * in @id: 0, or -1 with neither left (@what says which failed).
+ */
+static int bound_id(const char *addr, uint16_t port, const char *what,
+		    struct rdma_event_channel **ch, struct rdma_cm_id **id)
+{
+	struct sockaddr_in sin;
+
+	*id = NULL;
+	if (get_addr(&sin, addr, port))
+		return -1;
+	*ch = new_channel();
+	if (!*ch)
+		return -1;
+	if (rdma_create_id(*ch, id, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(*id, (struct sockaddr *)&sin)) {
+		perror(what);
+		if (*id)
+			rdma_destroy_id(*id);
+		rdma_destroy_event_channel(*ch);
+		return -1;
+	}
+	return 0;
+}
+
 static char *recv_slot(struct conn *c, uint64_t i)
 {
 	return c->buf + (size_t)c->slot_size * (1 + i);
@@ -841,27 +890,16 @@ out:
 
 static int server(const struct opts *o)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
 	struct rdma_event_channel *ch;
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *lid;
 	int ret = -1, r;
 
-	sin.sin_port = htons(o->port);
-	if (inet_pton(AF_INET, o->addr, &sin.sin_addr) != 1) {
-		fprintf(stderr, "rcbench: bad address %s\n", o->addr);
+	if (bound_id(o->addr, o->port, "rcbench: listen", &ch, &lid))
 		return -1;
-	}
-	ch = rdma_create_event_channel();
-	if (!ch) {
-		perror("rcbench: rdma_create_event_channel");
-		return -1;
-	}
-	if (rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP) ||
-	    rdma_bind_addr(lid, (struct sockaddr *)&sin) ||
-	    rdma_listen(lid, 4)) {
+	if (rdma_listen(lid, 4)) {
 		perror("rcbench: listen");
-		goto out_ch;
+		goto out_id;
 	}
 	if (o->ready) {
 		FILE *f = fopen(o->ready, "w");
@@ -893,7 +931,6 @@ static int server(const struct opts *o)
 	}
 out_id:
 	rdma_destroy_id(lid);
-out_ch:
 	rdma_destroy_event_channel(ch);
 	return ret;
 }
@@ -1019,6 +1056,7 @@ static void mem_print(const char *key, const struct mem_use *sum,
 
 struct scale {
 	unsigned int n;
+	struct sockaddr_in sin;		/* the listener's address */
 	struct rdma_event_channel *cch, *sch;	/* client ids, listener */
 	struct rdma_cm_id *lid;
 	struct rdma_cm_id **cid, **sid;
@@ -1187,6 +1225,7 @@ static int scale_wait(struct scale *s, unsigned int *sest, unsigned int *sdisc,
 struct scale_count {
 	enum rdma_cm_event_type want;	/* ADDR_RESOLVED: ROUTE_RESOLVED too */
 	unsigned int done;
+	unsigned int sest, sdisc;	/* the server's, in the whole run */
 };
 
 /* Client events while resolving, connecting or disconnecting. */
@@ -1363,42 +1402,93 @@ static void scale_server_free(struct scale *s)
 	s->nsid = 0;
 }
 
+/* Start client id @i's part of a phase of scale_run(); 0 or -1. */
+typedef int scale_start_fn(struct scale *s, unsigned int i);
+
+static int scale_resolve(struct scale *s, unsigned int i)
+{
+	if (rdma_create_id(s->cch, &s->cid[i], NULL, RDMA_PS_TCP) ||
+	    rdma_resolve_addr(s->cid[i], NULL, (struct sockaddr *)&s->sin,
+			      2000)) {
+		perror("rcbench: scale: resolve");
+		return -1;
+	}
+	return 0;
+}
+
+static int scale_connect(struct scale *s, unsigned int i)
+{
+	struct rdma_conn_param cp = {
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+	};
+
+	if (rdma_connect(s->cid[i], &cp)) {
+		perror("rcbench: scale: rdma_connect");
+		return -1;
+	}
+	return 0;
+}
+
+static int scale_disconnect(struct scale *s, unsigned int i)
+{
+	if (rdma_disconnect(s->cid[i])) {
+		perror("rcbench: scale: rdma_disconnect");
+		return -1;
+	}
+	return 0;
+}
+
 /*
- * One run of @s->n connections to @sin, its measurements added to @r;
+ * One phase of scale_run(), named @phase: @start for each of the @s->n
+ * client ids, SCALE_WINDOW of them in flight, until the client side saw
+ * @want for each (ADDR_RESOLVED: ROUTE_RESOLVED too, each id counts
+ * twice) and, with @srv, the server's count there reached @s->n too.
+ */
+static int scale_window(struct scale *s, struct scale_count *cnt,
+			enum rdma_cm_event_type want, const char *phase,
+			const unsigned int *srv, scale_start_fn *start)
+{
+	unsigned int n = s->n, started = 0;
+	unsigned int per = want == RDMA_CM_EVENT_ADDR_RESOLVED ? 2 : 1;
+
+	cnt->want = want;
+	cnt->done = 0;
+	s->phase = phase;
+	while (started < n || cnt->done < per * n || (srv && *srv < n)) {
+		if (started < n &&
+		    started * per - cnt->done < per * SCALE_WINDOW) {
+			if (start(s, started))
+				return -1;
+			started++;
+			continue;
+		}
+		if (scale_wait(s, &cnt->sest, &cnt->sdisc, scale_client_event,
+			       cnt) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * One run of @s->n connections to @s->sin, its measurements added to @r;
  * ends with none left.  0, or -1 on failure or past the budget
  * (@s->over).
  */
-static int scale_run(struct scale *s, struct sockaddr_in *sin,
-		     struct scale_res *r)
+static int scale_run(struct scale *s, struct scale_res *r)
 {
-	unsigned int i, n = s->n, started, sest = 0, sdisc = 0;
+	struct scale_count cnt = { .sest = 0, .sdisc = 0 };
 	struct mem_use before, after;
-	struct scale_count cnt;
+	unsigned int i, n = s->n;
 	uint64_t t0;
 
 	/* Every receive slot holds 0 until a message arrives. */
 	memset(s->buf + (size_t)SCALE_SLOT * n, 0, (size_t)SCALE_SLOT * n);
 
 	/* Ids, addresses and routes, SCALE_WINDOW at a time: not measured. */
-	cnt.want = RDMA_CM_EVENT_ADDR_RESOLVED;
-	cnt.done = 0;
-	s->phase = "resolving";
-	for (started = 0; started < n || cnt.done < 2 * n;) {
-		/* Each id counts twice: its address, then its route. */
-		if (started < n && started * 2 - cnt.done < 2 * SCALE_WINDOW) {
-			if (rdma_create_id(s->cch, &s->cid[started], NULL,
-					   RDMA_PS_TCP) ||
-			    rdma_resolve_addr(s->cid[started], NULL,
-					      (struct sockaddr *)sin, 2000)) {
-				perror("rcbench: scale: resolve");
-				return -1;
-			}
-			started++;
-			continue;
-		}
-		if (scale_wait(s, &sest, &sdisc, scale_client_event, &cnt) < 0)
-			return -1;
-	}
+	if (scale_window(s, &cnt, RDMA_CM_EVENT_ADDR_RESOLVED, "resolving",
+			 NULL, scale_resolve))
+		return -1;
 
 	/* Create QP, measured. */
 	mem_read(&before);
@@ -1411,27 +1501,10 @@ static int scale_run(struct scale *s, struct sockaddr_in *sin,
 	mem_add(&r->mem, &before, &after);
 
 	/* Connect, measured: SCALE_WINDOW in flight. */
-	cnt.want = RDMA_CM_EVENT_ESTABLISHED;
-	cnt.done = 0;
-	s->phase = "connecting";
 	t0 = now_ns();
-	for (started = 0; cnt.done < n || sest < n;) {
-		if (started < n && started - cnt.done < SCALE_WINDOW) {
-			struct rdma_conn_param cp = {
-				.retry_count = 7,
-				.rnr_retry_count = 7,
-			};
-
-			if (rdma_connect(s->cid[started], &cp)) {
-				perror("rcbench: scale: rdma_connect");
-				return -1;
-			}
-			started++;
-			continue;
-		}
-		if (scale_wait(s, &sest, &sdisc, scale_client_event, &cnt) < 0)
-			return -1;
-	}
+	if (scale_window(s, &cnt, RDMA_CM_EVENT_ESTABLISHED, "connecting",
+			 &cnt.sest, scale_connect))
+		return -1;
 	r->ns[1] += now_ns() - t0;
 
 	/* One SEND on each QP and its completions, measured. */
@@ -1447,21 +1520,9 @@ static int scale_run(struct scale *s, struct sockaddr_in *sin,
 	 * thousand DREQs at once would overrun the receive queue of the
 	 * port's GSI QP, and each one lost costs a CM timeout.
 	 */
-	cnt.want = RDMA_CM_EVENT_DISCONNECTED;
-	cnt.done = 0;
-	s->phase = "disconnecting";
-	for (started = 0; cnt.done < n || sdisc < n;) {
-		if (started < n && started - cnt.done < SCALE_WINDOW) {
-			if (rdma_disconnect(s->cid[started])) {
-				perror("rcbench: scale: rdma_disconnect");
-				return -1;
-			}
-			started++;
-			continue;
-		}
-		if (scale_wait(s, &sest, &sdisc, scale_client_event, &cnt) < 0)
-			return -1;
-	}
+	if (scale_window(s, &cnt, RDMA_CM_EVENT_DISCONNECTED, "disconnecting",
+			 &cnt.sdisc, scale_disconnect))
+		return -1;
 
 	/* Destroy the client QPs and ids, measured. */
 	t0 = now_ns();
@@ -1484,7 +1545,6 @@ static int scale_run(struct scale *s, struct sockaddr_in *sin,
 static int scale_one(const struct opts *o, uint16_t port, unsigned int n,
 		     unsigned int runs, uint64_t deadline, struct scale_res *r)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
 	struct scale s = { .n = n, .deadline = deadline };
 	struct ibv_context *verbs;
 	uint64_t start = now_ns();
@@ -1492,11 +1552,8 @@ static int scale_one(const struct opts *o, uint16_t port, unsigned int n,
 	int ret = -1;
 
 	memset(r, 0, sizeof(*r));
-	sin.sin_port = htons(port);
-	if (inet_pton(AF_INET, o->addr, &sin.sin_addr) != 1) {
-		fprintf(stderr, "rcbench: bad address %s\n", o->addr);
+	if (get_addr(&s.sin, o->addr, port))
 		return -1;
-	}
 	s.cid = calloc(n, sizeof(*s.cid));
 	s.sid = calloc(n, sizeof(*s.sid));
 	if (!s.cid || !s.sid ||
@@ -1512,7 +1569,7 @@ static int scale_one(const struct opts *o, uint16_t port, unsigned int n,
 		goto out;
 	}
 	if (rdma_create_id(s.sch, &s.lid, NULL, RDMA_PS_TCP) ||
-	    rdma_bind_addr(s.lid, (struct sockaddr *)&sin) ||
+	    rdma_bind_addr(s.lid, (struct sockaddr *)&s.sin) ||
 	    rdma_listen(s.lid, SCALE_WINDOW * 4)) {
 		perror("rcbench: scale: listen");
 		goto out;
@@ -1540,7 +1597,7 @@ static int scale_one(const struct opts *o, uint16_t port, unsigned int n,
 	/* Setup done: the time the budget judges by starts here. */
 	start = now_ns();
 	for (i = 0; i < runs; i++)
-		if (scale_run(&s, &sin, r))
+		if (scale_run(&s, r))
 			goto out;
 	ret = 0;
 out:
@@ -1558,24 +1615,15 @@ out:
 static int scale_cqs(const struct opts *o, struct mem_use *a,
 		     struct mem_use *b)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
 	struct ibv_cq *cq[SCALE_CQS] = { NULL };
 	struct rdma_event_channel *ch;
-	struct rdma_cm_id *id = NULL;
+	struct rdma_cm_id *id;
 	int i, ret = -1;
 
-	if (inet_pton(AF_INET, o->addr, &sin.sin_addr) != 1) {
-		fprintf(stderr, "rcbench: bad address %s\n", o->addr);
-		return -1;
-	}
-	ch = rdma_create_event_channel();
-	if (!ch) {
-		perror("rcbench: rdma_create_event_channel");
-		return -1;
-	}
 	/* An id bound to the address: its device's context. */
-	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) ||
-	    rdma_bind_addr(id, (struct sockaddr *)&sin) || !id->verbs) {
+	if (bound_id(o->addr, 0, "rcbench: scale: CQs: bind", &ch, &id))
+		return -1;
+	if (!id->verbs) {
 		perror("rcbench: scale: CQs: bind");
 		goto out;
 	}
@@ -1593,8 +1641,7 @@ out:
 	for (i = 0; i < SCALE_CQS; i++)
 		if (cq[i])
 			ibv_destroy_cq(cq[i]);
-	if (id)
-		rdma_destroy_id(id);
+	rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
 	return ret;
 }
@@ -2044,6 +2091,26 @@ static int take_credits(struct conn *c, uint64_t *credits, bool wait)
 	return post_recvs(c, slots, n);
 }
 
+/*
+ * Post @k more of the @n messages of a phase, @sent of them so far, and
+ * count them; then, with @credits, take the credits that came back, and
+ * reap the sends that completed, neither waiting.
+ */
+static int phase_post(struct conn *c, uint64_t n, uint64_t *sent, int k,
+		      enum ibv_wr_opcode op, uint32_t size,
+		      unsigned int sig_every, uint64_t *credits)
+{
+	if (post_sends(c, k, op, size, sig_every, *sent + k == n))
+		return -1;
+	*sent += k;
+	if (credits) {
+		*credits -= k;
+		if (take_credits(c, credits, false) < 0)
+			return -1;
+	}
+	return reap_sends(c, false);
+}
+
 /* Send @n messages, @list per ibv_post_send(), and wait until all completed. */
 static int rate_phase(struct conn *c, uint64_t n, uint32_t list,
 		      uint64_t *credits)
@@ -2056,13 +2123,8 @@ static int rate_phase(struct conn *c, uint64_t n, uint32_t list,
 		while (*credits < (uint64_t)k)
 			if (take_credits(c, credits, true) < 0)
 				return -1;
-		if (post_sends(c, k, IBV_WR_SEND, RATE_SIZE, SIG_EVERY,
-			       sent + k == n))
-			return -1;
-		sent += k;
-		*credits -= k;
-		if (take_credits(c, credits, false) < 0 ||
-		    reap_sends(c, false))
+		if (phase_post(c, n, &sent, k, IBV_WR_SEND, RATE_SIZE,
+			       SIG_EVERY, credits))
 			return -1;
 	}
 	return drain_sends(c);
@@ -2098,30 +2160,60 @@ out:
 	return ret;
 }
 
-/* @n RDMA WRITEs, WRITE_DEPTH in flight, and wait until all completed. */
-static int write_phase(struct conn *c, uint64_t n)
+/*
+ * @n signaled @op of WRITE_SIZE bytes, WRITE_DEPTH in flight and, with
+ * @credits (SENDs), as many as the server's credits allow; then wait
+ * until all completed.
+ */
+static int bw_phase(struct conn *c, uint64_t n, enum ibv_wr_opcode op,
+		    uint64_t *credits)
 {
 	uint64_t sent = 0, room;
 	int k;
 
 	while (sent < n) {
 		room = WRITE_DEPTH - (c->posted - c->done);
+		if (credits && room > *credits)
+			room = *credits;
 		if (!room) {
-			if (reap_sends(c, true))
+			if (credits && !*credits) {
+				if (take_credits(c, credits, true) < 0)
+					return -1;
+			} else if (reap_sends(c, true)) {
 				return -1;
+			}
 			continue;
 		}
 		k = n - sent < room ? n - sent : room;
 		if (k > MAX_LIST)
 			k = MAX_LIST;
-		if (post_sends(c, k, IBV_WR_RDMA_WRITE, WRITE_SIZE, 1,
-			       sent + k == n))
-			return -1;
-		sent += k;
-		if (reap_sends(c, false))
+		if (phase_post(c, n, &sent, k, op, WRITE_SIZE, 1, credits))
 			return -1;
 	}
 	return drain_sends(c);
+}
+
+/* bw_phase() of @warmup, then of @msgs, timed: that time in @ns. */
+static int bw_timed(struct conn *c, uint64_t warmup, uint64_t msgs,
+		    enum ibv_wr_opcode op, uint64_t *credits, uint64_t *ns)
+{
+	uint64_t t0;
+
+	if (bw_phase(c, warmup, op, credits))
+		return -1;
+	t0 = now_ns();
+	if (bw_phase(c, msgs, op, credits))
+		return -1;
+	*ns = now_ns() - t0;
+	return 0;
+}
+
+/* A "@what_WRITE_SIZE_mbs MB/s" line: @msgs of WRITE_SIZE bytes in @ns. */
+static void print_mbs(const char *what, uint64_t msgs, uint64_t ns)
+{
+	printf("%s_%u_mbs %.1f\n", what, WRITE_SIZE,
+	       msgs * (double)WRITE_SIZE * 1e3 / (double)ns);
+	fflush(stdout);
 }
 
 /*
@@ -2162,7 +2254,7 @@ static int run_write(struct conn *c, const struct opts *o)
 		.list = 1,
 		.count = o->write_warmup + o->write_msgs,
 	};
-	uint64_t t0, t1;
+	uint64_t ns;
 	int ret = -1;
 
 	if (client_connect(c, o, &rq))
@@ -2171,58 +2263,15 @@ static int run_write(struct conn *c, const struct opts *o)
 		fprintf(stderr, "rcbench: server's buffer is too small\n");
 		goto out;
 	}
-	if (write_phase(c, o->write_warmup))
+	if (bw_timed(c, o->write_warmup, o->write_msgs, IBV_WR_RDMA_WRITE,
+		     NULL, &ns) ||
+	    write_verify(c))
 		goto out;
-	t0 = now_ns();
-	if (write_phase(c, o->write_msgs))
-		goto out;
-	t1 = now_ns();
-	if (write_verify(c))
-		goto out;
-	printf("write_%u_mbs %.1f\n", WRITE_SIZE,
-	       o->write_msgs * (double)WRITE_SIZE * 1e3 / (double)(t1 - t0));
-	fflush(stdout);
+	print_mbs("write", o->write_msgs, ns);
 	ret = 0;
 out:
 	client_close(c);
 	return ret;
-}
-
-/*
- * @n SENDs of WRITE_SIZE bytes, WRITE_DEPTH in flight as long as the
- * server's credits allow, and wait until all completed.
- */
-static int sendbw_phase(struct conn *c, uint64_t n, uint64_t *credits)
-{
-	uint64_t sent = 0, room;
-	int k;
-
-	while (sent < n) {
-		room = WRITE_DEPTH - (c->posted - c->done);
-		if (room > *credits)
-			room = *credits;
-		if (!room) {
-			if (!*credits) {
-				if (take_credits(c, credits, true) < 0)
-					return -1;
-			} else if (reap_sends(c, true)) {
-				return -1;
-			}
-			continue;
-		}
-		k = n - sent < room ? n - sent : room;
-		if (k > MAX_LIST)
-			k = MAX_LIST;
-		if (post_sends(c, k, IBV_WR_SEND, WRITE_SIZE, 1,
-			       sent + k == n))
-			return -1;
-		sent += k;
-		*credits -= k;
-		if (take_credits(c, credits, false) < 0 ||
-		    reap_sends(c, false))
-			return -1;
-	}
-	return drain_sends(c);
 }
 
 /*
@@ -2241,26 +2290,29 @@ static int run_sendbw(struct conn *c, const struct opts *o)
 		.list = 1,
 		.count = o->sendbw_warmup + o->sendbw_msgs,
 	};
-	uint64_t credits, t0, t1;
+	uint64_t credits, ns;
 	int ret = -1;
 
 	if (client_connect(c, o, &rq))
 		return -1;
 	fill_pattern(c->wbuf, WRITE_SIZE, SENDBW_SEED);
 	credits = c->peer.credits;
-	if (sendbw_phase(c, o->sendbw_warmup, &credits))
+	if (bw_timed(c, o->sendbw_warmup, o->sendbw_msgs, IBV_WR_SEND,
+		     &credits, &ns))
 		goto out;
-	t0 = now_ns();
-	if (sendbw_phase(c, o->sendbw_msgs, &credits))
-		goto out;
-	t1 = now_ns();
-	printf("send_%u_mbs %.1f\n", WRITE_SIZE,
-	       o->sendbw_msgs * (double)WRITE_SIZE * 1e3 / (double)(t1 - t0));
-	fflush(stdout);
+	print_mbs("send", o->sendbw_msgs, ns);
 	ret = 0;
 out:
 	client_close(c);
 	return ret;
+}
+
+/* A "# @a A @b B" line: two of the counts a run used. */
+static void print_counts(const char *a, uint64_t va, const char *b,
+			 uint64_t vb)
+{
+	printf("# %s %llu %s %llu\n", a, (unsigned long long)va, b,
+	       (unsigned long long)vb);
 }
 
 static int client(const struct opts *o)
@@ -2270,23 +2322,15 @@ static int client(const struct opts *o)
 	uint64_t t = now_ns();
 	int ret = -1;
 
-	c.ch = rdma_create_event_channel();
-	if (!c.ch) {
-		perror("rcbench: rdma_create_event_channel");
+	c.ch = new_channel();
+	if (!c.ch)
 		return -1;
-	}
-	printf("# lat_iters %llu lat_warmup %llu\n",
-	       (unsigned long long)o->lat_iters,
-	       (unsigned long long)o->lat_warmup);
-	printf("# rate_msgs %llu rate_warmup %llu\n",
-	       (unsigned long long)o->rate_msgs,
-	       (unsigned long long)o->rate_warmup);
-	printf("# write_msgs %llu write_warmup %llu\n",
-	       (unsigned long long)o->write_msgs,
-	       (unsigned long long)o->write_warmup);
-	printf("# sendbw_msgs %llu sendbw_warmup %llu\n",
-	       (unsigned long long)o->sendbw_msgs,
-	       (unsigned long long)o->sendbw_warmup);
+	print_counts("lat_iters", o->lat_iters, "lat_warmup", o->lat_warmup);
+	print_counts("rate_msgs", o->rate_msgs, "rate_warmup", o->rate_warmup);
+	print_counts("write_msgs", o->write_msgs,
+		     "write_warmup", o->write_warmup);
+	print_counts("sendbw_msgs", o->sendbw_msgs,
+		     "sendbw_warmup", o->sendbw_warmup);
 	fflush(stdout);
 	if (run_lat(&c, o, LAT_SMALL) ||
 	    run_lat(&c, o, LAT_LARGE) ||
@@ -2425,6 +2469,16 @@ int main(int argc, char **argv)
 		.write_msgs = 300, .write_warmup = 30,
 		.sendbw_msgs = 300, .sendbw_warmup = 30,
 	};
+	/* The counts, O_LAT_ITERS to O_SENDBW_WARMUP: where, and the least. */
+	const struct {
+		uint64_t *v;
+		uint64_t min;
+	} cnt[] = {
+		{ &o.lat_iters, 1 }, { &o.lat_warmup, 0 },
+		{ &o.rate_msgs, 1 }, { &o.rate_warmup, 0 },
+		{ &o.write_msgs, 1 }, { &o.write_warmup, 0 },
+		{ &o.sendbw_msgs, 1 }, { &o.sendbw_warmup, 0 },
+	};
 	uint64_t v;
 	int opt, bad = 0;
 
@@ -2447,29 +2501,9 @@ int main(int argc, char **argv)
 			bad |= parse_u64(optarg, 1, &v) || v > 3600;
 			o.connect_timeout = v;
 			break;
-		case O_LAT_ITERS:
-			bad |= parse_u64(optarg, 1, &o.lat_iters);
-			break;
-		case O_LAT_WARMUP:
-			bad |= parse_u64(optarg, 0, &o.lat_warmup);
-			break;
-		case O_RATE_MSGS:
-			bad |= parse_u64(optarg, 1, &o.rate_msgs);
-			break;
-		case O_RATE_WARMUP:
-			bad |= parse_u64(optarg, 0, &o.rate_warmup);
-			break;
-		case O_WRITE_MSGS:
-			bad |= parse_u64(optarg, 1, &o.write_msgs);
-			break;
-		case O_WRITE_WARMUP:
-			bad |= parse_u64(optarg, 0, &o.write_warmup);
-			break;
-		case O_SENDBW_MSGS:
-			bad |= parse_u64(optarg, 1, &o.sendbw_msgs);
-			break;
-		case O_SENDBW_WARMUP:
-			bad |= parse_u64(optarg, 0, &o.sendbw_warmup);
+		case O_LAT_ITERS ... O_SENDBW_WARMUP:
+			bad |= parse_u64(optarg, cnt[opt - O_LAT_ITERS].min,
+					 cnt[opt - O_LAT_ITERS].v);
 			break;
 		case O_SCALE:
 			o.scale = optarg;
