@@ -22,21 +22,10 @@ KQP_VM_DIR=$name-perftest "$repo/tools/testing/vm/run.sh" \
 	--script "$here/guest-perftest.sh" "$name"
 rc=$?
 
-awk '
+# median() from median.awk, then the table.
+awk "$(cat "$here/median.awk")"'
 FNR == 1 { v = FILENAME; sub(/.*\/perftest-/, "", v); sub(/-[0-9]+\.txt$/, "", v) }
 NF == 2 { n[v, $1]++; val[v, $1, n[v, $1]] = $2; keys[$1] = 1 }
-function median(v, k,    m, i, j, t, a) {
-	m = n[v, k]
-	if (!m)
-		return ""
-	for (i = 1; i <= m; i++)
-		a[i] = val[v, k, i]
-	for (i = 2; i <= m; i++)
-		for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) {
-			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
-		}
-	return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-}
 function row(k, label, better,    s, q) {
 	s = median("rdmacm", k); q = median("kqp", k)
 	printf "%-36s %10s %10s %8s   %s\n", label, s == "" ? "-" : s,

@@ -22,11 +22,13 @@
 # indexed by round number, 1 first.
 set -uo pipefail
 
+here=$(cd "$(dirname "$0")" && pwd)
 dir=${1:?usage: table.sh DIR [JSON]}
 json=${2:-$dir/bench.json}
 shopt -s nullglob
 
-awk -v json="$json" '
+# median() from median.awk, then the table.
+awk -v json="$json" "$(cat "$here/median.awk")"'
 FNR == 1 {
 	v = FILENAME
 	sub(/.*\/bench-/, "", v)
@@ -45,19 +47,6 @@ FNR == 1 {
 }
 /^#/ || NF != 2 { next }
 { n[v, $1]++; val[v, $1, n[v, $1]] = $2; byround[v, $1, r] = $2 }
-
-function median(v, k,    m, i, j, t, a) {
-	m = n[v, k]
-	if (!m)
-		return ""
-	for (i = 1; i <= m; i++)
-		a[i] = val[v, k, i]
-	for (i = 2; i <= m; i++)
-		for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) {
-			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
-		}
-	return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-}
 
 function ratio(q, s) {
 	return (s != "" && q != "" && s + 0 > 0) ? sprintf("%.2f", q / s) : ""
