@@ -1368,7 +1368,13 @@ long kqp_build_recv(struct kqp_pd *pd, u32 max_sge, const void *p,
 	const struct kqp_recv_wr *hdr = p;
 	int ret;
 
-	if (len < sizeof(*hdr) || hdr->__reserved || hdr->num_sge > max_sge ||
+	/* Nothing of the request is read before it is known to be there. */
+	if (len < sizeof(*hdr))
+		return -EINVAL;
+	/* As for sends and every other reserved field: the uapi's contract. */
+	if (hdr->__reserved)
+		return -EOPNOTSUPP;
+	if (hdr->num_sge > max_sge ||
 	    len - sizeof(*hdr) < hdr->num_sge * sizeof(struct kqp_sge))
 		return -EINVAL;
 	memset(wr, 0, sizeof(*wr));

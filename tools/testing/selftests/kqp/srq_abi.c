@@ -308,8 +308,8 @@ TEST_F(s, post_checks)
 	EXPECT_EQ(EINVAL, kq_post(self->fd, KQP_IOCTL_POST_SRQ_RECV, self->srq,
 				  &rl, 1, &posted));
 	one(&rl, 0, b, 64, self->lkey);
-	rl.r[0].wr.__reserved = 1;
-	EXPECT_EQ(EINVAL, kq_post(self->fd, KQP_IOCTL_POST_SRQ_RECV, self->srq,
+	rl.r[0].wr.__reserved = 1;			/* the uapi's rule */
+	EXPECT_EQ(EOPNOTSUPP, kq_post(self->fd, KQP_IOCTL_POST_SRQ_RECV, self->srq,
 				  &rl, 1, &posted));
 	one(&rl, 0, b, 64, self->lkey);
 	rl.r[0].wr.num_sge = 1000;			/* far past max_sge */
