@@ -783,13 +783,18 @@ static void *ring_loop(void *arg)
 			{ .qp = r->p->b.c.out_qp, .flags = KQP_DB_RECV },
 			{ .qp = r->p->a.c.out_qp, .flags = KQP_DB_SEND },
 		};
-		int was = r->destroying;
 		int ret = rt_doorbell(r->p->fd, e, 2, NULL);
 
 		r->rings++;
 		if (ret || e[0].out_errno || e[1].out_errno) {
-			/* Before the destroy began, nothing may fail. */
-			if (!was)
+			/*
+			 * Before the destroy began, nothing may fail.  Read
+			 * after the doorbell: one that began before the flag
+			 * was set may still meet the destroy (ENOENT), but a
+			 * doorbell that met it sees the flag set, as the
+			 * flag's store comes before the destroy's ioctl.
+			 */
+			if (!__atomic_load_n(&r->destroying, __ATOMIC_SEQ_CST))
 				r->bad_before++;
 			r->bad++;
 			r->last_bad = ret ? ret : e[0].out_errno ?
