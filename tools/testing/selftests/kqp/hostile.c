@@ -25,6 +25,7 @@
 #include "kselftest_harness.h"
 #include "qp_test.h"
 #include "params.h"
+#include "nobody.h"
 
 /* enum ibv_wr_opcode and ibv_send_flags as the kernel reads them. */
 #define WR_RDMA_WRITE		IBV_WR_RDMA_WRITE
@@ -32,19 +33,7 @@
 #define WR_RDMA_READ		IBV_WR_RDMA_READ
 #define WR_FETCH_ADD		IBV_WR_ATOMIC_FETCH_AND_ADD
 
-#define NOBODY			65534
 #define MSG			64
-
-static void become_nobody(struct __test_metadata *_metadata)
-{
-	if (geteuid() == 0) {
-		ASSERT_EQ(0, setgroups(0, NULL));
-		ASSERT_EQ(0, setgid(NOBODY));
-		ASSERT_EQ(0, setuid(NOBODY));
-	}
-	/* Everything below would prove nothing with privileges. */
-	ASSERT_NE(0, geteuid());
-}
 
 /* One send request and room for its SGEs or inline bytes. */
 struct raw_send {
@@ -96,13 +85,6 @@ static int raw_recv_one(int fd, uint32_t qp, uint64_t addr, uint32_t len,
 
 	return raw_post(fd, KQP_IOCTL_POST_RECV, qp, &r,
 			sizeof(r.wr) + sizeof(r.sge[0]), 1, NULL);
-}
-
-static int ctx_info(int fd, struct kqp_ctx_info *info)
-{
-	memset(info, 0, sizeof(*info));
-	info->size = sizeof(*info);
-	return kqp_test_ioctl(fd, KQP_IOCTL_CTX_INFO, info);
 }
 
 /*
@@ -701,12 +683,12 @@ TEST(memlock_limit)
 	ASSERT_LT(0, n);
 	pd = ibv_alloc_pd(ctxs[0]);
 	ASSERT_NE(NULL, pd);
-	ASSERT_EQ(0, ctx_info(ctxs[0]->cmd_fd, &before));
+	ASSERT_EQ(0, kqp_test_ctx_info(ctxs[0]->cmd_fd, &before));
 
 	errno = 0;
 	EXPECT_EQ(NULL, ibv_reg_mr(pd, mem, big, IBV_ACCESS_LOCAL_WRITE));
 	EXPECT_EQ(ENOMEM, errno);
-	ASSERT_EQ(0, ctx_info(ctxs[0]->cmd_fd, &after));
+	ASSERT_EQ(0, kqp_test_ctx_info(ctxs[0]->cmd_fd, &after));
 	EXPECT_EQ(before.out_mrs, after.out_mrs);
 	EXPECT_EQ(before.out_mr_bytes, after.out_mr_bytes);
 	EXPECT_EQ(before.out_objects, after.out_objects);
@@ -714,7 +696,7 @@ TEST(memlock_limit)
 	/* Within the limit it works: the refusal was the limit. */
 	mr = ibv_reg_mr(pd, mem, small, IBV_ACCESS_LOCAL_WRITE);
 	ASSERT_NE(NULL, mr);
-	ASSERT_EQ(0, ctx_info(ctxs[0]->cmd_fd, &after));
+	ASSERT_EQ(0, kqp_test_ctx_info(ctxs[0]->cmd_fd, &after));
 	EXPECT_EQ(before.out_mrs + 1, after.out_mrs);
 	EXPECT_EQ(before.out_mr_bytes + small, after.out_mr_bytes);
 	EXPECT_EQ(0, ibv_dereg_mr(mr));
@@ -764,7 +746,7 @@ TEST_F(limits, max_objects)
 		pds[i] = a.out_pd;
 	}
 	EXPECT_EQ(EMFILE, kqp_test_ioctl(self->fd, KQP_IOCTL_ALLOC_PD, &a));
-	ASSERT_EQ(0, ctx_info(self->fd, &info));
+	ASSERT_EQ(0, kqp_test_ctx_info(self->fd, &info));
 	EXPECT_EQ(10, info.out_objects);
 	EXPECT_EQ(10, info.out_pds);
 
@@ -778,7 +760,7 @@ TEST_F(limits, max_objects)
 		EXPECT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_DEALLOC_PD,
 					    &d));
 	}
-	ASSERT_EQ(0, ctx_info(self->fd, &info));
+	ASSERT_EQ(0, kqp_test_ctx_info(self->fd, &info));
 	EXPECT_EQ(0, info.out_objects);
 }
 
@@ -805,7 +787,7 @@ TEST_F(limits, max_mr_bytes)
 	EXPECT_EQ(ENOMEM, kqp_test_ioctl(self->fd, KQP_IOCTL_REG_MR, &r));
 	r.length = 1 << 20;
 	ASSERT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_REG_MR, &r));
-	ASSERT_EQ(0, ctx_info(self->fd, &info));
+	ASSERT_EQ(0, kqp_test_ctx_info(self->fd, &info));
 	EXPECT_EQ(1 << 20, info.out_mr_bytes);
 	/* Even one byte more is a page more. */
 	r.addr = r.iova = (uintptr_t)mem + (1 << 20);
@@ -814,7 +796,7 @@ TEST_F(limits, max_mr_bytes)
 
 	d.mr = r.out_mr;
 	EXPECT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_DEREG_MR, &d));
-	ASSERT_EQ(0, ctx_info(self->fd, &info));
+	ASSERT_EQ(0, kqp_test_ctx_info(self->fd, &info));
 	EXPECT_EQ(0, info.out_mr_bytes);
 	EXPECT_EQ(0, info.out_mrs);
 	free(mem);

@@ -48,8 +48,8 @@ static inline int kqp_test_ioctl(int fd, unsigned long req, void *arg)
 	return ioctl(fd, req, arg) ? errno : 0;
 }
 
-/* The index kqp gives the bench's rxe device, or KQP_NO_DEVICE. */
-static inline uint32_t kqp_test_rxe_index(int fd)
+/* The index kqp gives the RDMA device called @name, or KQP_NO_DEVICE. */
+static inline uint32_t kqp_test_dev_index(int fd, const char *name)
 {
 	struct kqp_device_info devs[8];
 	struct kqp_query q = {
@@ -61,9 +61,23 @@ static inline uint32_t kqp_test_rxe_index(int fd)
 	if (kqp_test_ioctl(fd, KQP_IOCTL_QUERY, &q))
 		return KQP_NO_DEVICE;
 	for (i = 0; i < q.num_devices && i < 8; i++)
-		if (!strcmp(devs[i].name, kqp_test_rdma_dev()))
+		if (!strcmp(devs[i].name, name))
 			return devs[i].index;
 	return KQP_NO_DEVICE;
+}
+
+/* The index kqp gives the bench's rxe device, or KQP_NO_DEVICE. */
+static inline uint32_t kqp_test_rxe_index(int fd)
+{
+	return kqp_test_dev_index(fd, kqp_test_rdma_dev());
+}
+
+/* KQP_IOCTL_CTX_INFO on @fd's table into @info; 0 or an errno. */
+static inline int kqp_test_ctx_info(int fd, struct kqp_ctx_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->size = sizeof(*info);
+	return kqp_test_ioctl(fd, KQP_IOCTL_CTX_INFO, info);
 }
 
 /*

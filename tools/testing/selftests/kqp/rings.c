@@ -15,13 +15,6 @@
 #include "kselftest_harness.h"
 #include "rings_test.h"
 
-static int ctx_info(int fd, struct kqp_ctx_info *info)
-{
-	memset(info, 0, sizeof(*info));
-	info->size = sizeof(*info);
-	return kqp_test_ioctl(fd, KQP_IOCTL_CTX_INFO, info);
-}
-
 /* A file with a PD and a CQ, for QPs that stay in RESET. */
 FIXTURE(v) {
 	int fd;
@@ -67,7 +60,7 @@ TEST_F(v, flag_needs_size)
 	v_req(self, &c);
 	c.size = offsetofend(struct kqp_create_qp, out_rings) - 4;
 	EXPECT_EQ(EINVAL, kqp_test_ioctl(self->fd, KQP_IOCTL_CREATE_QP, &c));
-	ASSERT_EQ(0, ctx_info(self->fd, &info));
+	ASSERT_EQ(0, kqp_test_ctx_info(self->fd, &info));
 	EXPECT_EQ(0, info.out_qps);
 
 	/* The short size is fine without the flag: it was the flag. */
@@ -78,7 +71,7 @@ TEST_F(v, flag_needs_size)
 	/* And with the whole size, the flag works. */
 	v_req(self, &c);
 	ASSERT_EQ(0, rt_qp_make(self->fd, &c, &q));
-	ASSERT_EQ(0, ctx_info(self->fd, &info));
+	ASSERT_EQ(0, kqp_test_ctx_info(self->fd, &info));
 	EXPECT_EQ(2, info.out_qps);
 	/* An unknown flag beside it is still EOPNOTSUPP. */
 	v_req(self, &c);
@@ -1087,23 +1080,6 @@ static int dev2_del(void)
 	return kqp_test_sh("rdma link delete %s 2>/dev/null", dev2);
 }
 
-static uint32_t dev2_index(int fd)
-{
-	struct kqp_device_info devs[8];
-	struct kqp_query q = {
-		.size = sizeof(q), .num_devices = 8,
-		.device_info_size = sizeof(devs[0]), .devices = (uintptr_t)devs,
-	};
-	uint32_t i;
-
-	if (kqp_test_ioctl(fd, KQP_IOCTL_QUERY, &q))
-		return KQP_NO_DEVICE;
-	for (i = 0; i < q.num_devices && i < 8; i++)
-		if (!strcmp(devs[i].name, dev2))
-			return devs[i].index;
-	return KQP_NO_DEVICE;
-}
-
 struct db_loop {
 	int fd;
 	uint32_t qp;
@@ -1174,7 +1150,7 @@ TEST_F_TIMEOUT(gone, device_removed_under_rings, 120)
 	ASSERT_EQ(0, dev2_add());
 	fd = open(KQP_DEV, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	for (i = 0; i < 100 && (dev = dev2_index(fd)) == KQP_NO_DEVICE; i++)
+	for (i = 0; i < 100 && (dev = kqp_test_dev_index(fd, dev2)) == KQP_NO_DEVICE; i++)
 		usleep(50000);
 	ASSERT_NE(KQP_NO_DEVICE, dev);
 	ASSERT_EQ(0, rt_pd(fd, dev, &pd));

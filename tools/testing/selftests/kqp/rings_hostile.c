@@ -21,20 +21,9 @@
 #include "kselftest_harness.h"
 #include "qp_test.h"
 #include "rings_test.h"
+#include "nobody.h"
 
-#define NOBODY	65534
 #define MSG	64
-
-static void become_nobody(struct __test_metadata *_metadata)
-{
-	if (geteuid() == 0) {
-		ASSERT_EQ(0, setgroups(0, NULL));
-		ASSERT_EQ(0, setgid(NOBODY));
-		ASSERT_EQ(0, setuid(NOBODY));
-	}
-	/* Everything below would prove nothing with privileges. */
-	ASSERT_NE(0, geteuid());
-}
 
 /* The errnos a drain may give for an entry (kqp-abi.h). */
 static bool documented(int e)

@@ -181,13 +181,6 @@ static int raw_connect(int fd, uint16_t port, uint32_t *id)
 	return kqp_test_ioctl(fd, KQP_IOCTL_CONNECT, &c);
 }
 
-static int ctx_info(int fd, struct kqp_ctx_info *info)
-{
-	memset(info, 0, sizeof(*info));
-	info->size = sizeof(*info);
-	return kqp_test_ioctl(fd, KQP_IOCTL_CTX_INFO, info);
-}
-
 /* Tests that need more than the harness's default 30 s under TCG. */
 FIXTURE(slow) {
 	int unused;
@@ -379,7 +372,7 @@ TEST_F_TIMEOUT(slow, unreported_child_unnamed, 120)
 	ASSERT_LE(0, cli);
 	ASSERT_LE(0, other);
 	/* A table for @other, so the migration would cross tables. */
-	ASSERT_EQ(0, ctx_info(other, &info));
+	ASSERT_EQ(0, kqp_test_ctx_info(other, &info));
 	ASSERT_EQ(0, raw_id(srv, KQP_PS_TCP, KQP_QPT_RC, &lid));
 	ASSERT_EQ(0, raw_bind(srv, lid, port));
 	ASSERT_EQ(0, raw_listen(srv, lid, 4));
@@ -387,7 +380,7 @@ TEST_F_TIMEOUT(slow, unreported_child_unnamed, 120)
 
 	pfd = (struct pollfd){ .fd = srv, .events = POLLIN };
 	ASSERT_EQ(1, poll(&pfd, 1, CM_TIMEOUT_MS));
-	ASSERT_EQ(0, ctx_info(srv, &info));
+	ASSERT_EQ(0, kqp_test_ctx_info(srv, &info));
 	ASSERT_EQ(2, info.out_cm_ids);
 
 	/* Every handle the new id could have. */
@@ -859,7 +852,7 @@ TEST_F_TIMEOUT(slow, fork_child_cannot_use_parent, 120)
 			bad |= 2;
 		if (raw_id(fd, KQP_PS_TCP, KQP_QPT_RC, &id) != EPERM)
 			bad |= 4;
-		if (ctx_info(fd, &info) != EPERM)
+		if (kqp_test_ctx_info(fd, &info) != EPERM)
 			bad |= 8;
 		if (mmap(NULL, c.out_ring.mmap_size, PROT_READ, MAP_SHARED,
 			 fd, c.out_ring.mmap_offset) != MAP_FAILED ||
@@ -1012,7 +1005,7 @@ TEST_F_TIMEOUT(slow, get_event_copy_stall, 120)
 
 	ASSERT_EQ(0, raw_connect(cli, port, &cid));
 	for (i = 0; i < 100; i++) {
-		ASSERT_EQ(0, ctx_info(srv, &info));
+		ASSERT_EQ(0, kqp_test_ctx_info(srv, &info));
 		if (info.out_cm_ids == 3)
 			break;
 		usleep(100000);

@@ -465,24 +465,6 @@ TEST_F_TIMEOUT(s, close_races_post, 60)
 	}
 }
 
-/* The index of the RDMA device called @name, or KQP_NO_DEVICE. */
-static uint32_t dev_named(int fd, const char *name)
-{
-	struct kqp_device_info devs[8];
-	struct kqp_query q = {
-		.size = sizeof(q), .num_devices = 8,
-		.device_info_size = sizeof(devs[0]), .devices = (uintptr_t)devs,
-	};
-	uint32_t i;
-
-	if (kqp_test_ioctl(fd, KQP_IOCTL_QUERY, &q))
-		return KQP_NO_DEVICE;
-	for (i = 0; i < q.num_devices && i < 8; i++)
-		if (!strcmp(devs[i].name, name))
-			return devs[i].index;
-	return KQP_NO_DEVICE;
-}
-
 /*
  * A second rxe device: a QP cannot take an SRQ of another device
  * (EINVAL).  Then the device goes while an SRQ with receives posted and a
@@ -507,7 +489,7 @@ TEST_F_TIMEOUT(s, other_device_and_removal, 90)
 
 	ASSERT_EQ(0, kqp_test_sh("rdma link add kqpsrq type rxe netdev %s",
 				 netdev));
-	dev2 = dev_named(self->fd, "kqpsrq");
+	dev2 = kqp_test_dev_index(self->fd, "kqpsrq");
 	ASSERT_NE(KQP_NO_DEVICE, dev2);
 	ASSERT_EQ(0, kq_pd(self->fd, dev2, &pd2));
 	ASSERT_EQ(0, kq_srq(self->fd, pd2, 8, 1, &srq2));
