@@ -128,6 +128,10 @@ failures() {
 			sed "s|^|$label: ${f#"$dir"/}: |"
 		"$vm/tapsum.sh" "$f" 2>&1 > /dev/null | sed "s|^|$label: |"
 	done
+	# The first kernel splat of each guest (run.sh keeps it).
+	for f in "$dir"/splat "$dir"/[ab]/splat; do
+		sed "s|^|$label: ${f#"$dir"/}: |" "$f"
+	done
 	shopt -u nullglob
 }
 

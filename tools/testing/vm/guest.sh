@@ -122,11 +122,32 @@ load_kqp() {
 run_test() {
 	local idx=$1 prog=$2
 	shift 2
-	local tap
+	local tap pid dog rc stuck
 	tap=$TAP/$(printf '%02d' "$idx")-$prog.tap
 	echo "bench: running $prog $*"
-	timeout -k 10 "$TEST_TIMEOUT" "$TESTS/$prog" "$@" > "$tap" 2>&1
-	echo $? > "${tap%.tap}.rc"
+	timeout -k 10 "$TEST_TIMEOUT" "$TESTS/$prog" "$@" > "$tap" 2>&1 &
+	pid=$!
+	# A program stuck in the kernel outlives timeout's SIGKILL, and would
+	# hold the guest until run.sh kills it, with nothing said of where.
+	# A minute after the timeout, show the blocked tasks (a splat in the
+	# guest's log) and go on without it.
+	stuck=0
+	trap 'stuck=1' USR1
+	( sleep $((TEST_TIMEOUT + 60)) && kill -USR1 $$ ) 2> /dev/null &
+	dog=$!
+	wait "$pid"
+	rc=$?
+	if [ $stuck -eq 1 ]; then
+		echo "bench: $prog is stuck in the kernel; blocked tasks:"
+		echo w > /proc/sysrq-trigger
+		echo "not ok 999 $prog stuck in the kernel past its timeout" >> "$tap"
+		rc=125
+	else
+		pkill -P "$dog" sleep
+		wait "$dog" 2> /dev/null
+	fi
+	trap - USR1
+	echo $rc > "${tap%.tap}.rc"
 	cat "$tap"
 }
 

@@ -299,11 +299,15 @@ judge() {
 	     END { if (n) printf "%d allocation failure reports left out\n", n > "/dev/stderr" }' \
 		"$log" > "$dir/dmesg.checked"
 	log=$dir/dmesg.checked
+	rm -f "$dir/splat"
 	rc=0
 	if grep -Eq "$splats" "$log"; then
 		rc=1
 		echo "$name: kernel splat in the $who:"
 		grep -E -B 5 -A 30 "$splats" "$log" | head -n 200
+		# The first one again, for check.sh's summary (CI keeps
+		# only the end of the output).
+		grep -E -m 1 -A 24 "$splats" "$log" > "$dir/splat"
 	fi
 	host_check $rc "no kernel splat in the $who's dmesg"
 
