@@ -21,7 +21,8 @@
 # runs alone, within SCALE_BUDGET seconds (rcbench skips or stops an N
 # that does not fit, and says so).  Its results go to a file of their
 # own, $KQP_OUT/bench-scale-VARIANT-ROUND.txt, or .failed, so a scale
-# failure loses none of the other results.
+# failure loses none of the other results.  Then rdma-core's cmtime
+# runs in the same variant (run_cmtime()).
 # $KQP_REPO/build/bench/args, written by tools/bench/bench.sh on the host,
 # holds BENCH_ROUNDS, SCALE_BUDGET and the client's extra options.
 set -u
@@ -43,6 +44,9 @@ SCALE=10,1000
 IDS=100,10000
 SCALE_BUDGET=120
 SCALE_GRACE=120
+# rdma-core's cmtime: connections per run, 0 for none (the issue's
+# connection-setup rows are for 200).
+CMTIME_CONNS=200
 
 args=
 BENCH_ROUNDS=3
@@ -154,6 +158,61 @@ run_scale() {
 	mv "$res.tmp" "$res.txt"
 }
 
+# run_cmtime VARIANT ROUND PORT: rdma-core's cmtime, unchanged, with
+# CMTIME_CONNS connections, server and client in the same variant (stock,
+# or LD_PRELOAD=libkqp.so, with KQP_RINGS=0 for kqp-ioctl).  From the
+# client's table, the "us / conn" column of its create qp and connect
+# steps goes to $KQP_OUT/bench-cmtime-VARIANT-ROUND.txt (or .failed).
+run_cmtime() {
+	local variant=$1 round=$2 port=$3
+	local res=$KQP_OUT/bench-cmtime-$variant-$round
+	local spid crc t=0
+	local -a pre=()
+
+	case $variant in
+	kqp) pre=(env LD_PRELOAD="$KQP_REPO/lib/libkqp.so") ;;
+	kqp-ioctl) pre=(env KQP_RINGS=0 LD_PRELOAD="$KQP_REPO/lib/libkqp.so") ;;
+	esac
+	echo "bench: $variant, round $round: cmtime -c $CMTIME_CONNS"
+	rm -f "$res.txt" "$res.failed"
+	# The server never exits by itself; it is stopped below.
+	"${pre[@]}" timeout -k 5 "$RUN_TIMEOUT" cmtime -c "$CMTIME_CONNS" \
+		-p "$port" > "$res.server" 2>&1 &
+	spid=$!
+	until rdma res show cm_id 2>/dev/null |
+	      grep -q "state LISTEN .*src-addr [^ ]*:$port "; do
+		if ! kill -0 "$spid" 2>/dev/null || [ $t -ge $LISTEN_WAIT ]; then
+			echo "bench: $variant, round $round: cmtime's server did not listen"
+			cat "$res.server"
+			kill "$spid" 2>/dev/null
+			wait "$spid"
+			mv "$res.server" "$res.failed"
+			return 1
+		fi
+		sleep 0.1
+		t=$((t + 1))
+	done
+	"${pre[@]}" timeout -k 5 "$RUN_TIMEOUT" cmtime -c "$CMTIME_CONNS" \
+		-p "$port" -s "$addr" > "$res.client" 2>&1
+	crc=$?
+	kill "$spid" 2>/dev/null
+	wait "$spid"
+	cat "$res.client"
+	# "create qp    :   total ms   max ms   min us   us / conn"
+	awk -F: '$1 ~ /^create qp *$/ { n = split($2, a, " "); print "cmtime_create_qp_us", a[n] }
+		 $1 ~ /^connect *$/ { n = split($2, a, " "); print "cmtime_connect_us", a[n] }' \
+		"$res.client" > "$res.tmp"
+	if [ $crc -ne 0 ] || [ "$(wc -l < "$res.tmp")" -ne 2 ]; then
+		echo "bench: $variant, round $round: cmtime FAILED ($crc)"
+		cat "$res.server" >> "$res.client"
+		mv "$res.client" "$res.failed"
+		rm -f "$res.tmp" "$res.server"
+		return 1
+	fi
+	mv "$res.tmp" "$res.txt"
+	rm -f "$res.client" "$res.server"
+}
+
 # kqp's completion path, from the kernel CQ's callback to the ring.
 kqp_cq_stats() {
 	local f=/sys/kernel/debug/kqp/completions
@@ -192,6 +251,9 @@ for round in $(seq 1 "$BENCH_ROUNDS"); do
 		if [ "$SCALE_BUDGET" -gt 0 ]; then
 			run_scale "$variant" "$round" $((port + 1)) \
 				"${cmd[@]}" || fail=1
+		fi
+		if [ "$CMTIME_CONNS" -gt 0 ]; then
+			run_cmtime "$variant" "$round" $((port + 5)) || fail=1
 		fi
 		port=$((port + 10))
 	done

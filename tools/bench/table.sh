@@ -2,17 +2,19 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
 # table.sh DIR [JSON]: the table of make bench, from the rcbench results
-# in DIR (bench-VARIANT-ROUND.txt and the scale runs'
-# bench-scale-VARIANT-ROUND.txt, "key value" lines), printed on stdout;
+# in DIR (bench-VARIANT-ROUND.txt, the scale runs'
+# bench-scale-VARIANT-ROUND.txt and cmtime's bench-cmtime-VARIANT-ROUND.txt,
+# "key value" lines), printed on stdout;
 # the same rows go to JSON (default DIR/bench.json).  With several
 # rounds, each cell is the median over them.  Exits non-zero when a
-# result is missing or a run failed (bench-VARIANT-ROUND.failed or
-# bench-scale-VARIANT-ROUND.failed); a scale row's cell may be missing,
+# result is missing or a run failed (bench-VARIANT-ROUND.failed,
+# bench-scale-VARIANT-ROUND.failed or bench-cmtime-VARIANT-ROUND.failed); a
+# scale or cmtime row's cell may be missing,
 # an N the scale run's time budget left out.
 #
 # The JSON: an object with "variants" (in column order), "rounds" (per
-# variant, how many result files), "scale_rounds" (the same for the scale
-# runs), "ratio" and "ratio_kqp_ioctl" (what
+# variant, how many result files), "scale_rounds" and "cmtime_rounds" (the
+# same for the scale and cmtime runs), "ratio" and "ratio_kqp_ioctl" (what
 # each ratio is of: "kqp / rdmacm", "kqp-ioctl / rdmacm") and "rows",
 # one per table row, each
 #   { "key", "label", "unit", "better": "lower" | "higher",
@@ -40,6 +42,8 @@ FNR == 1 {
 	# A scale run: its keys count for its variant, in its round.
 	if (sub(/^scale-/, "", v))
 		scalerounds[v]++
+	else if (sub(/^cmtime-/, "", v))
+		cmtimerounds[v]++
 	else
 		rounds[v]++
 	if (r > maxround)
@@ -141,6 +145,8 @@ END {
 	printf "above 1 means kqp is faster. Latency is one-way (half the round trip).\n"
 	printf "Scale: microseconds or bytes per QP, CQ or id; a 1000 / 10 row is the\n"
 	printf "cost at 1000 over that at 10 (1 is flat); - is what did not run.\n"
+	printf "cmtime: rdma-core cmtime unchanged, server and client in the variant\n"
+	printf "(LD_PRELOAD=libkqp.so for kqp), its client us / conn.\n"
 	printf "Rounds:"
 	for (i = 1; i <= nvar; i++)
 		printf "%s %s %d", (i > 1 ? "," : ""), head[i], rounds[var[i]]
@@ -148,6 +154,10 @@ END {
 	for (i = 1; i <= nvar; i++)
 		printf "%s %s %d", (i > 1 ? "," : ""), head[i],
 		       scalerounds[var[i]]
+	printf "; cmtime runs:"
+	for (i = 1; i <= nvar; i++)
+		printf "%s %s %d", (i > 1 ? "," : ""), head[i],
+		       cmtimerounds[var[i]]
 	printf ".\n\n"
 	printf "%-40s", "test"
 	for (i = 1; i <= nvar; i++)
@@ -168,6 +178,10 @@ END {
 	for (i = 1; i <= nvar; i++)
 		printf "%s %s: %d", (i > 1 ? "," : ""), jstr(var[i]),
 		       scalerounds[var[i]] > json
+	printf " },\n  \"cmtime_rounds\": {" > json
+	for (i = 1; i <= nvar; i++)
+		printf "%s %s: %d", (i > 1 ? "," : ""), jstr(var[i]),
+		       cmtimerounds[var[i]] > json
 	printf " },\n  \"ratio\": %s,\n", jstr(main " / " base) > json
 	for (i = 1; i <= nextra; i++)
 		printf "  %s: %s,\n", jstr(ratiokey(extra[i])),
@@ -183,6 +197,11 @@ END {
 	row("write_65536_mbs", "64 KB RDMA WRITE bandwidth", "MB/s", "higher")
 	row("send_65536_mbs", "64 KB SEND bandwidth", "MB/s", "higher")
 	row("rnr_rcvd_per_run", "RNR NAKs (rcvd) per run", "count", "lower")
+	# rdma-core cmtime, CMTIME_CONNS in guest-bench.sh.
+	row("cmtime_create_qp_us", "cmtime, 200 conns: create QP",
+	    "us/conn", "lower", 1)
+	row("cmtime_connect_us", "cmtime, 200 conns: connect",
+	    "us/conn", "lower", 1)
 	scale("create_qp", "create QP")
 	scale("connect", "connect")
 	scale("post", "post + completion")
