@@ -19,14 +19,22 @@ srcver=$(dpkg-query -W -f '${Version}' linux-source-6.12)
 key=$( (cat "$frag"; echo "$srcver") | sha256sum | cut -c1-12)
 dest=$cache/debug-6.12-$key
 
+log() { echo "build-debug-kernel: $*" >&2; }
+
+# One build at a time: make check starts one in the background, and the
+# debug guest's run.sh waits here for it instead of starting another.
+mkdir -p "$cache"
+exec 9> "$dest.lock"
+if ! flock -n 9; then
+	log "another build of $dest runs; waiting for it"
+	flock 9
+fi
+
 if [ -e "$dest/.kqp-done" ]; then
 	echo "$dest"
 	exit 0
 fi
 
-log() { echo "build-debug-kernel: $*" >&2; }
-
-mkdir -p "$cache"
 tmp=$dest.tmp
 rm -rf "$tmp"
 mkdir -p "$tmp"
