@@ -626,10 +626,7 @@ TEST_F(d, send_recv)
 	rt_a_sends(p, 100, 4, 100);
 	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
 	EXPECT_EQ(4, rt_head(rt_sq_hdr(&p->a)));
-	rt_expect_cqes(_metadata, &p->ascq, 100, 4, KQP_WC_OP_SEND, 0,
-		    p->a.c.out_qp_num);
-	rt_expect_cqes(_metadata, &p->brcq, 200, 4, KQP_WC_OP_RECV, 100,
-		    p->b.c.out_qp_num);
+	rt_expect_a_to_b(_metadata, p, 100, 200, 4, 100);
 	rt_expect_data(_metadata, p, 100, 4, 100);
 	/* Ringing again takes nothing more. */
 	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND | KQP_DB_RECV));
@@ -660,10 +657,7 @@ TEST_F(d, batch_of_16)
 		EXPECT_EQ(0, e.out_errno);
 	}
 	EXPECT_EQ(16, rt_head(rt_sq_hdr(&p->a)));
-	rt_expect_cqes(_metadata, &p->ascq, 2000, 16, KQP_WC_OP_SEND, 0,
-		    p->a.c.out_qp_num);
-	rt_expect_cqes(_metadata, &p->brcq, 1000, 16, KQP_WC_OP_RECV, 64,
-		    p->b.c.out_qp_num);
+	rt_expect_a_to_b(_metadata, p, 2000, 1000, 16, 64);
 	rt_expect_data(_metadata, p, 2000, 16, 64);
 }
 
@@ -694,10 +688,7 @@ TEST_F(d, one_doorbell_two_qps)
 	EXPECT_EQ(0, e[1].out_errno);
 	EXPECT_EQ(3, rt_head(rt_rq_hdr(&p->b)));
 	EXPECT_EQ(3, rt_head(rt_sq_hdr(&p->a)));
-	rt_expect_cqes(_metadata, &p->ascq, 400, 3, KQP_WC_OP_SEND, 0,
-		    p->a.c.out_qp_num);
-	rt_expect_cqes(_metadata, &p->brcq, 300, 3, KQP_WC_OP_RECV, 32,
-		    p->b.c.out_qp_num);
+	rt_expect_a_to_b(_metadata, p, 400, 300, 3, 32);
 
 	/* Back: a's receives and b's sends, and a third entry naming a. */
 	for (i = 0; i < 2; i++) {
@@ -752,10 +743,7 @@ TEST_F_TIMEOUT(d, wraps_around, 120)
 		ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
 		ASSERT_EQ(p->a.sq_tail, rt_head(rt_sq_hdr(&p->a)));
 		ASSERT_EQ(p->b.rq_tail, rt_head(rt_rq_hdr(&p->b)));
-		rt_expect_cqes(_metadata, &p->ascq, id, k, KQP_WC_OP_SEND, 0,
-			    p->a.c.out_qp_num);
-		rt_expect_cqes(_metadata, &p->brcq, 10000 + id, k, KQP_WC_OP_RECV,
-			    16 + round, p->b.c.out_qp_num);
+		rt_expect_a_to_b(_metadata, p, id, 10000 + id, k, 16 + round);
 		rt_expect_data(_metadata, p, id, k, 16 + round);
 		id += k;
 	}
@@ -849,10 +837,7 @@ TEST_F(d, legacy_post_beside_rings)
 	/* The rings did not move. */
 	EXPECT_EQ(0, rt_head(rt_rq_hdr(&p->b)));
 	EXPECT_EQ(0, rt_head(rt_sq_hdr(&p->a)));
-	rt_expect_cqes(_metadata, &p->ascq, 41, 1, KQP_WC_OP_SEND, 0,
-		    p->a.c.out_qp_num);
-	rt_expect_cqes(_metadata, &p->brcq, 31, 1, KQP_WC_OP_RECV, 20,
-		    p->b.c.out_qp_num);
+	rt_expect_a_to_b(_metadata, p, 41, 31, 1, 20);
 	rt_expect_data(_metadata, p, 41, 1, 20);
 
 	/* Then the rings, then the ioctl again: in the order posted. */
@@ -866,10 +851,7 @@ TEST_F(d, legacy_post_beside_rings)
 	ASSERT_EQ(0, kqp_test_ioctl(p->fd, KQP_IOCTL_POST_RECV, &post));
 	rt_a_sends(p, 60, 2, 8);
 	ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
-	rt_expect_cqes(_metadata, &p->ascq, 60, 2, KQP_WC_OP_SEND, 0,
-		    p->a.c.out_qp_num);
-	rt_expect_cqes(_metadata, &p->brcq, 50, 2, KQP_WC_OP_RECV, 8,
-		    p->b.c.out_qp_num);
+	rt_expect_a_to_b(_metadata, p, 60, 50, 2, 8);
 }
 
 /*
@@ -890,10 +872,7 @@ TEST_F_TIMEOUT(d, recv_posted_before_return, 120)
 		ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
 		rt_a_sends(p, 800 + i, 1, 8);
 		ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
-		rt_expect_cqes(_metadata, &p->ascq, 800 + i, 1, KQP_WC_OP_SEND,
-			    0, p->a.c.out_qp_num);
-		rt_expect_cqes(_metadata, &p->brcq, 700 + i, 1, KQP_WC_OP_RECV,
-			    8, p->b.c.out_qp_num);
+		rt_expect_a_to_b(_metadata, p, 800 + i, 700 + i, 1, 8);
 	}
 }
 
@@ -925,10 +904,7 @@ TEST_F(d, efault_writing_results_back)
 	EXPECT_EQ(1, rt_head(rt_rq_hdr(&p->b)));
 	rt_a_sends(p, 91, 1, 8);
 	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
-	rt_expect_cqes(_metadata, &p->ascq, 91, 1, KQP_WC_OP_SEND, 0,
-		       p->a.c.out_qp_num);
-	rt_expect_cqes(_metadata, &p->brcq, 90, 1, KQP_WC_OP_RECV, 8,
-		       p->b.c.out_qp_num);
+	rt_expect_a_to_b(_metadata, p, 91, 90, 1, 8);
 	munmap(ro, page);
 }
 

@@ -198,10 +198,7 @@ TEST_F(h, garbage_tail)
 	EXPECT_EQ(3, rt_head(rh));
 	rt_a_sends(p, 1, 3, 16);
 	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
-	rt_expect_cqes(_metadata, &p->ascq, 1, 3, KQP_WC_OP_SEND, 0,
-		       p->a.c.out_qp_num);
-	rt_expect_cqes(_metadata, &p->brcq, 1, 3, KQP_WC_OP_RECV, 16,
-		       p->b.c.out_qp_num);
+	rt_expect_a_to_b(_metadata, p, 1, 1, 3, 16);
 	/* And none of the 0xbad ones was posted: nothing left to flush. */
 	EXPECT_EQ(0, rt_to_err(&p->b));
 	EXPECT_EQ(0, rt_cq_poll(&p->brcq, &wc, 1, 1000));
@@ -287,10 +284,7 @@ static void recv_stops_at(struct __test_metadata *_metadata,
 	EXPECT_EQ(start + 3, rt_head(rh)) TH_LOG("%s", what);
 	rt_a_sends(p, 100 + start, 3, 8);
 	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND)) TH_LOG("%s", what);
-	rt_expect_cqes(_metadata, &p->ascq, 100 + start, 3, KQP_WC_OP_SEND, 0,
-		       p->a.c.out_qp_num);
-	rt_expect_cqes(_metadata, &p->brcq, start + 1, 3, KQP_WC_OP_RECV, 8,
-		       p->b.c.out_qp_num);
+	rt_expect_a_to_b(_metadata, p, 100 + start, start + 1, 3, 8);
 }
 
 /* Requests the kernel must refuse, at the entry, with their errno. */
@@ -572,10 +566,7 @@ TEST_F_TIMEOUT(h, head_and_flags_scribbled, 180)
 		rt_a_sends(p, id, k, 32);
 		ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND | KQP_DB_RECV));
 		EXPECT_EQ(p->a.sq_tail, rt_head(rt_sq_hdr(&p->a)));
-		rt_expect_cqes(_metadata, &p->ascq, id, k, KQP_WC_OP_SEND, 0,
-			       p->a.c.out_qp_num);
-		rt_expect_cqes(_metadata, &p->brcq, 1000 + id, k,
-			       KQP_WC_OP_RECV, 32, p->b.c.out_qp_num);
+		rt_expect_a_to_b(_metadata, p, id, 1000 + id, k, 32);
 		rt_expect_data(_metadata, p, id, k, 32);
 		id += k;
 	}
@@ -812,10 +803,7 @@ TEST_F_TIMEOUT(h, unmapped_while_rung, 180)
 		ASSERT_EQ(0, munmap(p->a.map, p->a.c.out_rings.mmap_size));
 		ASSERT_EQ(0, munmap(p->b.map, p->b.c.out_rings.mmap_size));
 		p->a.map = p->b.map = NULL;
-		rt_expect_cqes(_metadata, &p->ascq, id, k, KQP_WC_OP_SEND, 0,
-			       p->a.c.out_qp_num);
-		rt_expect_cqes(_metadata, &p->brcq, 5000 + id, k,
-			       KQP_WC_OP_RECV, 24, p->b.c.out_qp_num);
+		rt_expect_a_to_b(_metadata, p, id, 5000 + id, k, 24);
 		rt_expect_data(_metadata, p, id, k, 24);
 		ASSERT_EQ(0, rt_qp_map(&p->a));
 		ASSERT_EQ(0, rt_qp_map(&p->b));

@@ -633,6 +633,20 @@ static inline void rt_expect_cqes(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, rt_cq_poll(cq, wc, 1, 50));
 }
 
+/*
+ * @n messages of @len bytes from a to b: a's sends completed, wr_ids from
+ * @sfirst, then b's receives, wr_ids from @rfirst.
+ */
+static inline void rt_expect_a_to_b(struct __test_metadata *_metadata,
+				    struct rt_pair *p, uint64_t sfirst,
+				    uint64_t rfirst, int n, uint32_t len)
+{
+	rt_expect_cqes(_metadata, &p->ascq, sfirst, n, KQP_WC_OP_SEND, 0,
+		       p->a.c.out_qp_num);
+	rt_expect_cqes(_metadata, &p->brcq, rfirst, n, KQP_WC_OP_RECV, len,
+		       p->b.c.out_qp_num);
+}
+
 /* Message i of b's half holds the bytes a sent. */
 static inline void rt_expect_data(struct __test_metadata *_metadata,
 				  struct rt_pair *p, uint64_t first, int n,
