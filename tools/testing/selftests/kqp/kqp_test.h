@@ -80,6 +80,19 @@ static inline int kqp_test_ctx_info(int fd, struct kqp_ctx_info *info)
 	return kqp_test_ioctl(fd, KQP_IOCTL_CTX_INFO, info);
 }
 
+/* KQP_IOCTL_REG_MR of @len bytes at @buf, iova the same, into @r. */
+static inline int kqp_test_reg_mr(int fd, uint32_t pd, void *buf, size_t len,
+				  uint32_t access, struct kqp_reg_mr *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->size = sizeof(*r);
+	r->pd = pd;
+	r->access = access;
+	r->addr = r->iova = (uintptr_t)buf;
+	r->length = len;
+	return kqp_test_ioctl(fd, KQP_IOCTL_REG_MR, r);
+}
+
 /*
  * The node GUID sysfs shows for an RDMA device, in network byte order as
  * the kernel and libibverbs keep it; 0 if it cannot be read.

@@ -382,7 +382,7 @@ TEST_F(v, doorbell_call_errnos)
 	char *big, *mem = aligned_alloc(4096, 4096);
 
 	ASSERT_NE(NULL, mem);
-	ASSERT_EQ(0, rt_mr(self->fd, self->pd, mem, 4096, 1, &mr));
+	ASSERT_EQ(0, kqp_test_reg_mr(self->fd, self->pd, mem, 4096, 1, &mr));
 	v_req(self, &c);
 	ASSERT_EQ(0, rt_qp_make(self->fd, &c, &q));
 	/*
@@ -1131,7 +1131,7 @@ TEST_F_TIMEOUT(gone, device_removed_under_rings, 120)
 	ASSERT_NE(KQP_NO_DEVICE, dev);
 	ASSERT_EQ(0, rt_pd(fd, dev, &pd));
 	ASSERT_EQ(0, rt_cq_make(fd, dev, 16, &cq));
-	ASSERT_EQ(0, rt_mr(fd, pd, mem, 4096, 1, &mr));
+	ASSERT_EQ(0, kqp_test_reg_mr(fd, pd, mem, 4096, 1, &mr));
 	rt_qp_req(&c, pd, cq.c.out_cq, cq.c.out_cq);
 	ASSERT_EQ(0, rt_qp_make(fd, &c, &q));
 	ASSERT_EQ(0, rt_modify(fd, q.c.out_qp, RT_QP_STATE | RT_QP_PKEY_INDEX |

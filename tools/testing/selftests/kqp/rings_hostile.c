@@ -299,7 +299,7 @@ TEST_F_TIMEOUT(h, bad_send_entries, 120)
 	struct rt_send s;
 
 	ASSERT_NE(NULL, ro_buf);
-	ASSERT_EQ(0, rt_mr(p->fd, p->pd, ro_buf, 4096, 0, &ro));
+	ASSERT_EQ(0, kqp_test_reg_mr(p->fd, p->pd, ro_buf, 4096, 0, &ro));
 
 	s = good_write(p, 9);
 	s.wr.opcode = 99;
@@ -393,7 +393,7 @@ TEST_F_TIMEOUT(h, bad_recv_entries, 120)
 	uint32_t i;
 
 	ASSERT_NE(NULL, ro_buf);
-	ASSERT_EQ(0, rt_mr(p->fd, p->pd, ro_buf, 4096, 0, &ro));
+	ASSERT_EQ(0, kqp_test_reg_mr(p->fd, p->pd, ro_buf, 4096, 0, &ro));
 
 	r = rt_recv1(9, rt_bbuf(p, 0), 256, lkey);
 	for (i = 1; i < 8; i++)
@@ -475,7 +475,7 @@ TEST_F_TIMEOUT(h, foreign_lkeys, 120)
 		    rt_pd(fd, kqp_test_rxe_index(fd), &pd))
 			_exit(1);
 		memset(mem, 'X', 4096);
-		if (rt_mr(fd, pd, mem, 4096, RT_ACCESS_ALL, &r))
+		if (kqp_test_reg_mr(fd, pd, mem, 4096, RT_ACCESS_ALL, &r))
 			_exit(2);
 		theirs.addr = (uintptr_t)mem;
 		theirs.lkey = r.out_lkey;
@@ -488,11 +488,12 @@ TEST_F_TIMEOUT(h, foreign_lkeys, 120)
 	}
 	ASSERT_EQ(sizeof(theirs), read(up[0], &theirs, sizeof(theirs)));
 
-	ASSERT_EQ(0, rt_mr(p->fd, p->pd, mine, 4096, RT_ACCESS_ALL, &gone));
+	ASSERT_EQ(0, kqp_test_reg_mr(p->fd, p->pd, mine, 4096, RT_ACCESS_ALL,
+				     &gone));
 	ASSERT_EQ(0, rt_dereg(p->fd, gone.out_mr));
 	ASSERT_EQ(0, rt_pd(p->fd, p->dev, &pd2));
-	ASSERT_EQ(0, rt_mr(p->fd, pd2, mine + 4096, 4096, RT_ACCESS_ALL,
-			   &other_pd_mr));
+	ASSERT_EQ(0, kqp_test_reg_mr(p->fd, pd2, mine + 4096, 4096,
+				     RT_ACCESS_ALL, &other_pd_mr));
 	cases[0].what = "another process's MR";
 	cases[0].addr = theirs.addr;
 	cases[0].lkey = theirs.lkey;

@@ -72,18 +72,6 @@ static inline int rt_pd(int fd, uint32_t dev, uint32_t *pd)
 	return ret;
 }
 
-static inline int rt_mr(int fd, uint32_t pd, void *buf, size_t len,
-			uint32_t access, struct kqp_reg_mr *r)
-{
-	memset(r, 0, sizeof(*r));
-	r->size = sizeof(*r);
-	r->pd = pd;
-	r->access = access;
-	r->addr = r->iova = (uintptr_t)buf;
-	r->length = len;
-	return kqp_test_ioctl(fd, KQP_IOCTL_REG_MR, r);
-}
-
 static inline int rt_dereg(int fd, uint32_t mr)
 {
 	struct kqp_dereg_mr d = { .size = sizeof(d), .mr = mr };
@@ -541,7 +529,8 @@ static inline int rt_pair_make(struct rt_pair *p,
 	if (!p->buf)
 		return 9;
 	memset(p->buf, 0, RT_BUF);
-	if (rt_mr(p->fd, p->pd, p->buf, RT_BUF, RT_ACCESS_ALL, &p->mr))
+	if (kqp_test_reg_mr(p->fd, p->pd, p->buf, RT_BUF, RT_ACCESS_ALL,
+			    &p->mr))
 		return 10;
 	return 0;
 }

@@ -87,13 +87,7 @@ static int raw_qp(int fd, uint32_t pd, uint32_t cq, uint32_t type,
 static int raw_mr(int fd, uint32_t pd, void *buf, size_t len,
 		  struct kqp_reg_mr *r)
 {
-	memset(r, 0, sizeof(*r));
-	r->size = sizeof(*r);
-	r->pd = pd;
-	r->access = IBV_ACCESS_LOCAL_WRITE;
-	r->addr = r->iova = (uintptr_t)buf;
-	r->length = len;
-	return kqp_test_ioctl(fd, KQP_IOCTL_REG_MR, r);
+	return kqp_test_reg_mr(fd, pd, buf, len, IBV_ACCESS_LOCAL_WRITE, r);
 }
 
 static int raw_id(int fd, uint32_t ps, uint32_t qpt, uint32_t *id)
