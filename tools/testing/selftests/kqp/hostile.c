@@ -197,49 +197,9 @@ TEST_F(h, own_mr_accepted)
 /* An lkey another process registered, at its address or ours. */
 TEST_F(h, other_process_lkey)
 {
-	int up[2], down[2];
-	struct {
-		uint64_t addr;
-		uint32_t lkey;
-	} theirs;
-	char c = 0;
-	pid_t pid;
-	int status;
+	struct kqp_test_other_mr theirs;
 
-	ASSERT_EQ(0, pipe(up));
-	ASSERT_EQ(0, pipe(down));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		/* A session of its own, not the one inherited from us. */
-		int fd = open(KQP_DEV, O_RDWR | O_CLOEXEC);
-		char *mem = aligned_alloc(4096, 4096);
-		struct kqp_alloc_pd a = {
-			.size = sizeof(a),
-			.device_index = kqp_test_rxe_index(fd),
-		};
-		struct kqp_reg_mr r = {
-			.size = sizeof(r), .access = IBV_ACCESS_LOCAL_WRITE,
-			.addr = (uintptr_t)mem, .iova = (uintptr_t)mem,
-			.length = 4096,
-		};
-
-		if (fd < 0 || !mem ||
-		    kqp_test_ioctl(fd, KQP_IOCTL_ALLOC_PD, &a))
-			_exit(1);
-		r.pd = a.out_pd;
-		if (kqp_test_ioctl(fd, KQP_IOCTL_REG_MR, &r))
-			_exit(2);
-		theirs.addr = (uintptr_t)mem;
-		theirs.lkey = r.out_lkey;
-		if (write(up[1], &theirs, sizeof(theirs)) != sizeof(theirs))
-			_exit(3);
-		/* Keep the MR registered until the parent is done. */
-		if (read(down[0], &c, 1) != 1)
-			_exit(4);
-		_exit(0);
-	}
-	ASSERT_EQ(sizeof(theirs), read(up[0], &theirs, sizeof(theirs)));
+	kqp_test_other_mr(_metadata, &theirs, IBV_ACCESS_LOCAL_WRITE);
 	ASSERT_NE(self->mr->lkey, theirs.lkey);
 
 	EXPECT_EQ(EINVAL, raw_send_one(self->fd, self->qp, WR_SEND,
@@ -252,9 +212,7 @@ TEST_F(h, other_process_lkey)
 	at_peer(_metadata, self, theirs.addr, MSG, theirs.lkey);
 	peer_untouched(_metadata, self);
 
-	ASSERT_EQ(1, write(down[1], &c, 1));
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_EQ(0, status);
+	kqp_test_other_mr_end(_metadata, &theirs);
 }
 
 /*

@@ -445,48 +445,17 @@ TEST_F_TIMEOUT(h, foreign_lkeys, 120)
 	char *mine = aligned_alloc(4096, 8192);
 	struct kqp_reg_mr gone, other_pd_mr;
 	uint32_t pd2;
-	int up[2], down[2], status, i, dirty = 0;
-	struct {
-		uint64_t addr;
-		uint32_t lkey;
-	} theirs;
+	int i, dirty = 0;
+	struct kqp_test_other_mr theirs;
 	struct {
 		const char *what;
 		uint64_t addr;
 		uint32_t lkey;
 	} cases[3];
-	char c = 0;
-	pid_t pid;
 
 	ASSERT_NE(NULL, mine);
 	memset(mine, 'X', 8192);
-	ASSERT_EQ(0, pipe(up));
-	ASSERT_EQ(0, pipe(down));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		/* A table of its own, not the one inherited from us. */
-		int fd = open(KQP_DEV, O_RDWR | O_CLOEXEC);
-		char *mem = aligned_alloc(4096, 4096);
-		struct kqp_reg_mr r;
-		uint32_t pd;
-
-		if (fd < 0 || !mem ||
-		    rt_pd(fd, kqp_test_rxe_index(fd), &pd))
-			_exit(1);
-		memset(mem, 'X', 4096);
-		if (kqp_test_reg_mr(fd, pd, mem, 4096, RT_ACCESS_ALL, &r))
-			_exit(2);
-		theirs.addr = (uintptr_t)mem;
-		theirs.lkey = r.out_lkey;
-		if (write(up[1], &theirs, sizeof(theirs)) != sizeof(theirs))
-			_exit(3);
-		/* Keep the MR registered until the parent is done. */
-		if (read(down[0], &c, 1) != 1)
-			_exit(4);
-		_exit(0);
-	}
-	ASSERT_EQ(sizeof(theirs), read(up[0], &theirs, sizeof(theirs)));
+	kqp_test_other_mr(_metadata, &theirs, RT_ACCESS_ALL);
 
 	ASSERT_EQ(0, kqp_test_reg_mr(p->fd, p->pd, mine, 4096, RT_ACCESS_ALL,
 				     &gone));
@@ -523,9 +492,7 @@ TEST_F_TIMEOUT(h, foreign_lkeys, 120)
 		dirty += p->buf[i] == 'X';
 	EXPECT_EQ(0, dirty);
 
-	ASSERT_EQ(1, write(down[1], &c, 1));
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_EQ(0, status);
+	kqp_test_other_mr_end(_metadata, &theirs);
 	EXPECT_EQ(0, rt_dereg(p->fd, other_pd_mr.out_mr));
 	free(mine);
 }
