@@ -440,27 +440,6 @@ TEST_F(h, list_stops_at_first_bad)
  * each post either sends the registered bytes or is refused, and the
  * peer never receives a byte of the unregistered page.
  */
-struct flipper {
-	struct raw_send *s;
-	uint64_t good_addr, bad_addr;
-	uint32_t good_lkey, bad_lkey;
-	volatile int stop;
-};
-
-static void *flip(void *arg)
-{
-	struct flipper *f = arg;
-	struct kqp_sge *sge = &f->s->sge[0];
-
-	while (!f->stop) {
-		__atomic_store_n(&sge->lkey, f->bad_lkey, __ATOMIC_RELAXED);
-		__atomic_store_n(&sge->addr, f->bad_addr, __ATOMIC_RELAXED);
-		__atomic_store_n(&sge->lkey, f->good_lkey, __ATOMIC_RELAXED);
-		__atomic_store_n(&sge->addr, f->good_addr, __ATOMIC_RELAXED);
-	}
-	return NULL;
-}
-
 TEST_F_TIMEOUT(h, list_rewritten_during_post, 300)
 {
 	struct kqp_alloc_pd a = {
@@ -472,7 +451,7 @@ TEST_F_TIMEOUT(h, list_rewritten_during_post, 300)
 			.send_flags = IBV_SEND_SIGNALED },
 		.sge[0] = { (uintptr_t)self->buf, MSG, self->mr->lkey },
 	};
-	struct flipper f = { .s = &s };
+	struct kqp_test_flipper f = { .sge = &s.sge[0] };
 	/* The fixture posted the first receive, into the peer's page 2. */
 	char *rbuf = self->pbuf + 4096;
 	struct ibv_sge rsge = { (uintptr_t)rbuf, 4096, self->pmr->lkey };
@@ -487,7 +466,7 @@ TEST_F_TIMEOUT(h, list_rewritten_during_post, 300)
 	f.good_lkey = self->mr->lkey;
 	f.bad_addr = (uintptr_t)self->buf + 4096;
 	f.bad_lkey = a.out_local_dma_lkey;
-	ASSERT_EQ(0, pthread_create(&t, NULL, flip, &f));
+	ASSERT_EQ(0, pthread_create(&t, NULL, kqp_test_flip, &f));
 
 	for (i = 0; i < 3000 && !(sent >= 20 && refused >= 20); i++) {
 		int ret = raw_post(self->fd, KQP_IOCTL_POST_SEND, self->qp,

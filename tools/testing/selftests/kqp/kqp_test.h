@@ -165,6 +165,33 @@ static inline void kqp_test_other_mr_end(struct __test_metadata *_metadata,
 }
 
 /*
+ * A thread that tears @sge between a good address and lkey and a bad
+ * one, each word stored on its own, until @stop: a reader may see any
+ * mix of the four.  @sge is read again each round, so a test may move it.
+ */
+struct kqp_test_flipper {
+	struct kqp_sge *volatile sge;
+	uint64_t good_addr, bad_addr;
+	uint32_t good_lkey, bad_lkey;
+	volatile int stop;
+};
+
+static inline void *kqp_test_flip(void *arg)
+{
+	struct kqp_test_flipper *f = arg;
+
+	while (!f->stop) {
+		struct kqp_sge *sge = f->sge;
+
+		__atomic_store_n(&sge->lkey, f->bad_lkey, __ATOMIC_RELAXED);
+		__atomic_store_n(&sge->addr, f->bad_addr, __ATOMIC_RELAXED);
+		__atomic_store_n(&sge->lkey, f->good_lkey, __ATOMIC_RELAXED);
+		__atomic_store_n(&sge->addr, f->good_addr, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/*
  * The node GUID sysfs shows for an RDMA device, in network byte order as
  * the kernel and libibverbs keep it; 0 if it cannot be read.
  */

@@ -803,33 +803,11 @@ TEST_F_TIMEOUT(h, unmapped_while_rung, 180)
  * each drain either sends the registered bytes or stops at the entry
  * with EINVAL, and b never receives a byte of the other page.
  */
-struct flipper {
-	struct kqp_sge *volatile sge;
-	uint64_t good_addr, bad_addr;
-	uint32_t good_lkey, bad_lkey;
-	volatile int stop;
-};
-
-static void *flip(void *arg)
-{
-	struct flipper *f = arg;
-
-	while (!f->stop) {
-		struct kqp_sge *sge = f->sge;
-
-		__atomic_store_n(&sge->lkey, f->bad_lkey, __ATOMIC_RELAXED);
-		__atomic_store_n(&sge->addr, f->bad_addr, __ATOMIC_RELAXED);
-		__atomic_store_n(&sge->lkey, f->good_lkey, __ATOMIC_RELAXED);
-		__atomic_store_n(&sge->addr, f->good_addr, __ATOMIC_RELAXED);
-	}
-	return NULL;
-}
-
 TEST_F_TIMEOUT(h, entry_rewritten_during_drain, 300)
 {
 	struct rt_pair *p = &self->p;
 	char *secret = aligned_alloc(4096, 4096);
-	struct flipper f = {
+	struct kqp_test_flipper f = {
 		.good_addr = rt_abuf(p, 0), .good_lkey = p->mr.out_lkey,
 		.bad_lkey = p->pd_dma_lkey,
 	};
@@ -853,7 +831,7 @@ TEST_F_TIMEOUT(h, entry_rewritten_during_drain, 300)
 					   RT_SEND_HDR);
 		rt_sq_publish(&p->a);
 	}
-	ASSERT_EQ(0, pthread_create(&t, NULL, flip, &f));
+	ASSERT_EQ(0, pthread_create(&t, NULL, kqp_test_flip, &f));
 	for (i = 0; i < 3000 && !(sent >= 20 && refused >= 20); i++) {
 		int ret;
 
