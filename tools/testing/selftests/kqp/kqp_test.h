@@ -165,6 +165,23 @@ static inline void kqp_test_other_mr_end(struct __test_metadata *_metadata,
 }
 
 /*
+ * Wait for the child @pid, which was to die of SIGSEGV; an exit code, if
+ * it exited instead, says how far it got.
+ */
+static inline void kqp_test_expect_segv(struct __test_metadata *_metadata,
+					pid_t pid)
+{
+	int status;
+
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	if (WIFEXITED(status))
+		TH_LOG("child exited %d", WEXITSTATUS(status));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	if (WIFSIGNALED(status))
+		EXPECT_EQ(SIGSEGV, WTERMSIG(status));
+}
+
+/*
  * A thread that tears @sge between a good address and lkey and a bad
  * one, each word stored on its own, until @stop: a reader may see any
  * mix of the four.  @sge is read again each round, so a test may move it.

@@ -326,7 +326,6 @@ TEST_F(v, fork_child)
 {
 	struct kqp_create_qp c;
 	struct rt_qp q;
-	int status;
 	pid_t pid;
 
 	v_req(self, &c);
@@ -356,12 +355,7 @@ TEST_F(v, fork_child)
 		rt_sq_hdr(&q)->tail = 1;
 		_exit(64);
 	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	if (WIFEXITED(status))
-		TH_LOG("child exited %d", WEXITSTATUS(status));
-	EXPECT_TRUE(WIFSIGNALED(status));
-	if (WIFSIGNALED(status))
-		EXPECT_EQ(SIGSEGV, WTERMSIG(status));
+	kqp_test_expect_segv(_metadata, pid);
 	/* The parent's mapping and doorbell are untouched. */
 	EXPECT_EQ(0, rt_sq_hdr(&q)->tail);
 	EXPECT_EQ(0, rt_ring(&q, KQP_DB_SEND));
