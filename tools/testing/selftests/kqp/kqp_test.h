@@ -96,6 +96,19 @@ static inline int kqp_test_reg_mr(int fd, uint32_t pd, void *buf, size_t len,
 	return kqp_test_ioctl(fd, KQP_IOCTL_REG_MR, r);
 }
 
+/* An RC QP's request: @wr requests of @sge SGEs each way, nothing else. */
+static inline void kqp_test_rc_req(struct kqp_create_qp *c, uint32_t wr,
+				   uint32_t sge)
+{
+	memset(c, 0, sizeof(*c));
+	c->size = sizeof(*c);
+	c->qp_type = KQP_QPT_RC;
+	c->cap.max_send_wr = wr;
+	c->cap.max_recv_wr = wr;
+	c->cap.max_send_sge = sge;
+	c->cap.max_recv_sge = sge;
+}
+
 /*
  * Another process's MR: a child with a table of its own registers 4096
  * bytes of 'X' with @access and keeps them registered until

@@ -172,17 +172,11 @@ struct rt_qp {
 static inline void rt_qp_req(struct kqp_create_qp *c, uint32_t pd,
 			     uint32_t scq, uint32_t rcq)
 {
-	memset(c, 0, sizeof(*c));
-	c->size = sizeof(*c);
+	kqp_test_rc_req(c, 16, 2);
 	c->flags = KQP_CREATE_QP_RINGS;
 	c->pd = pd;
 	c->send_cq = scq;
 	c->recv_cq = rcq;
-	c->qp_type = KQP_QPT_RC;
-	c->cap.max_send_wr = 16;
-	c->cap.max_recv_wr = 16;
-	c->cap.max_send_sge = 2;
-	c->cap.max_recv_sge = 2;
 	c->cap.max_inline_data = 64;
 }
 
