@@ -197,49 +197,9 @@ TEST_F(h, own_mr_accepted)
 /* An lkey another process registered, at its address or ours. */
 TEST_F(h, other_process_lkey)
 {
-	int up[2], down[2];
-	struct {
-		uint64_t addr;
-		uint32_t lkey;
-	} theirs;
-	char c = 0;
-	pid_t pid;
-	int status;
+	struct kqp_test_other_mr theirs;
 
-	ASSERT_EQ(0, pipe(up));
-	ASSERT_EQ(0, pipe(down));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		/* A session of its own, not the one inherited from us. */
-		int fd = open(KQP_DEV, O_RDWR | O_CLOEXEC);
-		char *mem = aligned_alloc(4096, 4096);
-		struct kqp_alloc_pd a = {
-			.size = sizeof(a),
-			.device_index = kqp_test_rxe_index(fd),
-		};
-		struct kqp_reg_mr r = {
-			.size = sizeof(r), .access = IBV_ACCESS_LOCAL_WRITE,
-			.addr = (uintptr_t)mem, .iova = (uintptr_t)mem,
-			.length = 4096,
-		};
-
-		if (fd < 0 || !mem ||
-		    kqp_test_ioctl(fd, KQP_IOCTL_ALLOC_PD, &a))
-			_exit(1);
-		r.pd = a.out_pd;
-		if (kqp_test_ioctl(fd, KQP_IOCTL_REG_MR, &r))
-			_exit(2);
-		theirs.addr = (uintptr_t)mem;
-		theirs.lkey = r.out_lkey;
-		if (write(up[1], &theirs, sizeof(theirs)) != sizeof(theirs))
-			_exit(3);
-		/* Keep the MR registered until the parent is done. */
-		if (read(down[0], &c, 1) != 1)
-			_exit(4);
-		_exit(0);
-	}
-	ASSERT_EQ(sizeof(theirs), read(up[0], &theirs, sizeof(theirs)));
+	kqp_test_other_mr(_metadata, &theirs, IBV_ACCESS_LOCAL_WRITE);
 	ASSERT_NE(self->mr->lkey, theirs.lkey);
 
 	EXPECT_EQ(EINVAL, raw_send_one(self->fd, self->qp, WR_SEND,
@@ -252,9 +212,7 @@ TEST_F(h, other_process_lkey)
 	at_peer(_metadata, self, theirs.addr, MSG, theirs.lkey);
 	peer_untouched(_metadata, self);
 
-	ASSERT_EQ(1, write(down[1], &c, 1));
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_EQ(0, status);
+	kqp_test_other_mr_end(_metadata, &theirs);
 }
 
 /*
@@ -482,27 +440,6 @@ TEST_F(h, list_stops_at_first_bad)
  * each post either sends the registered bytes or is refused, and the
  * peer never receives a byte of the unregistered page.
  */
-struct flipper {
-	struct raw_send *s;
-	uint64_t good_addr, bad_addr;
-	uint32_t good_lkey, bad_lkey;
-	volatile int stop;
-};
-
-static void *flip(void *arg)
-{
-	struct flipper *f = arg;
-	struct kqp_sge *sge = &f->s->sge[0];
-
-	while (!f->stop) {
-		__atomic_store_n(&sge->lkey, f->bad_lkey, __ATOMIC_RELAXED);
-		__atomic_store_n(&sge->addr, f->bad_addr, __ATOMIC_RELAXED);
-		__atomic_store_n(&sge->lkey, f->good_lkey, __ATOMIC_RELAXED);
-		__atomic_store_n(&sge->addr, f->good_addr, __ATOMIC_RELAXED);
-	}
-	return NULL;
-}
-
 TEST_F_TIMEOUT(h, list_rewritten_during_post, 300)
 {
 	struct kqp_alloc_pd a = {
@@ -514,7 +451,7 @@ TEST_F_TIMEOUT(h, list_rewritten_during_post, 300)
 			.send_flags = IBV_SEND_SIGNALED },
 		.sge[0] = { (uintptr_t)self->buf, MSG, self->mr->lkey },
 	};
-	struct flipper f = { .s = &s };
+	struct kqp_test_flipper f = { .sge = &s.sge[0] };
 	/* The fixture posted the first receive, into the peer's page 2. */
 	char *rbuf = self->pbuf + 4096;
 	struct ibv_sge rsge = { (uintptr_t)rbuf, 4096, self->pmr->lkey };
@@ -529,7 +466,7 @@ TEST_F_TIMEOUT(h, list_rewritten_during_post, 300)
 	f.good_lkey = self->mr->lkey;
 	f.bad_addr = (uintptr_t)self->buf + 4096;
 	f.bad_lkey = a.out_local_dma_lkey;
-	ASSERT_EQ(0, pthread_create(&t, NULL, flip, &f));
+	ASSERT_EQ(0, pthread_create(&t, NULL, kqp_test_flip, &f));
 
 	for (i = 0; i < 3000 && !(sent >= 20 && refused >= 20); i++) {
 		int ret = raw_post(self->fd, KQP_IOCTL_POST_SEND, self->qp,

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,6 +22,8 @@
 #include <unistd.h>
 
 #include <rdma/kqp-abi.h>
+
+#include "kselftest_harness.h"
 
 #define KQP_DEV "/dev/kqp"
 
@@ -78,6 +81,144 @@ static inline int kqp_test_ctx_info(int fd, struct kqp_ctx_info *info)
 	memset(info, 0, sizeof(*info));
 	info->size = sizeof(*info);
 	return kqp_test_ioctl(fd, KQP_IOCTL_CTX_INFO, info);
+}
+
+/* KQP_IOCTL_REG_MR of @len bytes at @buf, iova the same, into @r. */
+static inline int kqp_test_reg_mr(int fd, uint32_t pd, void *buf, size_t len,
+				  uint32_t access, struct kqp_reg_mr *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->size = sizeof(*r);
+	r->pd = pd;
+	r->access = access;
+	r->addr = r->iova = (uintptr_t)buf;
+	r->length = len;
+	return kqp_test_ioctl(fd, KQP_IOCTL_REG_MR, r);
+}
+
+/* An RC QP's request: @wr requests of @sge SGEs each way, nothing else. */
+static inline void kqp_test_rc_req(struct kqp_create_qp *c, uint32_t wr,
+				   uint32_t sge)
+{
+	memset(c, 0, sizeof(*c));
+	c->size = sizeof(*c);
+	c->qp_type = KQP_QPT_RC;
+	c->cap.max_send_wr = wr;
+	c->cap.max_recv_wr = wr;
+	c->cap.max_send_sge = sge;
+	c->cap.max_recv_sge = sge;
+}
+
+/*
+ * Another process's MR: a child with a table of its own registers 4096
+ * bytes of 'X' with @access and keeps them registered until
+ * kqp_test_other_mr_end(); @addr and @lkey are what it got.
+ */
+struct kqp_test_other_mr {
+	uint64_t addr;
+	uint32_t lkey;
+	pid_t pid;
+	int up[2], down[2];
+};
+
+static inline void kqp_test_other_mr(struct __test_metadata *_metadata,
+				     struct kqp_test_other_mr *o,
+				     uint32_t access)
+{
+	struct {
+		uint64_t addr;
+		uint32_t lkey;
+	} m;
+
+	ASSERT_EQ(0, pipe(o->up));
+	ASSERT_EQ(0, pipe(o->down));
+	o->pid = fork();
+	ASSERT_LE(0, o->pid);
+	if (o->pid == 0) {
+		/* A table of its own, not the one inherited from the test. */
+		int fd = open(KQP_DEV, O_RDWR | O_CLOEXEC);
+		char *mem = aligned_alloc(4096, 4096);
+		struct kqp_alloc_pd a = {
+			.size = sizeof(a),
+			.device_index = kqp_test_rxe_index(fd),
+		};
+		struct kqp_reg_mr r;
+		char c;
+
+		if (fd < 0 || !mem ||
+		    kqp_test_ioctl(fd, KQP_IOCTL_ALLOC_PD, &a))
+			_exit(1);
+		memset(mem, 'X', 4096);
+		if (kqp_test_reg_mr(fd, a.out_pd, mem, 4096, access, &r))
+			_exit(2);
+		m.addr = (uintptr_t)mem;
+		m.lkey = r.out_lkey;
+		if (write(o->up[1], &m, sizeof(m)) != sizeof(m))
+			_exit(3);
+		/* Keep the MR registered until the test is done. */
+		if (read(o->down[0], &c, 1) != 1)
+			_exit(4);
+		_exit(0);
+	}
+	ASSERT_EQ(sizeof(m), read(o->up[0], &m, sizeof(m)));
+	o->addr = m.addr;
+	o->lkey = m.lkey;
+}
+
+/* Let the child go: it exits 0. */
+static inline void kqp_test_other_mr_end(struct __test_metadata *_metadata,
+					 struct kqp_test_other_mr *o)
+{
+	char c = 0;
+	int status;
+
+	ASSERT_EQ(1, write(o->down[1], &c, 1));
+	ASSERT_EQ(o->pid, waitpid(o->pid, &status, 0));
+	EXPECT_EQ(0, status);
+}
+
+/*
+ * Wait for the child @pid, which was to die of SIGSEGV; an exit code, if
+ * it exited instead, says how far it got.
+ */
+static inline void kqp_test_expect_segv(struct __test_metadata *_metadata,
+					pid_t pid)
+{
+	int status;
+
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	if (WIFEXITED(status))
+		TH_LOG("child exited %d", WEXITSTATUS(status));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	if (WIFSIGNALED(status))
+		EXPECT_EQ(SIGSEGV, WTERMSIG(status));
+}
+
+/*
+ * A thread that tears @sge between a good address and lkey and a bad
+ * one, each word stored on its own, until @stop: a reader may see any
+ * mix of the four.  @sge is read again each round, so a test may move it.
+ */
+struct kqp_test_flipper {
+	struct kqp_sge *volatile sge;
+	uint64_t good_addr, bad_addr;
+	uint32_t good_lkey, bad_lkey;
+	volatile int stop;
+};
+
+static inline void *kqp_test_flip(void *arg)
+{
+	struct kqp_test_flipper *f = arg;
+
+	while (!f->stop) {
+		struct kqp_sge *sge = f->sge;
+
+		__atomic_store_n(&sge->lkey, f->bad_lkey, __ATOMIC_RELAXED);
+		__atomic_store_n(&sge->addr, f->bad_addr, __ATOMIC_RELAXED);
+		__atomic_store_n(&sge->lkey, f->good_lkey, __ATOMIC_RELAXED);
+		__atomic_store_n(&sge->addr, f->good_addr, __ATOMIC_RELAXED);
+	}
+	return NULL;
 }
 
 /*

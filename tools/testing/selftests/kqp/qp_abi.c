@@ -80,14 +80,8 @@ static int kq_bound_id(int fd, uint16_t port, uint32_t *id)
 
 static void qp_req(struct kqp_create_qp *c, uint32_t id)
 {
-	memset(c, 0, sizeof(*c));
-	c->size = sizeof(*c);
+	kqp_test_rc_req(c, 8, 1);
 	c->id = id;
-	c->qp_type = KQP_QPT_RC;
-	c->cap.max_send_wr = 8;
-	c->cap.max_recv_wr = 8;
-	c->cap.max_send_sge = 1;
-	c->cap.max_recv_sge = 1;
 }
 
 static uint16_t port(void)

@@ -326,7 +326,6 @@ TEST_F(v, fork_child)
 {
 	struct kqp_create_qp c;
 	struct rt_qp q;
-	int status;
 	pid_t pid;
 
 	v_req(self, &c);
@@ -356,12 +355,7 @@ TEST_F(v, fork_child)
 		rt_sq_hdr(&q)->tail = 1;
 		_exit(64);
 	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	if (WIFEXITED(status))
-		TH_LOG("child exited %d", WEXITSTATUS(status));
-	EXPECT_TRUE(WIFSIGNALED(status));
-	if (WIFSIGNALED(status))
-		EXPECT_EQ(SIGSEGV, WTERMSIG(status));
+	kqp_test_expect_segv(_metadata, pid);
 	/* The parent's mapping and doorbell are untouched. */
 	EXPECT_EQ(0, rt_sq_hdr(&q)->tail);
 	EXPECT_EQ(0, rt_ring(&q, KQP_DB_SEND));
@@ -382,7 +376,7 @@ TEST_F(v, doorbell_call_errnos)
 	char *big, *mem = aligned_alloc(4096, 4096);
 
 	ASSERT_NE(NULL, mem);
-	ASSERT_EQ(0, rt_mr(self->fd, self->pd, mem, 4096, 1, &mr));
+	ASSERT_EQ(0, kqp_test_reg_mr(self->fd, self->pd, mem, 4096, 1, &mr));
 	v_req(self, &c);
 	ASSERT_EQ(0, rt_qp_make(self->fd, &c, &q));
 	/*
@@ -626,10 +620,7 @@ TEST_F(d, send_recv)
 	rt_a_sends(p, 100, 4, 100);
 	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
 	EXPECT_EQ(4, rt_head(rt_sq_hdr(&p->a)));
-	rt_expect_cqes(_metadata, &p->ascq, 100, 4, KQP_WC_OP_SEND, 0,
-		    p->a.c.out_qp_num);
-	rt_expect_cqes(_metadata, &p->brcq, 200, 4, KQP_WC_OP_RECV, 100,
-		    p->b.c.out_qp_num);
+	rt_expect_a_to_b(_metadata, p, 100, 200, 4, 100);
 	rt_expect_data(_metadata, p, 100, 4, 100);
 	/* Ringing again takes nothing more. */
 	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND | KQP_DB_RECV));
@@ -660,10 +651,7 @@ TEST_F(d, batch_of_16)
 		EXPECT_EQ(0, e.out_errno);
 	}
 	EXPECT_EQ(16, rt_head(rt_sq_hdr(&p->a)));
-	rt_expect_cqes(_metadata, &p->ascq, 2000, 16, KQP_WC_OP_SEND, 0,
-		    p->a.c.out_qp_num);
-	rt_expect_cqes(_metadata, &p->brcq, 1000, 16, KQP_WC_OP_RECV, 64,
-		    p->b.c.out_qp_num);
+	rt_expect_a_to_b(_metadata, p, 2000, 1000, 16, 64);
 	rt_expect_data(_metadata, p, 2000, 16, 64);
 }
 
@@ -694,10 +682,7 @@ TEST_F(d, one_doorbell_two_qps)
 	EXPECT_EQ(0, e[1].out_errno);
 	EXPECT_EQ(3, rt_head(rt_rq_hdr(&p->b)));
 	EXPECT_EQ(3, rt_head(rt_sq_hdr(&p->a)));
-	rt_expect_cqes(_metadata, &p->ascq, 400, 3, KQP_WC_OP_SEND, 0,
-		    p->a.c.out_qp_num);
-	rt_expect_cqes(_metadata, &p->brcq, 300, 3, KQP_WC_OP_RECV, 32,
-		    p->b.c.out_qp_num);
+	rt_expect_a_to_b(_metadata, p, 400, 300, 3, 32);
 
 	/* Back: a's receives and b's sends, and a third entry naming a. */
 	for (i = 0; i < 2; i++) {
@@ -752,10 +737,7 @@ TEST_F_TIMEOUT(d, wraps_around, 120)
 		ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
 		ASSERT_EQ(p->a.sq_tail, rt_head(rt_sq_hdr(&p->a)));
 		ASSERT_EQ(p->b.rq_tail, rt_head(rt_rq_hdr(&p->b)));
-		rt_expect_cqes(_metadata, &p->ascq, id, k, KQP_WC_OP_SEND, 0,
-			    p->a.c.out_qp_num);
-		rt_expect_cqes(_metadata, &p->brcq, 10000 + id, k, KQP_WC_OP_RECV,
-			    16 + round, p->b.c.out_qp_num);
+		rt_expect_a_to_b(_metadata, p, id, 10000 + id, k, 16 + round);
 		rt_expect_data(_metadata, p, id, k, 16 + round);
 		id += k;
 	}
@@ -849,10 +831,7 @@ TEST_F(d, legacy_post_beside_rings)
 	/* The rings did not move. */
 	EXPECT_EQ(0, rt_head(rt_rq_hdr(&p->b)));
 	EXPECT_EQ(0, rt_head(rt_sq_hdr(&p->a)));
-	rt_expect_cqes(_metadata, &p->ascq, 41, 1, KQP_WC_OP_SEND, 0,
-		    p->a.c.out_qp_num);
-	rt_expect_cqes(_metadata, &p->brcq, 31, 1, KQP_WC_OP_RECV, 20,
-		    p->b.c.out_qp_num);
+	rt_expect_a_to_b(_metadata, p, 41, 31, 1, 20);
 	rt_expect_data(_metadata, p, 41, 1, 20);
 
 	/* Then the rings, then the ioctl again: in the order posted. */
@@ -866,10 +845,7 @@ TEST_F(d, legacy_post_beside_rings)
 	ASSERT_EQ(0, kqp_test_ioctl(p->fd, KQP_IOCTL_POST_RECV, &post));
 	rt_a_sends(p, 60, 2, 8);
 	ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
-	rt_expect_cqes(_metadata, &p->ascq, 60, 2, KQP_WC_OP_SEND, 0,
-		    p->a.c.out_qp_num);
-	rt_expect_cqes(_metadata, &p->brcq, 50, 2, KQP_WC_OP_RECV, 8,
-		    p->b.c.out_qp_num);
+	rt_expect_a_to_b(_metadata, p, 60, 50, 2, 8);
 }
 
 /*
@@ -890,10 +866,7 @@ TEST_F_TIMEOUT(d, recv_posted_before_return, 120)
 		ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
 		rt_a_sends(p, 800 + i, 1, 8);
 		ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
-		rt_expect_cqes(_metadata, &p->ascq, 800 + i, 1, KQP_WC_OP_SEND,
-			    0, p->a.c.out_qp_num);
-		rt_expect_cqes(_metadata, &p->brcq, 700 + i, 1, KQP_WC_OP_RECV,
-			    8, p->b.c.out_qp_num);
+		rt_expect_a_to_b(_metadata, p, 800 + i, 700 + i, 1, 8);
 	}
 }
 
@@ -925,10 +898,7 @@ TEST_F(d, efault_writing_results_back)
 	EXPECT_EQ(1, rt_head(rt_rq_hdr(&p->b)));
 	rt_a_sends(p, 91, 1, 8);
 	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
-	rt_expect_cqes(_metadata, &p->ascq, 91, 1, KQP_WC_OP_SEND, 0,
-		       p->a.c.out_qp_num);
-	rt_expect_cqes(_metadata, &p->brcq, 90, 1, KQP_WC_OP_RECV, 8,
-		       p->b.c.out_qp_num);
+	rt_expect_a_to_b(_metadata, p, 91, 90, 1, 8);
 	munmap(ro, page);
 }
 
@@ -1155,7 +1125,7 @@ TEST_F_TIMEOUT(gone, device_removed_under_rings, 120)
 	ASSERT_NE(KQP_NO_DEVICE, dev);
 	ASSERT_EQ(0, rt_pd(fd, dev, &pd));
 	ASSERT_EQ(0, rt_cq_make(fd, dev, 16, &cq));
-	ASSERT_EQ(0, rt_mr(fd, pd, mem, 4096, 1, &mr));
+	ASSERT_EQ(0, kqp_test_reg_mr(fd, pd, mem, 4096, 1, &mr));
 	rt_qp_req(&c, pd, cq.c.out_cq, cq.c.out_cq);
 	ASSERT_EQ(0, rt_qp_make(fd, &c, &q));
 	ASSERT_EQ(0, rt_modify(fd, q.c.out_qp, RT_QP_STATE | RT_QP_PKEY_INDEX |

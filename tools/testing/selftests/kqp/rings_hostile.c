@@ -198,10 +198,7 @@ TEST_F(h, garbage_tail)
 	EXPECT_EQ(3, rt_head(rh));
 	rt_a_sends(p, 1, 3, 16);
 	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
-	rt_expect_cqes(_metadata, &p->ascq, 1, 3, KQP_WC_OP_SEND, 0,
-		       p->a.c.out_qp_num);
-	rt_expect_cqes(_metadata, &p->brcq, 1, 3, KQP_WC_OP_RECV, 16,
-		       p->b.c.out_qp_num);
+	rt_expect_a_to_b(_metadata, p, 1, 1, 3, 16);
 	/* And none of the 0xbad ones was posted: nothing left to flush. */
 	EXPECT_EQ(0, rt_to_err(&p->b));
 	EXPECT_EQ(0, rt_cq_poll(&p->brcq, &wc, 1, 1000));
@@ -287,10 +284,7 @@ static void recv_stops_at(struct __test_metadata *_metadata,
 	EXPECT_EQ(start + 3, rt_head(rh)) TH_LOG("%s", what);
 	rt_a_sends(p, 100 + start, 3, 8);
 	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND)) TH_LOG("%s", what);
-	rt_expect_cqes(_metadata, &p->ascq, 100 + start, 3, KQP_WC_OP_SEND, 0,
-		       p->a.c.out_qp_num);
-	rt_expect_cqes(_metadata, &p->brcq, start + 1, 3, KQP_WC_OP_RECV, 8,
-		       p->b.c.out_qp_num);
+	rt_expect_a_to_b(_metadata, p, 100 + start, start + 1, 3, 8);
 }
 
 /* Requests the kernel must refuse, at the entry, with their errno. */
@@ -305,7 +299,7 @@ TEST_F_TIMEOUT(h, bad_send_entries, 120)
 	struct rt_send s;
 
 	ASSERT_NE(NULL, ro_buf);
-	ASSERT_EQ(0, rt_mr(p->fd, p->pd, ro_buf, 4096, 0, &ro));
+	ASSERT_EQ(0, kqp_test_reg_mr(p->fd, p->pd, ro_buf, 4096, 0, &ro));
 
 	s = good_write(p, 9);
 	s.wr.opcode = 99;
@@ -399,7 +393,7 @@ TEST_F_TIMEOUT(h, bad_recv_entries, 120)
 	uint32_t i;
 
 	ASSERT_NE(NULL, ro_buf);
-	ASSERT_EQ(0, rt_mr(p->fd, p->pd, ro_buf, 4096, 0, &ro));
+	ASSERT_EQ(0, kqp_test_reg_mr(p->fd, p->pd, ro_buf, 4096, 0, &ro));
 
 	r = rt_recv1(9, rt_bbuf(p, 0), 256, lkey);
 	for (i = 1; i < 8; i++)
@@ -451,54 +445,24 @@ TEST_F_TIMEOUT(h, foreign_lkeys, 120)
 	char *mine = aligned_alloc(4096, 8192);
 	struct kqp_reg_mr gone, other_pd_mr;
 	uint32_t pd2;
-	int up[2], down[2], status, i, dirty = 0;
-	struct {
-		uint64_t addr;
-		uint32_t lkey;
-	} theirs;
+	int i, dirty = 0;
+	struct kqp_test_other_mr theirs;
 	struct {
 		const char *what;
 		uint64_t addr;
 		uint32_t lkey;
 	} cases[3];
-	char c = 0;
-	pid_t pid;
 
 	ASSERT_NE(NULL, mine);
 	memset(mine, 'X', 8192);
-	ASSERT_EQ(0, pipe(up));
-	ASSERT_EQ(0, pipe(down));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		/* A table of its own, not the one inherited from us. */
-		int fd = open(KQP_DEV, O_RDWR | O_CLOEXEC);
-		char *mem = aligned_alloc(4096, 4096);
-		struct kqp_reg_mr r;
-		uint32_t pd;
+	kqp_test_other_mr(_metadata, &theirs, RT_ACCESS_ALL);
 
-		if (fd < 0 || !mem ||
-		    rt_pd(fd, kqp_test_rxe_index(fd), &pd))
-			_exit(1);
-		memset(mem, 'X', 4096);
-		if (rt_mr(fd, pd, mem, 4096, RT_ACCESS_ALL, &r))
-			_exit(2);
-		theirs.addr = (uintptr_t)mem;
-		theirs.lkey = r.out_lkey;
-		if (write(up[1], &theirs, sizeof(theirs)) != sizeof(theirs))
-			_exit(3);
-		/* Keep the MR registered until the parent is done. */
-		if (read(down[0], &c, 1) != 1)
-			_exit(4);
-		_exit(0);
-	}
-	ASSERT_EQ(sizeof(theirs), read(up[0], &theirs, sizeof(theirs)));
-
-	ASSERT_EQ(0, rt_mr(p->fd, p->pd, mine, 4096, RT_ACCESS_ALL, &gone));
+	ASSERT_EQ(0, kqp_test_reg_mr(p->fd, p->pd, mine, 4096, RT_ACCESS_ALL,
+				     &gone));
 	ASSERT_EQ(0, rt_dereg(p->fd, gone.out_mr));
 	ASSERT_EQ(0, rt_pd(p->fd, p->dev, &pd2));
-	ASSERT_EQ(0, rt_mr(p->fd, pd2, mine + 4096, 4096, RT_ACCESS_ALL,
-			   &other_pd_mr));
+	ASSERT_EQ(0, kqp_test_reg_mr(p->fd, pd2, mine + 4096, 4096,
+				     RT_ACCESS_ALL, &other_pd_mr));
 	cases[0].what = "another process's MR";
 	cases[0].addr = theirs.addr;
 	cases[0].lkey = theirs.lkey;
@@ -528,9 +492,7 @@ TEST_F_TIMEOUT(h, foreign_lkeys, 120)
 		dirty += p->buf[i] == 'X';
 	EXPECT_EQ(0, dirty);
 
-	ASSERT_EQ(1, write(down[1], &c, 1));
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_EQ(0, status);
+	kqp_test_other_mr_end(_metadata, &theirs);
 	EXPECT_EQ(0, rt_dereg(p->fd, other_pd_mr.out_mr));
 	free(mine);
 }
@@ -572,10 +534,7 @@ TEST_F_TIMEOUT(h, head_and_flags_scribbled, 180)
 		rt_a_sends(p, id, k, 32);
 		ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND | KQP_DB_RECV));
 		EXPECT_EQ(p->a.sq_tail, rt_head(rt_sq_hdr(&p->a)));
-		rt_expect_cqes(_metadata, &p->ascq, id, k, KQP_WC_OP_SEND, 0,
-			       p->a.c.out_qp_num);
-		rt_expect_cqes(_metadata, &p->brcq, 1000 + id, k,
-			       KQP_WC_OP_RECV, 32, p->b.c.out_qp_num);
+		rt_expect_a_to_b(_metadata, p, id, 1000 + id, k, 32);
 		rt_expect_data(_metadata, p, id, k, 32);
 		id += k;
 	}
@@ -812,10 +771,7 @@ TEST_F_TIMEOUT(h, unmapped_while_rung, 180)
 		ASSERT_EQ(0, munmap(p->a.map, p->a.c.out_rings.mmap_size));
 		ASSERT_EQ(0, munmap(p->b.map, p->b.c.out_rings.mmap_size));
 		p->a.map = p->b.map = NULL;
-		rt_expect_cqes(_metadata, &p->ascq, id, k, KQP_WC_OP_SEND, 0,
-			       p->a.c.out_qp_num);
-		rt_expect_cqes(_metadata, &p->brcq, 5000 + id, k,
-			       KQP_WC_OP_RECV, 24, p->b.c.out_qp_num);
+		rt_expect_a_to_b(_metadata, p, id, 5000 + id, k, 24);
 		rt_expect_data(_metadata, p, id, k, 24);
 		ASSERT_EQ(0, rt_qp_map(&p->a));
 		ASSERT_EQ(0, rt_qp_map(&p->b));
@@ -847,33 +803,11 @@ TEST_F_TIMEOUT(h, unmapped_while_rung, 180)
  * each drain either sends the registered bytes or stops at the entry
  * with EINVAL, and b never receives a byte of the other page.
  */
-struct flipper {
-	struct kqp_sge *volatile sge;
-	uint64_t good_addr, bad_addr;
-	uint32_t good_lkey, bad_lkey;
-	volatile int stop;
-};
-
-static void *flip(void *arg)
-{
-	struct flipper *f = arg;
-
-	while (!f->stop) {
-		struct kqp_sge *sge = f->sge;
-
-		__atomic_store_n(&sge->lkey, f->bad_lkey, __ATOMIC_RELAXED);
-		__atomic_store_n(&sge->addr, f->bad_addr, __ATOMIC_RELAXED);
-		__atomic_store_n(&sge->lkey, f->good_lkey, __ATOMIC_RELAXED);
-		__atomic_store_n(&sge->addr, f->good_addr, __ATOMIC_RELAXED);
-	}
-	return NULL;
-}
-
 TEST_F_TIMEOUT(h, entry_rewritten_during_drain, 300)
 {
 	struct rt_pair *p = &self->p;
 	char *secret = aligned_alloc(4096, 4096);
-	struct flipper f = {
+	struct kqp_test_flipper f = {
 		.good_addr = rt_abuf(p, 0), .good_lkey = p->mr.out_lkey,
 		.bad_lkey = p->pd_dma_lkey,
 	};
@@ -897,7 +831,7 @@ TEST_F_TIMEOUT(h, entry_rewritten_during_drain, 300)
 					   RT_SEND_HDR);
 		rt_sq_publish(&p->a);
 	}
-	ASSERT_EQ(0, pthread_create(&t, NULL, flip, &f));
+	ASSERT_EQ(0, pthread_create(&t, NULL, kqp_test_flip, &f));
 	for (i = 0; i < 3000 && !(sent >= 20 && refused >= 20); i++) {
 		int ret;
 

@@ -72,18 +72,6 @@ static inline int rt_pd(int fd, uint32_t dev, uint32_t *pd)
 	return ret;
 }
 
-static inline int rt_mr(int fd, uint32_t pd, void *buf, size_t len,
-			uint32_t access, struct kqp_reg_mr *r)
-{
-	memset(r, 0, sizeof(*r));
-	r->size = sizeof(*r);
-	r->pd = pd;
-	r->access = access;
-	r->addr = r->iova = (uintptr_t)buf;
-	r->length = len;
-	return kqp_test_ioctl(fd, KQP_IOCTL_REG_MR, r);
-}
-
 static inline int rt_dereg(int fd, uint32_t mr)
 {
 	struct kqp_dereg_mr d = { .size = sizeof(d), .mr = mr };
@@ -184,17 +172,11 @@ struct rt_qp {
 static inline void rt_qp_req(struct kqp_create_qp *c, uint32_t pd,
 			     uint32_t scq, uint32_t rcq)
 {
-	memset(c, 0, sizeof(*c));
-	c->size = sizeof(*c);
+	kqp_test_rc_req(c, 16, 2);
 	c->flags = KQP_CREATE_QP_RINGS;
 	c->pd = pd;
 	c->send_cq = scq;
 	c->recv_cq = rcq;
-	c->qp_type = KQP_QPT_RC;
-	c->cap.max_send_wr = 16;
-	c->cap.max_recv_wr = 16;
-	c->cap.max_send_sge = 2;
-	c->cap.max_recv_sge = 2;
 	c->cap.max_inline_data = 64;
 }
 
@@ -541,7 +523,8 @@ static inline int rt_pair_make(struct rt_pair *p,
 	if (!p->buf)
 		return 9;
 	memset(p->buf, 0, RT_BUF);
-	if (rt_mr(p->fd, p->pd, p->buf, RT_BUF, RT_ACCESS_ALL, &p->mr))
+	if (kqp_test_reg_mr(p->fd, p->pd, p->buf, RT_BUF, RT_ACCESS_ALL,
+			    &p->mr))
 		return 10;
 	return 0;
 }
@@ -631,6 +614,20 @@ static inline void rt_expect_cqes(struct __test_metadata *_metadata,
 	}
 	/* And nothing more. */
 	EXPECT_EQ(0, rt_cq_poll(cq, wc, 1, 50));
+}
+
+/*
+ * @n messages of @len bytes from a to b: a's sends completed, wr_ids from
+ * @sfirst, then b's receives, wr_ids from @rfirst.
+ */
+static inline void rt_expect_a_to_b(struct __test_metadata *_metadata,
+				    struct rt_pair *p, uint64_t sfirst,
+				    uint64_t rfirst, int n, uint32_t len)
+{
+	rt_expect_cqes(_metadata, &p->ascq, sfirst, n, KQP_WC_OP_SEND, 0,
+		       p->a.c.out_qp_num);
+	rt_expect_cqes(_metadata, &p->brcq, rfirst, n, KQP_WC_OP_RECV, len,
+		       p->b.c.out_qp_num);
 }
 
 /* Message i of b's half holds the bytes a sent. */
