@@ -2307,8 +2307,9 @@ struct kqp_doorbell_entry {
  * @__reserved: zero
  *
  * Every entry is copied and checked before any QP is drained: a bad
- * entry_size or count is EINVAL, an unknown entry flag, no flag, or a
- * non-zero __reserved is EOPNOTSUPP, and nothing is drained.  Then each
+ * entry_size or count is EINVAL, a non-zero byte past the kernel's entry
+ * E2BIG, an unknown entry flag, no flag, or a non-zero __reserved
+ * EOPNOTSUPP, and nothing is drained.  Then each
  * entry's QP is drained in turn and its @out_errno written back; one QP's
  * failure stops no other.  Draining returns only once every entry it took
  * was handed to the device, so a receive is in the device's queue before
