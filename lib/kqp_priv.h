@@ -301,11 +301,26 @@ struct kqp_lqp {
 	bool gone;
 	bool is_ex;
 	struct kqp_wr_batch batch;
+	/*
+	 * The rings the kernel offered, mapped at the first post (qp.c:
+	 * kqp_qp_rings()): @ring_info as CREATE_QP gave it, @ring_state one
+	 * of enum kqp_ring_state, @ring_lock serialising the mapping.
+	 */
+	struct kqp_qp_ring_info ring_info;
+	pthread_mutex_t ring_lock;
+	int ring_state;
 	void *ring;
 	size_t ring_size;
 	unsigned int ring_gen;
 	struct kqp_lwq sq;
 	struct kqp_lwq rq;
+};
+
+/* Where a QP's rings are: never offered or not mappable, offered, mapped. */
+enum kqp_ring_state {
+	KQP_RINGS_NONE,
+	KQP_RINGS_OFFERED,
+	KQP_RINGS_MAPPED,
 };
 
 /* Bytes a request in the kernel's form takes, with its SGEs or inline data. */

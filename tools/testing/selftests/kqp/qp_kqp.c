@@ -51,13 +51,16 @@ static int kqp_maps(void)
 }
 
 /*
- * libkqp gives every QP submission rings, one mapping for both, which
- * goes with the QP; KQP_RINGS=0 makes QPs without them, that post with
- * the ioctls.  Both kinds pass data (data.c runs on rings).
+ * libkqp gives every QP submission rings, one mapping for both, made when
+ * the QP is first posted to (a QP that is never posted to costs no
+ * mapping), which goes with the QP; KQP_RINGS=0 makes QPs without them,
+ * that post with the ioctls.  Both kinds pass data (data.c runs on
+ * rings).
  */
 TEST_F_TIMEOUT(cm, qp_rings_mapped_unless_disabled, 60)
 {
 	struct sockaddr_in sin = cm_addr(self->port);
+	struct ibv_recv_wr rwr = { .num_sge = 0 }, *bad;
 	struct ibv_qp_init_attr attr;
 	struct rdma_cm_id *id;
 	struct ibv_cq *cq;
@@ -76,6 +79,11 @@ TEST_F_TIMEOUT(cm, qp_rings_mapped_unless_disabled, 60)
 		attr.send_cq = cq;
 		attr.recv_cq = cq;
 		ASSERT_EQ(0, rdma_create_qp(id, NULL, &attr));
+		EXPECT_EQ(base, kqp_maps());
+		/* A receive, in INIT: the first post maps the rings. */
+		EXPECT_EQ(0, ibv_post_recv(id->qp, &rwr, &bad));
+		EXPECT_EQ(base + (off ? 0 : 1), kqp_maps());
+		EXPECT_EQ(0, ibv_post_recv(id->qp, &rwr, &bad));
 		EXPECT_EQ(base + (off ? 0 : 1), kqp_maps());
 		rdma_destroy_qp(id);
 		EXPECT_EQ(base, kqp_maps());
