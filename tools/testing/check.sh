@@ -142,6 +142,7 @@ failures() {
 	done
 	# The first kernel splat of each guest (run.sh keeps it).
 	for f in "$dir"/splat "$dir"/[ab]/splat; do
+		[ -e "$f" ] || continue
 		sed "s|^|$label: ${f#"$dir"/}: |" "$f"
 	done
 	shopt -u nullglob
