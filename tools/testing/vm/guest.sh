@@ -50,6 +50,9 @@ export KQP_KMOD=$kqp_kmod
 # Where a test may leave files for whoever reads its failure.
 export KQP_OUT=$OUT
 export KQP_ULP_KMOD=${kqp_kmod%/*}/ulp/kqp_ulp.ko
+# The reference build's tests that only wait out rdma_cm's own timeouts
+# (cm.c): on one kernel, not on every one.
+[ "${kqp_bench:-}" = 6.12 ] && export KQP_TEST_SLOW_REFERENCE=1
 TEST_TIMEOUT=${kqp_test_timeout:-600}
 # KASAN and lockdep make the debug kernel several times slower: dropin.sh's
 # hundred-ping rping runs took longer than 600 s there on a busy host.

@@ -287,7 +287,11 @@ TEST_F(cm, resolve_no_rdma_device)
 /*
  * On the rxe device's subnet, but nobody there: the address resolves
  * (the netdev needs no neighbour discovery), and the connection request
- * goes unanswered until rdma_cm gives up, in about 80 seconds.
+ * goes unanswered until rdma_cm gives up, in about 80 seconds.  Those 80
+ * seconds are rdma_cm's retries, the same with either library, so the
+ * reference build (rdma-core) waits for them only where the bench asks
+ * for it (KQP_TEST_SLOW_REFERENCE: guest.sh sets it on 6.12), and kqp's
+ * build everywhere.
  */
 TEST_F_TIMEOUT(cm, connect_nobody_unreachable, 240)
 {
@@ -295,6 +299,11 @@ TEST_F_TIMEOUT(cm, connect_nobody_unreachable, 240)
 	struct sockaddr_in sin = cm_addr(self->port);
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *id;
+
+#ifdef KQP_TEST_REFERENCE
+	if (!getenv("KQP_TEST_SLOW_REFERENCE"))
+		SKIP(return, "rdma_cm's own 80 s timeout; the reference waits for it on 6.12 only");
+#endif
 
 	inet_pton(AF_INET, "192.0.2.77", &sin.sin_addr);
 	ASSERT_EQ(0, rdma_create_id(self->cch, &id, NULL, RDMA_PS_TCP));
