@@ -303,14 +303,15 @@ struct kqp_lqp {
 	struct kqp_wr_batch batch;
 	/*
 	 * The rings the kernel offered, mapped at the first post (qp.c:
-	 * kqp_qp_rings()): @ring_info as CREATE_QP gave it, @ring_state one
-	 * of enum kqp_ring_state, @ring_lock serialising the mapping.
+	 * kqp_qp_rings()): @ring_info as CREATE_QP gave it (its size is
+	 * the mapping's), @ring_state one of enum kqp_ring_state, @ring_lock
+	 * serialising the mapping, @ring the mapping once made, @ring_gen the
+	 * kqp_fork_gen() of the process that may use it.
 	 */
 	struct kqp_qp_ring_info ring_info;
 	pthread_mutex_t ring_lock;
 	int ring_state;
 	void *ring;
-	size_t ring_size;
 	unsigned int ring_gen;
 	struct kqp_lwq sq;
 	struct kqp_lwq rq;

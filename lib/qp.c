@@ -101,11 +101,12 @@ static bool kqp_qp_rings(struct kqp_lqp *qp)
 	int state;
 	void *ring;
 
+	if (qp->ring_gen != kqp_fork_gen())
+		return false;
 	/* Pairs with the store-release below: the queues are filled in. */
 	state = __atomic_load_n(&qp->ring_state, __ATOMIC_ACQUIRE);
-	if (state != KQP_RINGS_OFFERED || qp->ring_gen != kqp_fork_gen())
-		return state == KQP_RINGS_MAPPED &&
-		       qp->ring_gen == kqp_fork_gen();
+	if (state != KQP_RINGS_OFFERED)
+		return state == KQP_RINGS_MAPPED;
 
 	pthread_mutex_lock(&qp->ring_lock);
 	if (qp->ring_state == KQP_RINGS_OFFERED) {
@@ -115,7 +116,6 @@ static bool kqp_qp_rings(struct kqp_lqp *qp)
 		state = KQP_RINGS_NONE;
 		if (ring != MAP_FAILED) {
 			qp->ring = ring;
-			qp->ring_size = info->mmap_size;
 			kqp_lwq_init(&qp->sq, ring, &info->sq);
 			kqp_lwq_init(&qp->rq, ring, &info->rq);
 			state = KQP_RINGS_MAPPED;
@@ -131,7 +131,7 @@ static bool kqp_qp_rings(struct kqp_lqp *qp)
 void kqp_qp_fini(struct kqp_lqp *qp)
 {
 	if (qp->ring)
-		munmap(qp->ring, qp->ring_size);
+		munmap(qp->ring, qp->ring_info.mmap_size);
 	pthread_mutex_destroy(&qp->ring_lock);
 	pthread_mutex_destroy(&qp->sq.lock);
 	pthread_mutex_destroy(&qp->rq.lock);
