@@ -31,6 +31,8 @@ extern unsigned int kqp_max_objects;
 extern unsigned long kqp_max_mr_bytes;
 extern unsigned long kqp_max_queue_bytes;
 extern unsigned int kqp_max_mcast;
+/* Drains rings after completions (ring.c); flushed at module exit. */
+extern struct workqueue_struct *kqp_wq;
 
 /*
  * A map for the reader.
@@ -69,6 +71,11 @@ extern unsigned int kqp_max_mcast;
  *   kqp_users_lock (object.c), kqp_devices_rwsem (device.c) and
  *   kqp_cq_stats_lock (cq.c) are taken with nothing else of kqp's held
  *   but their own xarrays.
+ *
+ * A QP's drain_work (ring.c) runs on kqp_wq and takes hw_rwsem (read),
+ * then sq_mutex, as a doorbell does; it holds a reference to the QP,
+ * which its destroy waits for.  The completion path queues it, under
+ * kqp_cq.lock and kqp_qp.lock, and never waits for it.
  *
  * hw_rwsem is also taken for writing under kqp_cm_id.mutex (a QP on an
  * id is destroyed under it) and takes kqp_cq.lock (kqp_cq_destroy_hw());
@@ -484,11 +491,15 @@ struct kqp_cq {
  * @wr_id: the caller's wr_id
  * @opcode: the caller's opcode (enum ibv_wr_opcode), for flush completions
  * @signaled: a completion is reported for it
+ * @err_status: a ring entry the kernel refused, posted in its place to a
+ *	QP in ERR (ring.c): the status its completion reports, or 0 for the
+ *	device's own (a flush)
  */
 struct kqp_wr_slot {
 	u64 wr_id;
 	u32 opcode;
 	bool signaled;
+	u8 err_status;
 };
 
 /**
@@ -527,6 +538,12 @@ union kqp_kwr {
  * @ahs: the AH each of them holds, or NULL
  * @sges: @max_sge SGEs for each of them
  * @stage: @batch copies of entries, each checked and used only there
+ * @failed: the send ring refused an entry: the QP was moved to ERR and
+ *	every entry from then on is posted as a placeholder (ring.c)
+ * @fail_status: the ib_wc_status the refused entry completes with
+ * @stopped: the last send drain failed (the device refused, or the tail
+ *	was impossible): only a doorbell drains it again, so that the
+ *	process can take back what it published first
  *
  * Everything but @hdr and the entries is the kernel's alone, used under
  * the queue's mutex (kqp_qp.sq_mutex or rq_mutex).
@@ -543,6 +560,9 @@ struct kqp_ring {
 	struct kqp_object **ahs;
 	struct ib_sge *sges;
 	void *stage;
+	bool failed;
+	bool stopped;
+	u8 fail_status;
 };
 
 /**
@@ -573,6 +593,12 @@ struct kqp_ring {
  * @ring_bytes: its length, page aligned
  * @sq_ring: the send ring
  * @rq_ring: the receive ring
+ * @sq_sig_out: signaled sends the device has and has not completed, under
+ *	@lock
+ * @sq_committed: under @lock: the send ring's NEED_DOORBELL is clear, and
+ *	the completion of a signaled send queues @drain_work (ring.c)
+ * @drain_work: drains the send ring after completions, holding a
+ *	reference to the QP
  * @async_reported: async events read for the QP
  * @mcast_mutex: protects @mcasts and @nr_mcasts
  * @mcasts: struct kqp_qp_mcast, the groups the QP is attached to; they are
@@ -607,6 +633,9 @@ struct kqp_qp {
 	u32 ring_bytes;
 	struct kqp_ring sq_ring;
 	struct kqp_ring rq_ring;
+	u32 sq_sig_out;
+	bool sq_committed;
+	struct work_struct drain_work;
 	u32 async_reported;
 	struct mutex mcast_mutex;	/* @mcasts, @nr_mcasts */
 	struct list_head mcasts;
@@ -930,7 +959,8 @@ long kqp_build_send(struct kqp_qp *qp, struct kqp_object **ah,
 		    const void *p, size_t len, union kqp_kwr *kwr,
 		    struct ib_sge *ksge, u32 *opcode);
 u32 kqp_post_chain(struct kqp_qp *qp, bool recv, union kqp_kwr *kwrs,
-		   const u64 *wr_ids, const u32 *opcodes, u32 n, int *err);
+		   const u64 *wr_ids, const u32 *opcodes, const u8 *err_status,
+		   u32 n, int *err);
 int kqp_qp_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma);
 
 /* ring.c */
@@ -938,7 +968,8 @@ void kqp_qp_rings_init(struct kqp_qp *qp);
 void kqp_qp_rings_free(struct kqp_qp *qp);
 void kqp_qp_rings_to_user(const struct kqp_qp *qp,
 			  struct kqp_qp_ring_info *info);
-int kqp_ring_drain(struct kqp_qp *qp, bool recv);
+void kqp_qp_drain_work(struct work_struct *work);
+void kqp_qp_queue_drain(struct kqp_qp *qp);
 int kqp_doorbell_ioctl(struct kqp_ucmd *ucmd);
 long kqp_build_recv(struct kqp_pd *pd, u32 max_sge, const void *p,
 		    size_t len, struct ib_recv_wr *wr, struct ib_sge *ksge);

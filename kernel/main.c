@@ -114,6 +114,8 @@ static int kqp_resources_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(kqp_resources);
 
+struct workqueue_struct *kqp_wq;
+
 static struct miscdevice kqp_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = KQP_MODNAME,
@@ -126,9 +128,16 @@ static int __init kqp_init(void)
 {
 	int ret;
 
+	/*
+	 * Not WQ_HIGHPRI: the drains run for processes, outside their
+	 * nice level and cgroup, and must not run ahead of everything else.
+	 */
+	kqp_wq = alloc_workqueue("kqp", 0, 0);
+	if (!kqp_wq)
+		return -ENOMEM;
 	ret = kqp_device_init();
 	if (ret)
-		return ret;
+		goto err_wq;
 
 	ret = misc_register(&kqp_misc);
 	if (ret)
@@ -145,6 +154,8 @@ static int __init kqp_init(void)
 
 err_device:
 	kqp_device_exit();
+err_wq:
+	destroy_workqueue(kqp_wq);
 	return ret;
 }
 
@@ -154,6 +165,8 @@ static void __exit kqp_exit(void)
 	misc_deregister(&kqp_misc);
 	kqp_kapi_exit();
 	kqp_device_exit();
+	/* Every QP is gone; a drain_work may still be returning. */
+	destroy_workqueue(kqp_wq);
 	kqp_users_exit();
 }
 

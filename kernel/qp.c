@@ -107,6 +107,64 @@ void kqp_wc_to_cqe(const struct ib_wc *wc, struct kqp_cqe *cqe, u64 wr_id,
 }
 
 /*
+ * Retire @n sends, the oldest first, with qp->lock held.  On a QP with
+ * rings, tell userspace how far (the ring's @retired: it may reuse that
+ * much room), and when a signaled send retired while the kernel is
+ * committed to drain the send ring (qp->sq_committed), have it drained:
+ * whatever the process published without ringing is posted now, and the
+ * settle that follows decides whether it must ring again (ring.c).
+ */
+static void kqp_qp_retire_sends(struct kqp_qp *qp, u32 n)
+{
+	struct kqp_wq *wq = &qp->sq;
+	u32 sig = 0;
+
+	for (; n; n--, wq->tail++)
+		if (wq->slots[wq->tail & (wq->size - 1)].signaled)
+			sig++;
+	if (WARN_ON_ONCE(sig > qp->sq_sig_out))
+		sig = qp->sq_sig_out;
+	qp->sq_sig_out -= sig;
+	if (!qp->sq_ring.nr)
+		return;
+	/*
+	 * Pairs with the acquire load in kqp_wq_retired() (lib/ring.h): the
+	 * slots below it are free, so the process may publish up to
+	 * @entries past it and the kernel still has a slot for each.
+	 */
+	smp_store_release(&qp->sq_ring.hdr->retired, wq->tail);
+	if (sig && qp->sq_committed)
+		kqp_qp_queue_drain(qp);
+}
+
+/*
+ * The QP went to RESET, which discards its work without completions:
+ * its slots are free again (a late completion for one is stale and
+ * dropped), nothing signaled is outstanding, and a send ring that failed
+ * (ring.c) posts requests again, not placeholders that a QP able to send
+ * would send.  Called with sq_mutex held, the transition made under it,
+ * so no drain sees the QP between the two.
+ */
+static void kqp_qp_reset(struct kqp_qp *qp)
+{
+	struct kqp_ring *r = &qp->sq_ring;
+
+	r->failed = false;
+	r->fail_status = 0;
+	spin_lock_irq(&qp->lock);
+	qp->sq.tail = qp->sq.head;
+	if (!qp->srq)
+		qp->rq.tail = qp->rq.head;
+	qp->sq_sig_out = 0;
+	qp->sq_committed = false;
+	if (r->nr) {
+		smp_store_release(&r->hdr->retired, qp->sq.tail);
+		WRITE_ONCE(r->hdr->flags, KQP_WQ_RING_NEED_DOORBELL);
+	}
+	spin_unlock_irq(&qp->lock);
+}
+
+/*
  * Fill @cqe from a kernel completion; @report says whether it is to be
  * reported.  Runs in the CQ's poller (a softirq) or a flush, under the
  * CQ's lock.  The handle in the kernel's wr_id names a QP, or for a
@@ -121,7 +179,7 @@ void kqp_qp_complete(struct kqp_ucontext *uctx, struct ib_wc *wc,
 	struct kqp_object *obj;
 	struct kqp_qp *qp;
 	struct kqp_wq *wq;
-	u32 idx;
+	u32 idx, n;
 
 	*report = false;
 	rcu_read_lock();
@@ -145,9 +203,18 @@ void kqp_qp_complete(struct kqp_ucontext *uctx, struct ib_wc *wc,
 
 	kqp_wc_to_cqe(wc, cqe, slot->wr_id, qp->qp_num,
 		      recv ? KQP_WC_OP_RECV : kqp_wc_opcode_of_wr(slot->opcode));
+	/* A placeholder for a ring entry the kernel refused (ring.c). */
+	if (slot->err_status && wc->status != IB_WC_SUCCESS) {
+		cqe->status = slot->err_status;
+		cqe->vendor_err = 0;
+	}
 
 	/* Completions come in order: everything before it is done too. */
-	wq->tail += ((idx - wq->tail) & KQP_WRID_SLOT_MASK) + 1;
+	n = ((idx - wq->tail) & KQP_WRID_SLOT_MASK) + 1;
+	if (!recv)
+		kqp_qp_retire_sends(qp, n);
+	else
+		wq->tail += n;
 	*report = true;
 unlock:
 	spin_unlock(&qp->lock);
@@ -246,6 +313,18 @@ static void kqp_qp_destroy_hw(struct kqp_vobj *vobj)
 	 * itself.  The id's close destroys this before the id, under the
 	 * same lock, so a live cm_id here is one rdma_cm still uses.
 	 */
+	/*
+	 * No drain runs from here on (hw_rwsem, held for writing, keeps
+	 * them out, and they find hw_gone): the process must ring, and
+	 * learns from the doorbell that the QP is gone.
+	 */
+	if (qp->sq_ring.nr) {
+		spin_lock_irq(&qp->lock);
+		qp->sq_committed = false;
+		WRITE_ONCE(qp->sq_ring.hdr->flags, KQP_WQ_RING_NEED_DOORBELL);
+		spin_unlock_irq(&qp->lock);
+	}
+
 	if (cm_id && cm_id->qp == qp->qp) {
 		rdma_destroy_qp(cm_id);
 	} else {
@@ -462,6 +541,7 @@ static struct kqp_qp *kqp_qp_alloc(struct kqp_ucontext *uctx,
 		return ERR_PTR(-ENOMEM);
 	spin_lock_init(&qp->lock);
 	mutex_init(&qp->sq_mutex);
+	INIT_WORK(&qp->drain_work, kqp_qp_drain_work);
 	mutex_init(&qp->rq_mutex);
 	mutex_init(&qp->mcast_mutex);
 	INIT_LIST_HEAD(&qp->mcasts);
@@ -800,8 +880,7 @@ int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_cq_counts unused[2];
 	int ret;
 
-	if (cmd->__reserved2 || cmd->cap.__reserved ||
-	    cmd->out_rings.__reserved)
+	if (cmd->__reserved2 || cmd->cap.__reserved || cmd->out_rings.flags)
 		return -EOPNOTSUPP;
 	if (cmd->qp_type != KQP_QPT_RC && cmd->qp_type != KQP_QPT_UD)
 		return -EINVAL;
@@ -1088,8 +1167,18 @@ int kqp_modify_qp_ioctl(struct kqp_ucmd *ucmd)
 			goto out;
 	}
 	ret = kqp_qp_attr_from_user(qp, u, mask, &attr);
-	if (!ret)
+	if (ret)
+		goto out;
+	if ((mask & IB_QP_STATE) && attr.qp_state == IB_QPS_RESET) {
+		/* With the send ring's drains out (kqp_qp_reset()). */
+		mutex_lock(&qp->sq_mutex);
 		ret = ib_modify_qp(qp->qp, &attr, mask);
+		if (!ret)
+			kqp_qp_reset(qp);
+		mutex_unlock(&qp->sq_mutex);
+	} else {
+		ret = ib_modify_qp(qp->qp, &attr, mask);
+	}
 out:
 	kqp_qp_put_hw(qp);
 	return ret;
@@ -1328,6 +1417,11 @@ long kqp_build_send(struct kqp_qp *qp, struct kqp_object **ah,
 	if (ret)
 		return ret;
 
+	/*
+	 * The request itself is sound: a failure from here on is one of its
+	 * SGEs (ring.c reports it as a protection error).
+	 */
+	*opcode = hdr->opcode;
 	if (inl) {
 		/*
 		 * The device copies inline data when the request is posted;
@@ -1395,10 +1489,14 @@ long kqp_build_recv(struct kqp_pd *pd, u32 max_sge, const void *p,
  * posters out, so slots the device did not take can be given back.
  * Returns how many requests the device took, the first of @kwrs first;
  * when that is fewer than @n, *@err says why the next one was not:
- * ENOMEM for a full queue, or the device's errno.
+ * ENOMEM for a full queue, or the device's errno.  @err_status, if not
+ * NULL, gives each request's placeholder status (struct kqp_wr_slot).
+ * Signaled sends are counted in qp->sq_sig_out from when their slot is
+ * taken until their completion retires it.
  */
 u32 kqp_post_chain(struct kqp_qp *qp, bool recv, union kqp_kwr *kwrs,
-		   const u64 *wr_ids, const u32 *opcodes, u32 n, int *err)
+		   const u64 *wr_ids, const u32 *opcodes, const u8 *err_status,
+		   u32 n, int *err)
 {
 	struct kqp_wq *wq = recv ? &qp->rq : &qp->sq;
 	const struct ib_send_wr *bad_send = NULL;
@@ -1416,6 +1514,9 @@ u32 kqp_post_chain(struct kqp_qp *qp, bool recv, union kqp_kwr *kwrs,
 		slot->opcode = opcodes[i];
 		slot->signaled = recv ||
 				 (kwrs[i].send.send_flags & IB_SEND_SIGNALED);
+		slot->err_status = err_status ? err_status[i] : 0;
+		if (!recv && slot->signaled)
+			qp->sq_sig_out++;
 	}
 	wq->head += m;
 	spin_unlock_irq(&qp->lock);
@@ -1459,6 +1560,10 @@ u32 kqp_post_chain(struct kqp_qp *qp, bool recv, union kqp_kwr *kwrs,
 	 */
 	if (wq->tail - first > posted && wq->tail - first <= m)
 		posted = wq->tail - first;
+	/* The slots given back were never the device's: not outstanding. */
+	for (i = posted; !recv && i < m; i++)
+		if (wq->slots[(first + i) & (wq->size - 1)].signaled)
+			qp->sq_sig_out--;
 	wq->head = first + posted;
 	spin_unlock_irq(&qp->lock);
 	*err = ret;
@@ -1471,7 +1576,7 @@ static int kqp_post_one(struct kqp_qp *qp, bool recv, union kqp_kwr *kwr,
 {
 	int err;
 
-	kqp_post_chain(qp, recv, kwr, &wr_id, &opcode, 1, &err);
+	kqp_post_chain(qp, recv, kwr, &wr_id, &opcode, NULL, 1, &err);
 	return err;
 }
 

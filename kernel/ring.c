@@ -50,6 +50,8 @@
 #define KQP_RING_BYTES_MAX	SZ_1G
 /* Entries one drain takes at most (a post ioctl takes 1 MiB: 21845 sends). */
 #define KQP_RING_DRAIN_MAX	4096
+/* Drains and settles of a send ring per call, before drain_work goes on. */
+#define KQP_RING_WORK_ROUNDS	4
 
 #define KQP_RING_HDR_BYTES	sizeof(struct kqp_wq_ring_hdr)
 static_assert(sizeof(struct kqp_wq_ring_hdr) == 256);
@@ -187,13 +189,15 @@ void kqp_qp_rings_to_user(const struct kqp_qp *qp,
 		return;
 	info->mmap_offset = (u64)qp->vobj.obj.id << PAGE_SHIFT;
 	info->mmap_size = qp->ring_bytes;
+	info->flags = KQP_QP_RINGS_SEND_ASYNC;
 	kqp_ring_info(qp, &qp->sq_ring, &info->sq);
 	kqp_ring_info(qp, &qp->rq_ring, &info->rq);
 }
 
 /*
  * Copy the entry at @idx into staging slot @j and build it.  Returns 0,
- * or the entry's errno; its AH reference, if any, is in r->ahs[j].
+ * or the entry's errno; its AH reference, if any, is in r->ahs[j].  On a
+ * send's failure *@opcode is U32_MAX unless only its SGEs were refused.
  */
 static int kqp_ring_build(struct kqp_qp *qp, struct kqp_ring *r, bool recv,
 			  u32 idx, u32 j, u64 *wr_id, u32 *opcode)
@@ -206,7 +210,7 @@ static int kqp_ring_build(struct kqp_qp *qp, struct kqp_ring *r, bool recv,
 	       r->entry_size);
 	/* Both request layouts start with the caller's wr_id. */
 	*wr_id = *(const u64 *)e;
-	*opcode = 0;
+	*opcode = recv ? 0 : U32_MAX;
 	r->ahs[j] = NULL;
 	if (recv)
 		used = kqp_build_recv(qp->pd, qp->cap.max_recv_sge, e,
@@ -217,21 +221,81 @@ static int kqp_ring_build(struct kqp_qp *qp, struct kqp_ring *r, bool recv,
 	return used < 0 ? used : 0;
 }
 
+/* Is a signaled send the device has not completed outstanding? */
+static bool kqp_sq_outstanding(struct kqp_qp *qp)
+{
+	bool ret;
+
+	spin_lock_irq(&qp->lock);
+	ret = qp->sq_sig_out;
+	spin_unlock_irq(&qp->lock);
+	return ret;
+}
+
+/*
+ * A send entry the kernel refused.  The process was told nothing when it
+ * published it (it may not even have rung), so it learns as it would from
+ * a device: the QP goes to ERR, the entry completes with @status and every
+ * later one with a flush.  Each takes its slot as a zero-length signaled
+ * SEND posted to the QP in ERR, which the device flushes without sending
+ * anything (IBTA: work posted in the Error state completes in error);
+ * kqp_qp_complete() reports @status for the first.  Returns 0, or the
+ * errno of a device that refused the transition, in which case the drain
+ * stops at the entry as a receive drain does.
+ */
+static int kqp_ring_fail_send(struct kqp_qp *qp, u8 status)
+{
+	struct kqp_ring *r = &qp->sq_ring;
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	int ret;
+
+	ret = ib_modify_qp(qp->qp, &attr, IB_QP_STATE);
+	if (ret)
+		return ret;
+	r->failed = true;
+	r->fail_status = status;
+	return 0;
+}
+
+/* Staging slot @j becomes the placeholder of a refused send entry. */
+static void kqp_ring_placeholder(struct kqp_ring *r, u32 j, u8 *status)
+{
+	struct ib_send_wr *wr = &r->kwrs[j].send;
+
+	if (r->ahs[j]) {
+		kqp_object_put(r->ahs[j]);
+		r->ahs[j] = NULL;
+	}
+	memset(&r->kwrs[j], 0, sizeof(r->kwrs[j]));
+	wr->opcode = IB_WR_SEND;
+	wr->send_flags = IB_SEND_SIGNALED;
+	*status = r->fail_status;
+	/* Only the first reports its own status; the device flushes the rest. */
+	r->fail_status = 0;
+}
+
 /*
  * Post what the process published on one of @qp's rings, from the head
  * up to the tail read once here, a batch per chain, and at most
  * KQP_RING_DRAIN_MAX entries: the device's hw_rwsem, which every destroy
  * on the device waits for, is held no longer than a post ioctl's largest
- * list holds it.  Stops at the first entry that fails, which the head
- * then names.  Called with the queue's mutex and hw_rwsem (read) held:
- * kqp_qp_get_hw().
+ * list holds it.  A receive drain stops at the first entry that fails,
+ * which the head then names, and so does a UD send drain.  An RC send
+ * entry the kernel's checks refuse is consumed (kqp_ring_fail_send()),
+ * once the signaled sends before it have completed: until then the drain
+ * stops there without an error, and the ring stays committed, so their
+ * completion drains it again.  An RC send drain fails only where the
+ * device refuses.  Called with the queue's mutex and hw_rwsem (read)
+ * held.
  */
-int kqp_ring_drain(struct kqp_qp *qp, bool recv)
+static int kqp_ring_drain(struct kqp_qp *qp, bool recv)
 {
 	struct kqp_ring *r = recv ? &qp->rq_ring : &qp->sq_ring;
 	u64 wr_ids[KQP_RING_BATCH];
 	u32 opcodes[KQP_RING_BATCH];
+	u8 status[KQP_RING_BATCH];
 	u32 tail, n, built, posted, j;
+	bool waiting = false;
 	int ret = 0, err;
 
 	if (!r->nr)
@@ -246,21 +310,50 @@ int kqp_ring_drain(struct kqp_qp *qp, bool recv)
 		return -EINVAL;
 	n = min_t(u32, n, KQP_RING_DRAIN_MAX);
 
-	while (n && !ret) {
+	while (n && !ret && !waiting) {
 		u32 m = min(n, r->batch);
 
 		for (built = 0; built < m; built++) {
-			ret = kqp_ring_build(qp, r, recv, r->head + built,
+			status[built] = 0;
+			err = kqp_ring_build(qp, r, recv, r->head + built,
 					     built, &wr_ids[built],
 					     &opcodes[built]);
-			if (ret) {
-				if (r->ahs[built])
-					kqp_object_put(r->ahs[built]);
+			if (!err && !r->failed)
+				continue;
+			/* A placeholder would need an AH: UD stops, as receives. */
+			if (recv || qp->qp_type != IB_QPT_RC) {
+				ret = err;
 				break;
 			}
+			if (!r->failed) {
+				/*
+				 * What comes before it goes to the device first,
+				 * and completes, as on a device: the entry is
+				 * copied and built again after them.
+				 */
+				if (built)
+					break;
+				if (kqp_sq_outstanding(qp)) {
+					waiting = true;
+					break;
+				}
+				ret = kqp_ring_fail_send(qp,
+						opcodes[built] == U32_MAX ?
+						IB_WC_LOC_QP_OP_ERR :
+						IB_WC_LOC_PROT_ERR);
+				if (ret)
+					break;
+			}
+			kqp_ring_placeholder(r, built, &status[built]);
+		}
+		/* An entry not in the chain keeps no AH. */
+		if (built < m && r->ahs[built]) {
+			kqp_object_put(r->ahs[built]);
+			r->ahs[built] = NULL;
 		}
 		posted = built ? kqp_post_chain(qp, recv, r->kwrs, wr_ids,
-						opcodes, built, &err) : 0;
+						opcodes, recv ? NULL : status,
+						built, &err) : 0;
 		/* An entry the device refused comes before one that failed. */
 		if (posted < built)
 			ret = err;
@@ -269,7 +362,7 @@ int kqp_ring_drain(struct kqp_qp *qp, bool recv)
 				kqp_object_put(r->ahs[j]);
 		r->head += posted;
 		n -= posted;
-		if (n && !ret) {
+		if (n && !ret && !waiting) {
 			if (fatal_signal_pending(current))
 				ret = -EINTR;
 			cond_resched();
@@ -282,6 +375,104 @@ int kqp_ring_drain(struct kqp_qp *qp, bool recv)
 	 */
 	smp_store_release(&r->hdr->head, r->head);
 	return ret;
+}
+
+/*
+ * After a drain of the send ring: decide whether the process must ring
+ * for what it publishes next.  The kernel commits to drain again on its
+ * own while a signaled send is outstanding, because that send's
+ * completion will queue drain_work (kqp_qp_retire_sends()); the decision
+ * and the count are both under qp->lock, so a completion either comes
+ * after it and sees it, or came before and left the count it read.
+ *
+ * Not committed, NEED_DOORBELL is set, then the tail is read once more:
+ * the process may have published after the drain read the tail and
+ * before it could see the flag.  The smp_mb() pairs with the fence in
+ * kqp_wq_need_doorbell() (lib/ring.h), between its store of the tail and
+ * its load of the flags: a store-buffering pair, so either this sees its
+ * tail, or it sees NEED_DOORBELL and rings.  Returns true when nothing is
+ * left behind, false when the caller must drain again.
+ */
+static bool kqp_sq_settle(struct kqp_qp *qp, bool stopped)
+{
+	struct kqp_ring *r = &qp->sq_ring;
+	bool commit;
+
+	spin_lock_irq(&qp->lock);
+	/* UD refuses entries synchronously (kqp_ring_drain()): always rung. */
+	commit = !stopped && qp->sq_sig_out && qp->qp_type == IB_QPT_RC;
+	qp->sq_committed = commit;
+	WRITE_ONCE(r->hdr->flags, commit ? 0 : KQP_WQ_RING_NEED_DOORBELL);
+	spin_unlock_irq(&qp->lock);
+	if (commit || stopped)
+		return true;
+	smp_mb();
+	return READ_ONCE(r->hdr->tail) == r->head;
+}
+
+/*
+ * Drain the send ring and settle it, again while the process keeps
+ * publishing behind the settle, @rounds times at most.  Returns the
+ * drain's errno, 0, or -EAGAIN when entries were left for another round.
+ * Called with sq_mutex and hw_rwsem (read) held.
+ */
+static int kqp_sq_drain_settle(struct kqp_qp *qp, unsigned int rounds)
+{
+	int ret;
+
+	do {
+		ret = kqp_ring_drain(qp, false);
+		qp->sq_ring.stopped = ret;
+		if (kqp_sq_settle(qp, ret))
+			return ret;
+		cond_resched();
+	} while (--rounds);
+	return -EAGAIN;
+}
+
+/*
+ * Queue @qp's drain_work, with a reference the work drops: the QP's
+ * destroy (kqp_object_drain()) waits for it.  Any context; nothing is
+ * queued for a QP being destroyed.
+ */
+void kqp_qp_queue_drain(struct kqp_qp *qp)
+{
+	struct kqp_object *obj = &qp->vobj.obj;
+
+	if (READ_ONCE(obj->dying) || !refcount_inc_not_zero(&obj->users))
+		return;
+	if (!queue_work(kqp_wq, &qp->drain_work))
+		kqp_object_put(obj);
+}
+
+/*
+ * Drain a send ring the kernel committed to drain: what the process
+ * published after a signaled send and without ringing.  One round, then
+ * it queues itself again if the process is still publishing behind the
+ * settle: it runs on behalf of the process, outside its own context.  A
+ * refused entry fails the QP (kqp_ring_fail_send()).  A device that
+ * refuses the chain stops the ring, with NEED_DOORBELL set, and the next
+ * doorbell drains it again and returns the errno; nothing drains a
+ * stopped ring before that, so the process may take back its entries.
+ */
+void kqp_qp_drain_work(struct work_struct *work)
+{
+	struct kqp_qp *qp = container_of(work, struct kqp_qp, drain_work);
+	struct rw_semaphore *hw_rwsem = &qp->vobj.kdev->hw_rwsem;
+	int ret = 0;
+
+	down_read(hw_rwsem);
+	if (!qp->vobj.hw_gone) {
+		mutex_lock(&qp->sq_mutex);
+		if (!qp->sq_ring.stopped)
+			ret = kqp_sq_drain_settle(qp, 1);
+		mutex_unlock(&qp->sq_mutex);
+	}
+	up_read(hw_rwsem);
+	/* Still being fed: let other work run, then go on. */
+	if (ret == -EAGAIN)
+		kqp_qp_queue_drain(qp);
+	kqp_object_put(&qp->vobj.obj);
 }
 
 /* Drain one QP's rings as @flags say: the receive ring first. */
@@ -304,8 +495,16 @@ static int kqp_doorbell_one(struct kqp_ucontext *uctx, u32 handle, u32 flags)
 	}
 	if (!ret && (flags & KQP_DB_SEND)) {
 		mutex_lock(&qp->sq_mutex);
-		ret = kqp_ring_drain(qp, false);
+		ret = kqp_sq_drain_settle(qp, KQP_RING_WORK_ROUNDS);
 		mutex_unlock(&qp->sq_mutex);
+		/*
+		 * Another thread keeps publishing: what it left behind the
+		 * last settle is drain_work's, and this call is done.
+		 */
+		if (ret == -EAGAIN) {
+			kqp_qp_queue_drain(qp);
+			ret = 0;
+		}
 	}
 out:
 	kqp_qp_put_hw(qp);

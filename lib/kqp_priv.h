@@ -281,6 +281,11 @@ struct kqp_wr_batch {
  * @nr: entries, a power of two; 0: the queue has no ring, post by ioctl
  * @entry_size: bytes per entry
  * @tail: our producer index; @hdr->tail is only ever stored
+ * @max_sge: the QP's SGEs per request, as its caps say
+ * @max_inline: the QP's inline bytes per send
+ * @depth: requests the device takes at once (the caps' max_*_wr)
+ * @async: a send ring the kernel drains after completions and whose
+ *	@hdr->retired it keeps (KQP_QP_RINGS_SEND_ASYNC)
  */
 struct kqp_lwq {
 	pthread_mutex_t lock;
@@ -289,6 +294,10 @@ struct kqp_lwq {
 	uint32_t nr;
 	uint32_t entry_size;
 	uint32_t tail;
+	uint32_t max_sge;
+	uint32_t max_inline;
+	uint32_t depth;
+	bool async;
 };
 
 struct kqp_lqp {

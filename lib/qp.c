@@ -55,10 +55,15 @@ int kqp_create_qp_cmd(int fd, struct kqp_create_qp *cmd)
 }
 
 static void kqp_lwq_init(struct kqp_lwq *wq, void *ring,
-			 const struct kqp_wq_ring_info *info)
+			 const struct kqp_wq_ring_info *info, uint32_t max_sge,
+			 uint32_t max_inline, uint32_t depth, bool async)
 {
 	if (!info->entries)
 		return;
+	wq->max_sge = max_sge;
+	wq->max_inline = max_inline;
+	wq->depth = depth < info->entries ? depth : info->entries;
+	wq->async = async;
 	wq->hdr = (struct kqp_wq_ring_hdr *)((char *)ring + info->off_hdr);
 	wq->entries = (char *)ring + info->off_entries;
 	wq->entry_size = info->entry_size;
@@ -116,8 +121,14 @@ static bool kqp_qp_rings(struct kqp_lqp *qp)
 		state = KQP_RINGS_NONE;
 		if (ring != MAP_FAILED) {
 			qp->ring = ring;
-			kqp_lwq_init(&qp->sq, ring, &info->sq);
-			kqp_lwq_init(&qp->rq, ring, &info->rq);
+			kqp_lwq_init(&qp->sq, ring, &info->sq,
+				     qp->cap.max_send_sge,
+				     qp->cap.max_inline_data,
+				     qp->cap.max_send_wr,
+				     info->flags & KQP_QP_RINGS_SEND_ASYNC);
+			kqp_lwq_init(&qp->rq, ring, &info->rq,
+				     qp->cap.max_recv_sge, 0,
+				     qp->cap.max_recv_wr, false);
 			state = KQP_RINGS_MAPPED;
 		}
 		__atomic_store_n(&qp->ring_state, state, __ATOMIC_RELEASE);
@@ -480,72 +491,155 @@ static int kqp_ring_doorbell(const struct kqp_post_target *t, bool recv)
 }
 
 /*
- * Post through the queue's ring: copy as many requests as the ring holds
- * into its entries, publish them, ring, and see how far the kernel got
- * (it stops at a request it refuses, and returns only once the device
- * has the ones before it: a receive is there for a message that follows
- * our return).  The entries the kernel did not take are withdrawn by
- * moving the tail back, under the queue's lock, so nobody else's entries
- * are lost.  A request too large for an entry has more SGEs or inline
- * bytes than the QP's caps: EINVAL, as the kernel would say.
+ * What rdma-core's providers refuse at post time, and the kernel, which
+ * reports the rest of a send's faults as completions on a ring, would
+ * otherwise only report that way: the request's shape against the QP's
+ * type and caps.  Its MRs and AH are the kernel's to check.
+ */
+static bool kqp_send_entry_ok(const struct kqp_lwq *wq, enum ibv_qp_type type,
+			      const struct kqp_send_wr *k)
+{
+	const uint32_t flags = KQP_SEND_FLAG_FENCE | KQP_SEND_FLAG_SIGNALED |
+			       KQP_SEND_FLAG_SOLICITED | KQP_SEND_FLAG_INLINE;
+	bool inl = k->send_flags & KQP_SEND_FLAG_INLINE;
+
+	if (k->send_flags & ~flags)
+		return false;
+	if (inl ? k->inline_len > wq->max_inline : k->num_sge > wq->max_sge)
+		return false;
+	switch (k->opcode) {
+	case KQP_WR_OP_SEND:
+	case KQP_WR_OP_SEND_WITH_IMM:
+		return true;
+	case KQP_WR_OP_RDMA_WRITE:
+	case KQP_WR_OP_RDMA_WRITE_WITH_IMM:
+		return type == IBV_QPT_RC;
+	case KQP_WR_OP_RDMA_READ:
+		return type == IBV_QPT_RC && !inl;
+	case KQP_WR_OP_ATOMIC_CMP_AND_SWP:
+	case KQP_WR_OP_ATOMIC_FETCH_AND_ADD:
+		return type == IBV_QPT_RC && !inl && k->num_sge == 1 &&
+		       ((const struct kqp_sge *)(k + 1))->length == 8;
+	default:
+		return false;
+	}
+}
+
+/* Ring until the kernel's head passes @end, or it stops; its errno. */
+static int kqp_ring_until(const struct kqp_post_target *t, bool recv,
+			  uint32_t end)
+{
+	struct kqp_lwq *wq = t->wq;
+	uint32_t head = kqp_wq_consumed(&wq->hdr->head), h;
+	int ret;
+
+	/* A doorbell takes a bounded number: ring again. */
+	do {
+		ret = kqp_ring_doorbell(t, recv);
+		h = kqp_wq_consumed(&wq->hdr->head);
+		if (h == head)
+			break;
+		head = h;
+	} while (!ret && (int32_t)(end - head) > 0);
+	if (!ret && (int32_t)(end - head) > 0)
+		ret = -EIO;
+	return ret;
+}
+
+/*
+ * Post through the queue's ring: copy as many requests as fit into its
+ * entries and publish them.
+ *
+ * Receives are rung for at once, and return only once the kernel has
+ * posted them: a receive is there for a message that follows our
+ * return.  The kernel stops at one it refuses; those it did not take are
+ * withdrawn by moving the tail back, under the queue's lock, so nobody
+ * else's entries are lost.
+ *
+ * On a send ring the kernel drains after completions (@wq->async),
+ * sends are rung for only when the kernel asks (NEED_DOORBELL): while a
+ * signaled send is outstanding it drains the ring after the completion.
+ * The device takes @depth sends past @retired, so a fuller queue is
+ * ENOMEM, as on a device.  A send the kernel refuses later (an lkey, an
+ * address) completes in error; what it can refuse only now is refused
+ * here with EINVAL, as rdma-core's providers do.  A device that refuses
+ * the sends (a QP not ready to send) fails the doorbell, and ours are
+ * withdrawn as receives are: the kernel drains nothing more until the
+ * next doorbell.  Elsewhere, sends are posted as receives are.
  */
 static int kqp_ring_post(const struct kqp_post_target *t, bool recv,
 			 const char *buf, size_t len, uint32_t count,
 			 uint32_t *posted)
 {
 	struct kqp_lwq *wq = t->wq;
-	uint32_t done = 0;
+	uint32_t start, n = 0, room, head;
 	size_t off = 0;
 	int ret = 0;
 
 	pthread_mutex_lock(&wq->lock);
-	while (done < count && !ret) {
-		uint32_t start = wq->tail, n = 0, took;
-		bool too_big = false;
+	start = wq->tail;
+	if (wq->async)
+		room = wq->depth - (start - kqp_wq_retired(&wq->hdr->retired));
+	else
+		room = wq->nr - (start - kqp_wq_consumed(&wq->hdr->head));
+	/* Only a kernel gone wrong says more than it has. */
+	if (room > wq->nr)
+		room = 0;
+	while (n < count && off < len) {
+		const void *e = buf + off;
+		size_t sz = recv ? kqp_recv_wr_len(e) : kqp_send_wr_len(e);
 
-		while (done + n < count && n < wq->nr && off < len) {
-			size_t sz = recv ?
-				kqp_recv_wr_len((const void *)(buf + off)) :
-				kqp_send_wr_len((const void *)(buf + off));
-
-			if (sz > wq->entry_size) {
-				too_big = true;
-				break;
-			}
-			memcpy(wq->entries +
-			       (size_t)((start + n) & (wq->nr - 1)) *
-			       wq->entry_size, buf + off, sz);
-			off += sz;
-			n++;
-		}
-		if (n) {
-			uint32_t c;
-
-			kqp_wq_publish(&wq->hdr->tail, start + n);
-			/* A doorbell takes a bounded number: ring again. */
-			took = 0;
-			do {
-				ret = kqp_ring_doorbell(t, recv);
-				c = kqp_wq_consumed(&wq->hdr->head) - start;
-				if (c > n)
-					c = n;
-				if (c <= took)
-					break;
-				took = c;
-			} while (!ret && took < n);
-			wq->tail = start + took;
-			if (took < n) {
-				kqp_wq_publish(&wq->hdr->tail, wq->tail);
-				if (!ret)
-					ret = -EIO;
-			}
-			done += took;
-		}
-		if (!ret && too_big)
+		/* More SGEs or inline bytes than the QP's caps, or worse. */
+		if (sz > wq->entry_size ||
+		    (recv ? ((const struct kqp_recv_wr *)e)->num_sge >
+			    wq->max_sge : !kqp_send_entry_ok(wq, t->type, e))) {
 			ret = -EINVAL;
+			break;
+		}
+		if (n == room) {
+			ret = -ENOMEM;
+			break;
+		}
+		memcpy(wq->entries +
+		       (size_t)((start + n) & (wq->nr - 1)) * wq->entry_size,
+		       e, sz);
+		off += sz;
+		n++;
 	}
+	if (!n)
+		goto out;
+	wq->tail = start + n;
+	kqp_wq_publish(&wq->hdr->tail, wq->tail);
+	if (wq->async) {
+		int err;
+
+		if (!kqp_wq_need_doorbell(&wq->hdr->flags,
+					  KQP_WQ_RING_NEED_DOORBELL))
+			goto out;
+		/*
+		 * Whatever the doorbell leaves, the kernel keeps, unless it
+		 * fails: it drains on (a long list, or a refused entry that
+		 * waits for the sends before it) once sends complete.
+		 */
+		err = kqp_ring_doorbell(t, false);
+		if (!err)
+			goto out;
+		ret = err;
+	} else {
+		ret = kqp_ring_until(t, recv, wq->tail) ?: ret;
+	}
+	head = kqp_wq_consumed(&wq->hdr->head);
+	/* Ours that the kernel did not take (older ones failed first: none). */
+	if ((int32_t)(wq->tail - head) > 0) {
+		if ((int32_t)(head - start) < 0)
+			head = start;
+		n = head - start;
+		wq->tail = head;
+		kqp_wq_publish(&wq->hdr->tail, wq->tail);
+	}
+out:
 	pthread_mutex_unlock(&wq->lock);
-	*posted = done;
+	*posted = n;
 	return ret;
 }
 

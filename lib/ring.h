@@ -87,4 +87,31 @@ static inline uint32_t kqp_wq_consumed(const uint32_t *head)
 	return __atomic_load_n(head, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * Pairs with kqp_qp_retire_sends()'s smp_store_release() of the send
+ * ring's retired index: the kernel's slots below it are free, so it has
+ * one for every entry up to the ring's size past it.
+ */
+static inline uint32_t kqp_wq_retired(const uint32_t *retired)
+{
+	return __atomic_load_n(retired, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * After kqp_wq_publish(): must we ring?  The fence orders our store of
+ * the tail before the load of the flags.  It pairs with the smp_mb() in
+ * kqp_sq_settle() (kernel/ring.c), between the kernel's store of
+ * NEED_DOORBELL and its load of the tail: a store-buffering pair, so
+ * either the kernel sees our tail and drains it, or we see the flag and
+ * ring.  A clear flag means the kernel committed to drain again (a
+ * signaled send is outstanding).  The load itself can be relaxed: the
+ * flag guards no data we read.
+ */
+static inline int kqp_wq_need_doorbell(const uint32_t *flags,
+				       uint32_t need)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return __atomic_load_n(flags, __ATOMIC_RELAXED) & need;
+}
+
 #endif /* KQP_RING_H */

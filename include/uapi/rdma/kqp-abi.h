@@ -1558,6 +1558,9 @@ struct kqp_qp_cap {
  * @head: consumer index, written by the kernel: entries below it were
  *	taken (posted to the device)
  * @flags: KQP_WQ_RING_*, written by the kernel
+ * @retired: send ring: requests completed (or flushed) so far, written by
+ *	the kernel; the kernel has a slot for every entry up to @entries
+ *	past it, so userspace publishes no further (receive ring: 0)
  * @__pad1: keeps the consumer's half on its own line; zero when the ring
  *	is made, and the kernel may give the bytes a meaning later
  *
@@ -1568,29 +1571,49 @@ struct kqp_qp_cap {
  * takes, and must fit in entry_size; bytes past it are ignored.
  *
  * The protocol.  Userspace writes entries, then stores @tail with release
- * semantics, then rings KQP_IOCTL_DOORBELL.  The kernel reads @tail with
- * acquire semantics, copies each entry once into its own memory and
- * checks the copy exactly as KQP_IOCTL_POST_SEND checks a list, posts the
- * entries to the device, then stores @head with release semantics.  An
- * entry below @head may be overwritten.  One doorbell takes at most 4096
- * entries of a ring; the rest stay published for the next.  The kernel never reads @head or
- * @flags back, and it checks every @tail it reads: one that claims more
- * than @entries entries past @head fails the doorbell with EINVAL and
- * posts nothing.  Rewriting an entry while the kernel copies it can only
- * change what that one request is; the copy is checked, never the ring.
+ * semantics, then, with a full barrier between, loads @flags and rings
+ * KQP_IOCTL_DOORBELL if KQP_WQ_RING_NEED_DOORBELL is set.  The kernel
+ * reads @tail with acquire semantics, copies each entry once into its own
+ * memory and checks the copy exactly as KQP_IOCTL_POST_SEND checks a
+ * list, posts the entries to the device, then stores @head with release
+ * semantics.  An entry below @head may be overwritten.  Before it clears
+ * NEED_DOORBELL it has committed to drain again; when it sets it, it
+ * then (full barrier) reads @tail again, so an entry is never left
+ * behind: either the kernel sees the new @tail or userspace sees the
+ * flag.  One doorbell takes at most 4096 entries of a ring; the rest stay
+ * published for the next.  The kernel never reads @head, @flags or
+ * @retired back, and it checks every @tail it reads: one that claims
+ * more than @entries entries past @head fails the doorbell with EINVAL
+ * and posts nothing.  Rewriting an entry while the kernel copies it can
+ * only change what that one request is; the copy is checked, never the
+ * ring.
+ *
+ * Errors.  A receive entry the kernel refuses stops the drain: @head
+ * names it and the doorbell returns its errno, as KQP_IOCTL_POST_RECV
+ * would; so does a send entry of a UD QP.  A send entry of an RC QP it
+ * refuses (a bad lkey, range, access, opcode, flag or size) is consumed,
+ * as a device consumes what rdma-core's providers hand it: the QP is
+ * moved to ERR, that entry completes with IBV_WC_LOC_PROT_ERR (its SGEs)
+ * or IBV_WC_LOC_QP_OP_ERR (the rest), and every later entry with
+ * IBV_WC_WR_FLUSH_ERR; nothing of them reaches the wire.  Moving the QP
+ * to RESET ends that.  An RC send drain stops only where the device
+ * refuses a request, and the doorbell returns that errno.
  */
 struct kqp_wq_ring_hdr {
 	__u32 tail;
 	__u8 __pad0[124];
 	__u32 head;
 	__u32 flags;
-	__u8 __pad1[120];
+	__u32 retired;
+	__u8 __pad1[116];
 };
 
 /*
  * Set while the kernel will not drain the ring on its own: userspace
- * must ring KQP_IOCTL_DOORBELL after publishing entries.  Always set by
- * this kernel, which drains only when rung.
+ * must ring KQP_IOCTL_DOORBELL after publishing entries.  A receive ring
+ * always has it, and so does a UD QP's send ring.  An RC QP's send ring
+ * has it clear while a signaled send is outstanding: its completion makes
+ * the kernel drain the ring, so entries published then need no doorbell.
  */
 #define KQP_WQ_RING_NEED_DOORBELL	(1U << 0)
 
@@ -1610,18 +1633,26 @@ struct kqp_wq_ring_info {
 	__u32 off_entries;
 };
 
+/*
+ * The send ring keeps @retired, and an RC QP's is drained after
+ * completions with NEED_DOORBELL clear, its refused entries completing
+ * in error (struct kqp_wq_ring_hdr).  A kernel without the flag drains
+ * only when rung, stops at a refused send, and leaves @retired zero.
+ */
+#define KQP_QP_RINGS_SEND_ASYNC	(1U << 0)
+
 /**
  * struct kqp_qp_ring_info - how to map a QP's rings
  * @mmap_offset: the offset to pass to mmap() of a file sharing the table
  * @mmap_size: the length to map (MAP_SHARED, not executable)
- * @__reserved: zero
+ * @flags: KQP_QP_RINGS_*, written by the kernel (zero on input)
  * @sq: the send ring
  * @rq: the receive ring
  */
 struct kqp_qp_ring_info {
 	__aligned_u64 mmap_offset;
 	__u32 mmap_size;
-	__u32 __reserved;
+	__u32 flags;
 	struct kqp_wq_ring_info sq;
 	struct kqp_wq_ring_info rq;
 };

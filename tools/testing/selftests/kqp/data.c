@@ -35,6 +35,7 @@ enum {
 	PORT_VERBS_RC,
 	PORT_VERBS_UD,
 	PORT_RECV_THEN_TELL,
+	PORT_SQ_FULL,
 };
 
 /* The largest message. */
@@ -954,6 +955,82 @@ TEST_F_TIMEOUT(data, rnr_retry_waits_for_receive, 60)
 	EXPECT_EQ(256, wc.byte_len);
 	EXPECT_EQ(-1, mismatch(rbuf, 256, 0x61));
 	EXPECT_EQ(IBV_QPS_RTS, qp_state(p->cid->qp));
+}
+
+/*
+ * A full send queue: as many signaled sends as max_send_wr says are taken
+ * while none can complete (the peer has no receive, and RNR is retried
+ * for ever), and the next one is ENOMEM with bad_wr at it, never taken
+ * and never sent.  Once receives arrive, exactly those complete.
+ */
+TEST_F_TIMEOUT(data, send_queue_full_is_enomem, 60)
+{
+	struct rdma_conn_param cp = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct qp_pair *p = &self->p;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	struct ibv_sge ssge, rsge;
+	struct ibv_send_wr swr = {
+		.sg_list = &ssge, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bsw;
+	struct ibv_recv_wr rwr = { .sg_list = &rsge, .num_sge = 1 }, *brw;
+	struct ibv_wc wc;
+	uint32_t depth, i, got;
+	char *sbuf, *rbuf;
+	int step;
+
+	step = qp_pair_connect_with(p, PORT_SQ_FULL, NULL, &cp);
+	ASSERT_EQ(0, step) TH_LOG("step %d: %s", step, strerror(errno));
+	ASSERT_EQ(0, ibv_query_qp(p->cid->qp, &attr, IBV_QP_CAP, &init));
+	depth = attr.cap.max_send_wr;
+	ASSERT_LT(0, depth);
+	ASSERT_GE(1024, depth);
+	sbuf = data_buf(self, 0, p->cid->pd, 64, 0);
+	rbuf = data_buf(self, 1, p->sid->pd, 64, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NE(NULL, sbuf);
+	ASSERT_NE(NULL, rbuf);
+	ssge = (struct ibv_sge){ (uintptr_t)sbuf, 64, self->mr[0]->lkey };
+	rsge = (struct ibv_sge){ (uintptr_t)rbuf, 64, self->mr[1]->lkey };
+
+	for (i = 0; i < depth; i++) {
+		swr.wr_id = i;
+		ASSERT_EQ(0, ibv_post_send(p->cid->qp, &swr, &bsw))
+			TH_LOG("send %u of %u", i, depth);
+	}
+	swr.wr_id = depth;
+	bsw = NULL;
+	EXPECT_EQ(ENOMEM, ibv_post_send(p->cid->qp, &swr, &bsw));
+	EXPECT_EQ(&swr, bsw);
+	EXPECT_EQ(0, qp_poll(p->cid->send_cq, &wc, 1, 100));
+
+	/* Receives for them all, as the receive queue makes room. */
+	for (i = 0, got = 0; i < depth;) {
+		int ret;
+
+		rwr.wr_id = 0x1000 + i;
+		ret = ibv_post_recv(p->sid->qp, &rwr, &brw);
+		if (ret == ENOMEM) {
+			ASSERT_EQ(1, qp_poll(p->sid->recv_cq, &wc, 1, POLL_MS));
+			EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+			got++;
+			continue;
+		}
+		ASSERT_EQ(0, ret);
+		i++;
+	}
+	for (; got < depth; got++) {
+		ASSERT_EQ(1, qp_poll(p->sid->recv_cq, &wc, 1, POLL_MS));
+		EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	}
+	EXPECT_EQ(0, qp_poll(p->sid->recv_cq, &wc, 1, 200));
+	for (i = 0; i < depth; i++) {
+		ASSERT_EQ(1, qp_poll(p->cid->send_cq, &wc, 1, POLL_MS))
+			TH_LOG("completion %u of %u", i, depth);
+		EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+		EXPECT_EQ(i, wc.wr_id);
+	}
+	EXPECT_EQ(0, qp_poll(p->cid->send_cq, &wc, 1, 200));
 }
 
 TEST_F_TIMEOUT(data, rnr_retry_exceeded, 60)

@@ -242,11 +242,22 @@ TEST_F(h, local_dma_lkey)
 	EXPECT_EQ(EINVAL, raw_recv_one(self->fd, self->qp,
 				       (uintptr_t)self->buf, MSG,
 				       a.out_local_dma_lkey));
-	/* Through the library too, with bad_wr set. */
+	/*
+	 * Through the library too: its send ring takes the request and the
+	 * kernel refuses it there, so it completes with a protection error,
+	 * as a bad lkey does on a device, and the QP fails.
+	 */
 	sge = (struct ibv_sge){ (uintptr_t)self->buf, MSG,
 				a.out_local_dma_lkey };
-	EXPECT_EQ(EINVAL, ibv_post_send(self->p.cid->qp, &wr, &bad));
-	EXPECT_EQ(&wr, bad);
+	wr.wr_id = 0x77;
+	EXPECT_EQ(0, ibv_post_send(self->p.cid->qp, &wr, &bad));
+	{
+		struct ibv_wc wc;
+
+		ASSERT_EQ(1, qp_poll(self->p.cid->send_cq, &wc, 1, 10000));
+		EXPECT_EQ(0x77, wc.wr_id);
+		EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc.status);
+	}
 	at_peer(_metadata, self, (uintptr_t)self->buf, MSG,
 		a.out_local_dma_lkey);
 	peer_untouched(_metadata, self);

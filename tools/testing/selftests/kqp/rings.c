@@ -98,7 +98,7 @@ static void check_rings(struct __test_metadata *_metadata,
 	       rq->entry_size, rq->off_hdr, rq->off_entries, ri->mmap_size);
 	EXPECT_EQ((uint64_t)c->out_qp * self->page, ri->mmap_offset);
 	EXPECT_EQ(0, ri->mmap_size % self->page);
-	EXPECT_EQ(0, ri->__reserved);
+	EXPECT_EQ(KQP_QP_RINGS_SEND_ASYNC, ri->flags);
 
 	EXPECT_TRUE(rt_is_pow2(sq->entries));
 	EXPECT_LE(c->cap.max_send_wr, sq->entries);
@@ -628,6 +628,161 @@ TEST_F(d, send_recv)
 	EXPECT_EQ(0, rt_cq_poll(&p->ascq, NULL, 1, 100));
 }
 
+/*
+ * Sends a, from @first, at buffer offsets from @slot * 256, each with its
+ * own bytes; published, not rung.
+ */
+static void a_sends_at(struct rt_pair *p, uint64_t first, int slot, int n,
+		       uint32_t len, uint32_t lkey)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t off = (uint32_t)((slot + i) * 256);
+		struct rt_send s = rt_send1(first + i, KQP_WR_OP_SEND,
+					    rt_abuf(p, off), len, lkey);
+
+		memset(p->buf + off, (int)((first + i) & 0x7f) | 1, len);
+		rt_sq_put(&p->a, &s, RT_SEND1_LEN);
+	}
+	rt_sq_publish(&p->a);
+}
+
+/* NEED_DOORBELL on a's send ring, waited for up to @ms. */
+static bool a_needs_doorbell(struct rt_pair *p, bool want, int ms)
+{
+	long long end = rt_now_ms() + ms;
+
+	for (;;) {
+		bool need = __atomic_load_n(&rt_sq_hdr(&p->a)->flags,
+					    __ATOMIC_RELAXED) &
+			    KQP_WQ_RING_NEED_DOORBELL;
+
+		if (need == want || rt_now_ms() > end)
+			return need;
+		usleep(1000);
+	}
+}
+
+/*
+ * While a signaled send is outstanding the kernel has committed to look
+ * at the send ring again: NEED_DOORBELL is clear, and what is published
+ * then is posted after that send's completion, with no doorbell.  The
+ * first send waits for b's receive (RNR, retried for ever), so nothing
+ * completes until b posts one; once everything has completed, the flag
+ * is set again.
+ */
+TEST_F_TIMEOUT(d, drained_after_completion, 60)
+{
+	struct rt_pair *p = &self->p;
+	struct kqp_wq_ring_hdr *sh = rt_sq_hdr(&p->a);
+
+	EXPECT_TRUE(a_needs_doorbell(p, true, 0));
+	a_sends_at(p, 100, 0, 1, 64, p->mr.out_lkey);
+	ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
+	EXPECT_EQ(1, rt_head(sh));
+	EXPECT_FALSE(a_needs_doorbell(p, false, 0));
+
+	/* Published, never rung: held until the first send completes. */
+	a_sends_at(p, 101, 1, 3, 64, p->mr.out_lkey);
+	usleep(200000);
+	EXPECT_EQ(1, rt_head(sh));
+	EXPECT_EQ(0, rt_cq_poll(&p->ascq, NULL, 1, 0));
+
+	rt_b_recvs(p, 200, 4);
+	ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
+	rt_expect_a_to_b(_metadata, p, 100, 200, 4, 64);
+	rt_expect_data(_metadata, p, 100, 4, 64);
+	EXPECT_EQ(4, rt_head(sh));
+	/* Nothing outstanding: the process must ring again. */
+	EXPECT_TRUE(a_needs_doorbell(p, true, 5000));
+}
+
+/*
+ * An entry the kernel refuses, published while it is committed and never
+ * rung, fails the QP as a device would: the send before it completes, it
+ * completes with a protection error, the one after it is flushed, a goes
+ * to ERR, and b receives only the first message.
+ */
+TEST_F_TIMEOUT(d, refused_without_doorbell, 60)
+{
+	struct rt_pair *p = &self->p;
+	struct kqp_cqe wc[3];
+
+	a_sends_at(p, 300, 0, 1, 64, p->mr.out_lkey);
+	ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
+	EXPECT_FALSE(a_needs_doorbell(p, false, 0));
+	/* The PD's local_dma_lkey reaches any memory: never from userspace. */
+	a_sends_at(p, 301, 1, 1, 64, p->pd_dma_lkey);
+	a_sends_at(p, 302, 2, 1, 64, p->mr.out_lkey);
+	usleep(100000);
+	EXPECT_EQ(1, rt_head(rt_sq_hdr(&p->a)));
+
+	rt_b_recvs(p, 400, 3);
+	ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
+	ASSERT_EQ(3, rt_cq_poll(&p->ascq, wc, 3, 20000));
+	EXPECT_EQ(300, wc[0].wr_id);
+	EXPECT_EQ(RT_WC_SUCCESS, wc[0].status);
+	EXPECT_EQ(301, wc[1].wr_id);
+	EXPECT_EQ(RT_WC_LOC_PROT_ERR, wc[1].status);
+	EXPECT_EQ(302, wc[2].wr_id);
+	EXPECT_EQ(RT_WC_WR_FLUSH_ERR, wc[2].status);
+	EXPECT_EQ(3, rt_head(rt_sq_hdr(&p->a)));
+	EXPECT_EQ(RT_QPS_ERR, rt_qp_state(&p->a, NULL));
+	ASSERT_EQ(1, rt_cq_poll(&p->brcq, wc, 1, 20000));
+	EXPECT_EQ(400, wc[0].wr_id);
+	EXPECT_EQ(64, wc[0].byte_len);
+	EXPECT_EQ(0, rt_cq_poll(&p->brcq, wc, 1, 200));
+	rt_expect_data(_metadata, p, 300, 1, 64);
+
+	/* Connected again through RESET, a sends as before. */
+	ASSERT_EQ(0, rt_a_reconnect(p));
+	a_sends_at(p, 303, 3, 1, 64, p->mr.out_lkey);
+	ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
+	ASSERT_EQ(1, rt_cq_poll(&p->ascq, wc, 1, 20000));
+	EXPECT_EQ(303, wc[0].wr_id);
+	EXPECT_EQ(RT_WC_SUCCESS, wc[0].status);
+	ASSERT_EQ(1, rt_cq_poll(&p->brcq, wc, 1, 20000));
+	EXPECT_EQ(401, wc[0].wr_id);
+	EXPECT_EQ(RT_WC_SUCCESS, wc[0].status);
+}
+
+/*
+ * RESET throws away a QP's work without completions: a ring committed to
+ * drain after a send that will now never complete must ask for the
+ * doorbell again, with every slot free (retired caught up), or what the
+ * process posts after connecting again would wait for ever.
+ */
+TEST_F_TIMEOUT(d, reset_asks_for_doorbell, 60)
+{
+	struct rt_pair *p = &self->p;
+	struct kqp_wq_ring_hdr *sh = rt_sq_hdr(&p->a);
+	struct kqp_qp_attr r = { .qp_state = RT_QPS_RESET };
+	struct kqp_cqe wc;
+
+	a_sends_at(p, 500, 0, 1, 64, p->mr.out_lkey);
+	ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
+	EXPECT_FALSE(a_needs_doorbell(p, false, 0));
+	EXPECT_EQ(0, __atomic_load_n(&sh->retired, __ATOMIC_ACQUIRE));
+
+	ASSERT_EQ(0, rt_modify(p->fd, p->a.c.out_qp, RT_QP_STATE, &r));
+	EXPECT_TRUE(a_needs_doorbell(p, true, 0));
+	EXPECT_EQ(1, __atomic_load_n(&sh->retired, __ATOMIC_ACQUIRE));
+	ASSERT_EQ(0, rt_a_reconnect(p));
+
+	rt_b_recvs(p, 600, 1);
+	ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
+	a_sends_at(p, 501, 1, 1, 64, p->mr.out_lkey);
+	ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
+	ASSERT_EQ(1, rt_cq_poll(&p->ascq, &wc, 1, 20000));
+	EXPECT_EQ(501, wc.wr_id);
+	EXPECT_EQ(RT_WC_SUCCESS, wc.status);
+	EXPECT_EQ(0, rt_cq_poll(&p->ascq, &wc, 1, 200));
+	ASSERT_EQ(1, rt_cq_poll(&p->brcq, &wc, 1, 20000));
+	EXPECT_EQ(600, wc.wr_id);
+	EXPECT_EQ(64, wc.byte_len);
+}
+
 /* Sixteen sends published at once and one doorbell for them all. */
 TEST_F(d, batch_of_16)
 {
@@ -1031,6 +1186,94 @@ TEST_F_TIMEOUT(d, concurrent_ringers_exactly_once, 180)
 	EXPECT_EQ(p->a.sq_tail, rt_head(rt_sq_hdr(&p->a)));
 	/* Nothing more comes. */
 	EXPECT_EQ(0, rt_cq_poll(&p->ascq, wc, 1, 200));
+}
+
+/*
+ * A sender that rings only when the kernel asks: RDMA writes, every
+ * fourth one signaled, as fast as the room @retired gives allows, for
+ * a second.  Every signaled one completes exactly once, in order and
+ * successfully; then more are published without ringing and the QP is
+ * destroyed at once, drains perhaps still queued behind completions.
+ */
+TEST_F_TIMEOUT(d, rings_only_when_asked, 120)
+{
+	struct rt_pair *p = &self->p;
+	struct kqp_wq_ring_hdr *sh = rt_sq_hdr(&p->a);
+	uint32_t depth = p->a.c.cap.max_send_wr, published = 0, next = 4;
+	unsigned long doorbells = 0, seen = 0, bad = 0;
+	struct kqp_cqe wc[32];
+	long long end = rt_now_ms() + 1000;
+	int i, n;
+
+	ASSERT_LE(8, depth);
+	for (;;) {
+		bool last = rt_now_ms() > end;
+
+		while (!last && p->a.sq_tail -
+		       __atomic_load_n(&sh->retired, __ATOMIC_ACQUIRE) < depth) {
+			struct rt_send s = rt_send1(published + 1,
+						    KQP_WR_OP_RDMA_WRITE,
+						    rt_abuf(p, 0), 64,
+						    p->mr.out_lkey);
+
+			s.wr.wr.rdma.remote_addr = rt_bbuf(p, 0);
+			s.wr.wr.rdma.rkey = p->mr.out_rkey;
+			if ((published + 1) % 4)
+				s.wr.send_flags = 0;
+			rt_sq_put(&p->a, &s, RT_SEND1_LEN);
+			rt_sq_publish(&p->a);
+			published++;
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			if (__atomic_load_n(&sh->flags, __ATOMIC_RELAXED) &
+			    KQP_WQ_RING_NEED_DOORBELL) {
+				doorbells++;
+				if (rt_ring(&p->a, KQP_DB_SEND))
+					bad++;
+			}
+		}
+		if (last && next > published)
+			break;
+		n = rt_cq_poll(&p->ascq, wc, 32, last ? 20000 : 0);
+		if (last && !n) {
+			bad++;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			seen++;
+			bad += wc[i].status != RT_WC_SUCCESS ||
+			       wc[i].wr_id != next;
+			next += 4;
+		}
+	}
+	TH_LOG("%u writes, %lu completions, %lu doorbells", published, seen,
+	       doorbells);
+	EXPECT_EQ(0, bad);
+	EXPECT_EQ(published / 4, seen);
+	EXPECT_EQ(0, rt_cq_poll(&p->ascq, wc, 1, 100));
+
+	/* Published behind a signaled one, not rung, and destroyed. */
+	for (i = 0; i < 4; i++) {
+		struct rt_send s = rt_send1(published + 1, KQP_WR_OP_RDMA_WRITE,
+					    rt_abuf(p, 0), 64, p->mr.out_lkey);
+
+		s.wr.wr.rdma.remote_addr = rt_bbuf(p, 0);
+		s.wr.wr.rdma.rkey = p->mr.out_rkey;
+		rt_sq_put(&p->a, &s, RT_SEND1_LEN);
+		published++;
+	}
+	rt_sq_publish(&p->a);
+	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
+	for (i = 0; i < 8; i++) {
+		struct rt_send s = rt_send1(published + 1, KQP_WR_OP_RDMA_WRITE,
+					    rt_abuf(p, 0), 64, p->mr.out_lkey);
+
+		s.wr.wr.rdma.remote_addr = rt_bbuf(p, 0);
+		s.wr.wr.rdma.rkey = p->mr.out_rkey;
+		rt_sq_put(&p->a, &s, RT_SEND1_LEN);
+		published++;
+	}
+	rt_sq_publish(&p->a);
+	EXPECT_EQ(0, rt_qp_destroy(&p->a));
 }
 
 /* ------------------------------------------------------------------ */

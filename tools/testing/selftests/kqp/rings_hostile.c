@@ -216,43 +216,43 @@ static struct rt_send good_write(const struct rt_pair *p, uint64_t wr_id)
 }
 
 /*
- * Between two good writes, @bad in a's send ring: the doorbell takes the
- * first and stops at @bad with @want, head naming it, as often as it is
- * rung; fixed in place, the next doorbell takes the rest.
+ * @bad in a's send ring between two good writes, as a device would see
+ * it: the doorbell takes all three and returns 0; the first completes,
+ * @bad completes with @status (the kernel refused it, once the first had
+ * completed) and the last is flushed, with a in ERR; then a is connected
+ * again for the next case.
  */
-static void send_stops_at(struct __test_metadata *_metadata,
+static void send_fails_at(struct __test_metadata *_metadata,
 			  struct rt_pair *p, const struct rt_send *bad,
-			  int want, const char *what)
+			  uint32_t status, const char *what)
 {
 	struct kqp_wq_ring_hdr *sh = rt_sq_hdr(&p->a);
 	uint32_t start = p->a.sq_tail;
 	struct rt_send good = good_write(p, start + 1);
+	struct rt_send b = *bad;
 	struct kqp_cqe wc[3];
-	int i;
 
 	rt_sq_put(&p->a, &good, RT_SEND1_LEN);
+	b.wr.wr_id = start + 2;
 	/* All of it, as far as the entry goes: the kernel decides. */
-	rt_sq_put(&p->a, bad, p->a.c.out_rings.sq.entry_size < sizeof(*bad) ?
-			      p->a.c.out_rings.sq.entry_size : sizeof(*bad));
+	rt_sq_put(&p->a, &b, p->a.c.out_rings.sq.entry_size < sizeof(b) ?
+			     p->a.c.out_rings.sq.entry_size : sizeof(b));
 	good.wr.wr_id = start + 3;
 	rt_sq_put(&p->a, &good, RT_SEND1_LEN);
 	rt_sq_publish(&p->a);
-	EXPECT_EQ(want, rt_ring(&p->a, KQP_DB_SEND)) TH_LOG("%s", what);
-	EXPECT_EQ(start + 1, rt_head(sh)) TH_LOG("%s", what);
-	EXPECT_EQ(want, rt_ring(&p->a, KQP_DB_SEND)) TH_LOG("%s", what);
-	EXPECT_EQ(start + 1, rt_head(sh)) TH_LOG("%s", what);
-
-	good.wr.wr_id = start + 2;
-	memset(rt_sq_slot(&p->a, start + 1), 0, p->a.c.out_rings.sq.entry_size);
-	memcpy(rt_sq_slot(&p->a, start + 1), &good, RT_SEND1_LEN);
 	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND)) TH_LOG("%s", what);
-	EXPECT_EQ(start + 3, rt_head(sh)) TH_LOG("%s", what);
 	ASSERT_EQ(3, rt_cq_poll(&p->ascq, wc, 3, 20000)) TH_LOG("%s", what);
-	for (i = 0; i < 3; i++) {
-		EXPECT_EQ(start + 1 + i, wc[i].wr_id) TH_LOG("%s", what);
-		EXPECT_EQ(RT_WC_SUCCESS, wc[i].status) TH_LOG("%s", what);
-	}
+	EXPECT_EQ(start + 1, wc[0].wr_id) TH_LOG("%s", what);
+	EXPECT_EQ(RT_WC_SUCCESS, wc[0].status) TH_LOG("%s", what);
+	EXPECT_EQ(start + 2, wc[1].wr_id) TH_LOG("%s", what);
+	EXPECT_EQ(status, wc[1].status) TH_LOG("%s", what);
+	EXPECT_EQ(p->a.c.out_qp_num, wc[1].qp_num) TH_LOG("%s", what);
+	EXPECT_EQ(start + 3, wc[2].wr_id) TH_LOG("%s", what);
+	EXPECT_EQ(RT_WC_WR_FLUSH_ERR, wc[2].status) TH_LOG("%s", what);
 	EXPECT_EQ(0, rt_cq_poll(&p->ascq, wc, 1, 20)) TH_LOG("%s", what);
+	EXPECT_EQ(start + 3, rt_head(sh)) TH_LOG("%s", what);
+	EXPECT_EQ(RT_QPS_ERR, rt_qp_state(&p->a, NULL)) TH_LOG("%s", what);
+	ASSERT_EQ(0, rt_a_reconnect(p)) TH_LOG("%s", what);
 }
 
 /* The same with a receive, and three messages from a to see them. */
@@ -303,80 +303,100 @@ TEST_F_TIMEOUT(h, bad_send_entries, 120)
 
 	s = good_write(p, 9);
 	s.wr.opcode = 99;
-	send_stops_at(_metadata, p, &s, EINVAL, "opcode 99");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR, "opcode 99");
 	s = good_write(p, 9);
 	s.wr.opcode = 0x80000002;
-	send_stops_at(_metadata, p, &s, EINVAL, "opcode 2^31 + SEND");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+		      "opcode 2^31 + SEND");
 	s = good_write(p, 9);
 	s.wr.send_flags |= 1U << 12;
-	send_stops_at(_metadata, p, &s, EINVAL, "unknown send flag");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+		      "unknown send flag");
 	s = good_write(p, 9);
 	s.wr.__reserved = 1;
-	send_stops_at(_metadata, p, &s, EOPNOTSUPP, "reserved word");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR, "reserved word");
 	s = good_write(p, 9);
 	s.wr.num_sge = 0xffffffff;
-	send_stops_at(_metadata, p, &s, EINVAL, "num_sge 2^32 - 1");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+		      "num_sge 2^32 - 1");
 	s = good_write(p, 9);
 	s.wr.num_sge = 0x80000001;
-	send_stops_at(_metadata, p, &s, EINVAL, "num_sge 2^31 + 1");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+		      "num_sge 2^31 + 1");
 	s = good_write(p, 9);
 	s.wr.num_sge = cap->max_send_sge + 1;
 	for (uint32_t i = 1; i < 8; i++)
 		s.sge[i] = s.sge[0];
-	send_stops_at(_metadata, p, &s, EINVAL, "num_sge past the caps");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+		      "num_sge past the caps");
 	s = good_write(p, 9);
 	s.wr.num_sge = (esz - RT_SEND_HDR) / sizeof(struct kqp_sge) + 1;
-	send_stops_at(_metadata, p, &s, EINVAL, "SGEs past the entry");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+		      "SGEs past the entry");
 	s = good_write(p, 9);
 	s.wr.send_flags |= KQP_SEND_FLAG_INLINE;
 	s.wr.num_sge = 0;
 	s.wr.inline_len = 0xffffffff;
-	send_stops_at(_metadata, p, &s, EINVAL, "inline_len 2^32 - 1");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+		      "inline_len 2^32 - 1");
 	s.wr.inline_len = 0x80000008;
-	send_stops_at(_metadata, p, &s, EINVAL, "inline_len 2^31 + 8");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+		      "inline_len 2^31 + 8");
 	s.wr.inline_len = cap->max_inline_data + 1;
-	send_stops_at(_metadata, p, &s, EINVAL, "inline_len past the caps");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+		      "inline_len past the caps");
 	s.wr.inline_len = esz;
-	send_stops_at(_metadata, p, &s, EINVAL, "inline bytes past the entry");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+		      "inline bytes past the entry");
 	s.wr.inline_len = 8;
 	s.wr.num_sge = 1;
-	send_stops_at(_metadata, p, &s, EINVAL, "inline with an SGE");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+		      "inline with an SGE");
 	s = good_write(p, 9);
 	s.wr.opcode = KQP_WR_OP_ATOMIC_FETCH_AND_ADD;
 	s.sge[0].length = 4;
-	send_stops_at(_metadata, p, &s, EINVAL, "atomic of 4 bytes");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+		      "atomic of 4 bytes");
 
 	/* SGEs that name memory the caller did not register. */
 	s = good_write(p, 9);
 	s.sge[0].lkey = lkey ^ 0x5a5a00;
-	send_stops_at(_metadata, p, &s, EINVAL, "an lkey of nothing");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+		      "an lkey of nothing");
 	s.sge[0].lkey = p->pd_dma_lkey;
-	send_stops_at(_metadata, p, &s, EINVAL, "the PD's local_dma_lkey");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+		      "the PD's local_dma_lkey");
 	s.sge[0].lkey = lkey;
 	s.sge[0].addr = b + RT_BUF;
 	s.sge[0].length = 1;
-	send_stops_at(_metadata, p, &s, EINVAL, "one byte past the MR");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+		      "one byte past the MR");
 	s.sge[0].addr = b - 1;
 	s.sge[0].length = 2;
-	send_stops_at(_metadata, p, &s, EINVAL, "one byte before the MR");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+		      "one byte before the MR");
 	s.sge[0].addr = b + RT_BUF - 8;
 	s.sge[0].length = 9;
-	send_stops_at(_metadata, p, &s, EINVAL, "running off the MR");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+		      "running off the MR");
 	s.sge[0].addr = UINT64_MAX - 7;
 	s.sge[0].length = (uint32_t)(b + 16 + 8);
-	send_stops_at(_metadata, p, &s, EINVAL, "wrapping past 2^64");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+		      "wrapping past 2^64");
 	s.sge[0].addr = b;
 	s.sge[0].length = UINT32_MAX;
-	send_stops_at(_metadata, p, &s, EINVAL, "length 2^32 - 1");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR, "length 2^32 - 1");
 
 	/* Where the device would write, the MR needs local write. */
 	s = good_write(p, 9);
 	s.wr.opcode = KQP_WR_OP_RDMA_READ;
 	s.sge[0] = (struct kqp_sge){ (uintptr_t)ro_buf, MSG, ro.out_lkey };
-	send_stops_at(_metadata, p, &s, EACCES, "read into a read-only MR");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+		      "read into a read-only MR");
 	s.wr.opcode = KQP_WR_OP_ATOMIC_FETCH_AND_ADD;
 	s.sge[0].length = 8;
-	send_stops_at(_metadata, p, &s, EACCES, "atomic into a read-only MR");
+	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+		      "atomic into a read-only MR");
 
 	EXPECT_EQ(0, rt_dereg(p->fd, ro.out_mr));
 	free(ro_buf);
@@ -480,13 +500,16 @@ TEST_F_TIMEOUT(h, foreign_lkeys, 120)
 
 		s.sge[0].addr = cases[i].addr;
 		s.sge[0].lkey = cases[i].lkey;
-		send_stops_at(_metadata, p, &s, EINVAL, cases[i].what);
+		send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+			      cases[i].what);
 		s.wr.opcode = KQP_WR_OP_SEND;
-		send_stops_at(_metadata, p, &s, EINVAL, cases[i].what);
+		send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+			      cases[i].what);
 		recv_stops_at(_metadata, p, &r, EINVAL, cases[i].what);
 		/* Their address with our lkey is outside our MR. */
 		s.sge[0].lkey = p->mr.out_lkey;
-		send_stops_at(_metadata, p, &s, EINVAL, cases[i].what);
+		send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+			      cases[i].what);
 	}
 	for (i = 0; i < RT_BUF; i++)
 		dirty += p->buf[i] == 'X';
@@ -800,8 +823,9 @@ TEST_F_TIMEOUT(h, unmapped_while_rung, 180)
  * Another thread rewrites the published entry while the kernel drains
  * it, between the pair's MR and, torn any way, the PD's local_dma_lkey
  * and a page nobody registered.  What is posted is what was checked:
- * each drain either sends the registered bytes or stops at the entry
- * with EINVAL, and b never receives a byte of the other page.
+ * each drain either sends the registered bytes or refuses the entry,
+ * which then completes with a protection error (a goes to ERR and is
+ * connected again), and b never receives a byte of the other page.
  */
 TEST_F_TIMEOUT(h, entry_rewritten_during_drain, 300)
 {
@@ -842,39 +866,45 @@ TEST_F_TIMEOUT(h, entry_rewritten_during_drain, 300)
 		 */
 		usleep(i % 50);
 		ret = rt_ring(&p->a, KQP_DB_SEND);
-		if (ret == EINVAL) {
-			/* The entry stays at head: the next drain retries. */
-			refused++;
-			if (rt_head(rt_sq_hdr(&p->a)) != p->a.sq_tail - 1)
-				other++;
-			continue;
-		}
 		if (ret) {
 			TH_LOG("errno %d", ret);
 			other++;
 			break;
 		}
-		sent++;
-		if (rt_cq_poll(&p->ascq, &wc, 1, 10000) != 1 ||
-		    wc.status != RT_WC_SUCCESS || wc.wr_id != 7) {
+		if (rt_head(rt_sq_hdr(&p->a)) != p->a.sq_tail ||
+		    rt_cq_poll(&p->ascq, &wc, 1, 10000) != 1 ||
+		    wc.wr_id != 7) {
 			other++;
 			break;
 		}
-		if (rt_cq_poll(&p->brcq, &wc, 1, 10000) != 1 ||
-		    wc.status != RT_WC_SUCCESS || wc.byte_len != MSG) {
+		if (wc.status == RT_WC_LOC_PROT_ERR) {
+			/* Refused: nothing left a, and a is connected again. */
+			refused++;
+			if (rt_qp_state(&p->a, NULL) != RT_QPS_ERR ||
+			    rt_cq_poll(&p->brcq, &wc, 1, 20) != 0 ||
+			    rt_a_reconnect(p)) {
+				other++;
+				break;
+			}
+		} else if (wc.status != RT_WC_SUCCESS ||
+			   rt_cq_poll(&p->brcq, &wc, 1, 10000) != 1 ||
+			   wc.status != RT_WC_SUCCESS || wc.byte_len != MSG) {
 			other++;
 			break;
+		} else {
+			sent++;
+			for (j = 0; j < MSG; j++)
+				wrong += p->buf[RT_HALF + j] != 'A';
+			memset(p->buf + RT_HALF, 0, 256);
+			/* The next receive. */
+			p->b.rq_tail = rt_head(rt_rq_hdr(&p->b));
+			rt_b_recvs(p, 0, 1);
+			if (rt_ring(&p->b, KQP_DB_RECV)) {
+				other++;
+				break;
+			}
 		}
-		for (j = 0; j < MSG; j++)
-			wrong += p->buf[RT_HALF + j] != 'A';
-		memset(p->buf + RT_HALF, 0, 256);
-		/* The next receive, and the next send in the next slot. */
-		p->b.rq_tail = rt_head(rt_rq_hdr(&p->b));
-		rt_b_recvs(p, 0, 1);
-		if (rt_ring(&p->b, KQP_DB_RECV)) {
-			other++;
-			break;
-		}
+		/* The next send, in the next slot. */
 		{
 			struct rt_send s = rt_send1(7, KQP_WR_OP_SEND,
 						    f.good_addr, MSG,

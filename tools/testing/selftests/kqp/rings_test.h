@@ -33,6 +33,7 @@
 #define RT_QP_SQ_PSN		(1U << 16)
 #define RT_QP_MAX_DEST_RD_ATOMIC (1U << 17)
 #define RT_QP_DEST_QPN		(1U << 20)
+#define RT_QPS_RESET		0
 #define RT_QPS_INIT		1
 #define RT_QPS_RTR		2
 #define RT_QPS_RTS		3
@@ -43,6 +44,8 @@
 
 /* enum ibv_wc_status, ibv_wc_opcode */
 #define RT_WC_SUCCESS		0
+#define RT_WC_LOC_QP_OP_ERR	2
+#define RT_WC_LOC_PROT_ERR	4
 #define RT_WC_WR_FLUSH_ERR	5
 #define RT_WC_RECV		128
 
@@ -400,13 +403,42 @@ static inline int rt_to_err(const struct rt_qp *q)
 	return rt_modify(q->fd, q->c.out_qp, RT_QP_STATE, &a);
 }
 
+/* A QP's state, its next expected PSN into *@rq_psn: -1 if the query fails. */
+static inline int rt_qp_state(const struct rt_qp *q, uint32_t *rq_psn)
+{
+	struct kqp_query_qp c = {
+		.size = sizeof(c), .qp = q->c.out_qp,
+		.attr_mask = RT_QP_STATE | RT_QP_RQ_PSN,
+	};
+
+	if (kqp_test_ioctl(q->fd, KQP_IOCTL_QUERY_QP, &c))
+		return -1;
+	if (rq_psn)
+		*rq_psn = c.out_attr.rq_psn;
+	return (int)c.out_attr.qp_state;
+}
+
 /*
  * RESET to INIT to RTR to RTS, connected to the QP numbered @dest on this
  * host through @gid at @sgid, with @rnr_retry (7: for ever): 0, or the
  * errno of the step that failed.
  */
+static inline int rt_qp_connect_psn(const struct rt_qp *q, uint32_t dest,
+				    const uint8_t gid[16], int sgid,
+				    int rnr_retry, uint32_t rq_psn,
+				    uint32_t sq_psn);
+
 static inline int rt_qp_connect(const struct rt_qp *q, uint32_t dest,
 				const uint8_t gid[16], int sgid, int rnr_retry)
+{
+	return rt_qp_connect_psn(q, dest, gid, sgid, rnr_retry, 0x100, 0x100);
+}
+
+/* The same, from RESET, with the first PSNs it expects and sends. */
+static inline int rt_qp_connect_psn(const struct rt_qp *q, uint32_t dest,
+				    const uint8_t gid[16], int sgid,
+				    int rnr_retry, uint32_t rq_psn,
+				    uint32_t sq_psn)
 {
 	struct kqp_qp_attr a;
 	int ret;
@@ -423,7 +455,7 @@ static inline int rt_qp_connect(const struct rt_qp *q, uint32_t dest,
 	a.qp_state = RT_QPS_RTR;
 	a.path_mtu = 3;			/* IBV_MTU_1024 */
 	a.dest_qp_num = dest;
-	a.rq_psn = 0x100;
+	a.rq_psn = rq_psn;
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 1;
 	memcpy(a.ah_attr.dgid, gid, 16);
@@ -441,7 +473,7 @@ static inline int rt_qp_connect(const struct rt_qp *q, uint32_t dest,
 	a.timeout = 14;
 	a.retry_cnt = 7;
 	a.rnr_retry = (uint8_t)rnr_retry;
-	a.sq_psn = 0x100;
+	a.sq_psn = sq_psn;
 	a.max_rd_atomic = 1;
 	return rt_modify(q->fd, q->c.out_qp, RT_QP_STATE | RT_QP_TIMEOUT |
 			 RT_QP_RETRY_CNT | RT_QP_RNR_RETRY | RT_QP_SQ_PSN |
@@ -526,6 +558,31 @@ static inline int rt_pair_make(struct rt_pair *p,
 	if (kqp_test_reg_mr(p->fd, p->pd, p->buf, RT_BUF, RT_ACCESS_ALL,
 			    &p->mr))
 		return 10;
+	return 0;
+}
+
+/*
+ * a, in ERR with every request completed, connected again: through
+ * RESET, at the PSNs where a and b left off, so b takes a's next request
+ * as new.  0, or the step that failed.
+ */
+static inline int rt_a_reconnect(struct rt_pair *p)
+{
+	struct kqp_qp_attr r = { .qp_state = RT_QPS_RESET };
+	uint32_t a_psn, b_psn;
+	uint8_t gid[16];
+	int sgid;
+
+	if (rt_qp_state(&p->a, &a_psn) < 0 || rt_qp_state(&p->b, &b_psn) < 0)
+		return 1;
+	sgid = rt_gid_index(p->fd, p->dev, gid);
+	if (sgid < 0)
+		return 2;
+	if (rt_modify(p->fd, p->a.c.out_qp, RT_QP_STATE, &r))
+		return 3;
+	if (rt_qp_connect_psn(&p->a, p->b.c.out_qp_num, gid, sgid, 7, a_psn,
+			      b_psn))
+		return 4;
 	return 0;
 }
 
