@@ -134,7 +134,7 @@ static void kqp_qp_retire_sends(struct kqp_qp *qp, u32 n)
 	 */
 	smp_store_release(&qp->sq_ring.hdr->retired, wq->tail);
 	if (sig && qp->sq_committed)
-		kqp_qp_queue_drain(qp);
+		kqp_sq_retired(qp);
 }
 
 /*

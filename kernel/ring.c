@@ -360,7 +360,8 @@ static int kqp_ring_drain(struct kqp_qp *qp, bool recv)
 		for (j = 0; j < built; j++)
 			if (r->ahs[j])
 				kqp_object_put(r->ahs[j]);
-		r->head += posted;
+		/* Read without the mutex by kqp_sq_retired(). */
+		WRITE_ONCE(r->head, r->head + posted);
 		n -= posted;
 		if (n && !ret && !waiting) {
 			if (fatal_signal_pending(current))
@@ -428,6 +429,29 @@ static int kqp_sq_drain_settle(struct kqp_qp *qp, unsigned int rounds)
 		cond_resched();
 	} while (--rounds);
 	return -EAGAIN;
+}
+
+/*
+ * A signaled send of a committed send ring retired, with qp->lock held
+ * (kqp_qp_retire_sends()).  Queue a drain only when there is something
+ * to do: entries published, or, with nothing signaled left, the settle
+ * that ends the commitment, done here.  Its smp_mb() pairs with the
+ * fence in kqp_wq_need_doorbell() as kqp_sq_settle()'s does.  The head
+ * is read without sq_mutex: a drain that holds it settles after it moves
+ * the head, under qp->lock, so it decides on its own head.
+ */
+void kqp_sq_retired(struct kqp_qp *qp)
+{
+	struct kqp_ring *r = &qp->sq_ring;
+
+	lockdep_assert_held(&qp->lock);
+	if (!qp->sq_sig_out) {
+		qp->sq_committed = false;
+		WRITE_ONCE(r->hdr->flags, KQP_WQ_RING_NEED_DOORBELL);
+		smp_mb();
+	}
+	if (READ_ONCE(r->hdr->tail) != READ_ONCE(r->head))
+		kqp_qp_queue_drain(qp);
 }
 
 /*

@@ -546,6 +546,14 @@ static int kqp_ring_until(const struct kqp_post_target *t, bool recv,
 	return ret;
 }
 
+/* Sends in flight that keep the device busy through a kworker's wakeup. */
+static uint32_t kqp_lwq_busy(const struct kqp_lwq *wq)
+{
+	uint32_t busy = wq->depth / 4;
+
+	return busy > 16 ? 16 : busy ? busy : 1;
+}
+
 /*
  * Post through the queue's ring: copy as many requests as fit into its
  * entries and publish them.
@@ -572,14 +580,15 @@ static int kqp_ring_post(const struct kqp_post_target *t, bool recv,
 			 uint32_t *posted)
 {
 	struct kqp_lwq *wq = t->wq;
-	uint32_t start, n = 0, room, head;
+	uint32_t start, n = 0, room, head, retired;
 	size_t off = 0;
 	int ret = 0;
 
 	pthread_mutex_lock(&wq->lock);
 	start = wq->tail;
+	retired = kqp_wq_retired(&wq->hdr->retired);
 	if (wq->async)
-		room = wq->depth - (start - kqp_wq_retired(&wq->hdr->retired));
+		room = wq->depth - (start - retired);
 	else
 		room = wq->nr - (start - kqp_wq_consumed(&wq->hdr->head));
 	/* Only a kernel gone wrong says more than it has. */
@@ -613,8 +622,14 @@ static int kqp_ring_post(const struct kqp_post_target *t, bool recv,
 	if (wq->async) {
 		int err;
 
+		/*
+		 * The kernel drains after the next signaled completion, a
+		 * kworker's wakeup away: worth a saved system call only while
+		 * the device has enough queued not to run dry meanwhile.
+		 */
 		if (!kqp_wq_need_doorbell(&wq->hdr->flags,
-					  KQP_WQ_RING_NEED_DOORBELL))
+					  KQP_WQ_RING_NEED_DOORBELL) &&
+		    start - retired >= kqp_lwq_busy(wq))
 			goto out;
 		/*
 		 * Whatever the doorbell leaves, the kernel keeps, unless it
