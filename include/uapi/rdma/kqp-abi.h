@@ -2306,16 +2306,24 @@ struct kqp_query_srq {
  * @__reserved: zero
  *
  * A drain posts the ring's entries from @head up to the @tail it reads
- * (at most 4096 of them), in order, and stops at the first entry that
- * fails, with that entry's errno, exactly those of KQP_IOCTL_POST_SEND and
+ * (at most 4096 of them per round), in order.  A receive drain, and a
+ * UD QP's send drain, stop at the first entry that fails, with that
+ * entry's errno, exactly those of KQP_IOCTL_POST_SEND and
  * KQP_IOCTL_POST_RECV for a request: EINVAL, EACCES, EOPNOTSUPP, ENOMEM
  * (the queue is full), or the device's.  @head then names the entry that
  * failed, and the entries from it onward stay published: the next
  * doorbell tries it again, unless userspace moves @tail back to @head
- * first.  With both flags, a failure of the receive ring leaves the send
- * ring undrained.  Errnos of the QP itself: ENOENT (no such QP), ENXIO
- * (its device is gone), EINVAL (no such ring, or a @tail more than
- * @entries past @head), EINTR (a fatal signal is pending).
+ * first.  An RC QP's send drain consumes an entry the kernel refuses and
+ * reports it as a completion in error (struct kqp_wq_ring_hdr), so its
+ * @out_errno is 0 unless the device refused a request (its errno, as
+ * above; nothing drains the ring again before the next doorbell).  It
+ * may also return 0 with entries left past @head that the kernel keeps
+ * and drains after completions: a long ring, or a refused entry waiting
+ * for the signaled sends before it.  With both flags, a failure of the
+ * receive ring leaves the send ring undrained.  Errnos of the QP itself:
+ * ENOENT (no such QP), ENXIO (its device is gone), EINVAL (no such ring,
+ * or a @tail more than @entries past @head), EINTR (a fatal signal is
+ * pending).
  */
 struct kqp_doorbell_entry {
 	__u32 qp;
