@@ -970,6 +970,7 @@ void kqp_qp_rings_to_user(const struct kqp_qp *qp,
 			  struct kqp_qp_ring_info *info);
 void kqp_qp_drain_work(struct work_struct *work);
 void kqp_sq_retired(struct kqp_qp *qp);
+void kqp_sq_commit(struct kqp_qp *qp, bool commit);
 void kqp_qp_queue_drain(struct kqp_qp *qp);
 int kqp_doorbell_ioctl(struct kqp_ucmd *ucmd);
 long kqp_build_recv(struct kqp_pd *pd, u32 max_sge, const void *p,

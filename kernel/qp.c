@@ -156,11 +156,9 @@ static void kqp_qp_reset(struct kqp_qp *qp)
 	if (!qp->srq)
 		qp->rq.tail = qp->rq.head;
 	qp->sq_sig_out = 0;
-	qp->sq_committed = false;
-	if (r->nr) {
+	kqp_sq_commit(qp, false);
+	if (r->nr)
 		smp_store_release(&r->hdr->retired, qp->sq.tail);
-		WRITE_ONCE(r->hdr->flags, KQP_WQ_RING_NEED_DOORBELL);
-	}
 	spin_unlock_irq(&qp->lock);
 }
 
@@ -320,8 +318,7 @@ static void kqp_qp_destroy_hw(struct kqp_vobj *vobj)
 	 */
 	if (qp->sq_ring.nr) {
 		spin_lock_irq(&qp->lock);
-		qp->sq_committed = false;
-		WRITE_ONCE(qp->sq_ring.hdr->flags, KQP_WQ_RING_NEED_DOORBELL);
+		kqp_sq_commit(qp, false);
 		spin_unlock_irq(&qp->lock);
 	}
 

@@ -379,6 +379,21 @@ static int kqp_ring_drain(struct kqp_qp *qp, bool recv)
 }
 
 /*
+ * With qp->lock held: whether the kernel is committed to drain the send
+ * ring unprompted, and NEED_DOORBELL, which says the opposite to the
+ * process.  Every change of either goes through here, so the two never
+ * disagree.
+ */
+void kqp_sq_commit(struct kqp_qp *qp, bool commit)
+{
+	lockdep_assert_held(&qp->lock);
+	qp->sq_committed = commit;
+	if (qp->sq_ring.nr)
+		WRITE_ONCE(qp->sq_ring.hdr->flags,
+			   commit ? 0 : KQP_WQ_RING_NEED_DOORBELL);
+}
+
+/*
  * After a drain of the send ring: decide whether the process must ring
  * for what it publishes next.  The kernel commits to drain again on its
  * own while a signaled send is outstanding, because that send's
@@ -402,8 +417,7 @@ static bool kqp_sq_settle(struct kqp_qp *qp, bool stopped)
 	spin_lock_irq(&qp->lock);
 	/* UD refuses entries synchronously (kqp_ring_drain()): always rung. */
 	commit = !stopped && qp->sq_sig_out && qp->qp_type == IB_QPT_RC;
-	qp->sq_committed = commit;
-	WRITE_ONCE(r->hdr->flags, commit ? 0 : KQP_WQ_RING_NEED_DOORBELL);
+	kqp_sq_commit(qp, commit);
 	spin_unlock_irq(&qp->lock);
 	if (commit || stopped)
 		return true;
@@ -446,8 +460,7 @@ void kqp_sq_retired(struct kqp_qp *qp)
 
 	lockdep_assert_held(&qp->lock);
 	if (!qp->sq_sig_out) {
-		qp->sq_committed = false;
-		WRITE_ONCE(r->hdr->flags, KQP_WQ_RING_NEED_DOORBELL);
+		kqp_sq_commit(qp, false);
 		smp_mb();
 	}
 	if (READ_ONCE(r->hdr->tail) != READ_ONCE(r->head))
