@@ -521,9 +521,10 @@ TEST_F_TIMEOUT(h, foreign_lkeys, 120)
 }
 
 /*
- * The kernel never reads head or flags back: whatever the caller writes
- * there, each drain takes exactly what was published since the last, and
- * another process's connection keeps passing data meanwhile.
+ * The kernel never reads head, flags or retired back: whatever the
+ * caller writes there, each drain takes exactly what was published since
+ * the last, and another process's connection keeps passing data
+ * meanwhile.
  */
 TEST_F_TIMEOUT(h, head_and_flags_scribbled, 180)
 {
@@ -546,6 +547,7 @@ TEST_F_TIMEOUT(h, head_and_flags_scribbled, 180)
 
 			hdrs[i]->head = j;
 			hdrs[i]->flags = ~j;
+			hdrs[i]->retired = j * 7;
 			memset(hdrs[i]->__pad0, (int)j, sizeof(hdrs[i]->__pad0));
 			memset(hdrs[i]->__pad1, (int)~j,
 			       sizeof(hdrs[i]->__pad1));
