@@ -66,6 +66,7 @@ union kqp_ucmd_buffer {
 	struct kqp_query_qp query_qp;
 	struct kqp_post post;
 	struct kqp_doorbell doorbell;
+	struct kqp_create_poller create_poller;
 	struct kqp_create_async_fd create_async_fd;
 	struct kqp_reg_mr reg_mr;
 	struct kqp_dereg_mr dereg_mr;
@@ -214,7 +215,9 @@ static const struct kqp_ioctl_op kqp_ioctl_ops[] = {
 	KQP_IOCTL_OP(KQP_IOCTL_POST_SRQ_RECV, kqp_post_srq_recv_ioctl,
 		     struct kqp_post, out_posted, 0),
 	KQP_IOCTL_OP(KQP_IOCTL_DOORBELL, kqp_doorbell_ioctl,
-		     struct kqp_doorbell, __reserved, 0),
+		     struct kqp_doorbell, __reserved, KQP_DOORBELL_WAKE_POLLER),
+	KQP_IOCTL_OP(KQP_IOCTL_CREATE_POLLER, kqp_create_poller_ioctl,
+		     struct kqp_create_poller, __reserved, 0),
 };
 
 static_assert(ARRAY_SIZE(kqp_ioctl_ops) == KQP_CMD_MAX - KQP_CMD_BASE);
@@ -437,6 +440,7 @@ int kqp_ctx_info_ioctl(struct kqp_ucmd *ucmd)
 	cmd->out_files = kref_read(&uctx->ref);
 	cmd->out_objects = atomic_read(&uctx->nr_objects);
 	cmd->out_mr_bytes = atomic64_read(&uctx->mr_bytes);
+	kqp_poller_info(uctx, cmd);
 	return kqp_ucmd_respond(ucmd, sizeof(*cmd));
 }
 

@@ -172,6 +172,8 @@ struct kqp_device {
  * it to another file (KQP_IOCTL_ATTACH) makes the two share one, so that
  * event channels and the verbs objects their ids use live in one table.
  */
+struct kqp_poller;
+
 struct kqp_ucontext {
 	struct kref ref;
 	struct xarray objects;
@@ -186,7 +188,14 @@ struct kqp_ucontext {
 	struct mem_cgroup *memcg;
 	struct mutex dev_lock;	/* @devices */
 	struct xarray devices;
+	struct kqp_poller *poller;	/* set once, under @lock (poller.c) */
 };
+
+/*
+ * The mark of an RC QP with rings in its table's xarray, for the poller;
+ * XA_FLAGS_ALLOC uses XA_MARK_0 for itself.
+ */
+#define KQP_OBJ_MARK_RINGS	XA_MARK_1
 
 struct kqp_async;
 
@@ -259,6 +268,8 @@ void kqp_objects_read(enum kqp_obj_type type, u32 *live, u64 *made);
 u32 kqp_contexts_read(void);
 struct kqp_object *kqp_object_get(struct kqp_ucontext *uctx, u32 id,
 				  enum kqp_obj_type type);
+struct kqp_object *kqp_object_get_marked(struct kqp_ucontext *uctx,
+					 unsigned long *index, xa_mark_t mark);
 void kqp_object_put(struct kqp_object *obj);
 void kqp_object_drain(struct kqp_object *obj);
 struct kqp_object *kqp_object_claim_id(struct kqp_ucontext *uctx, u32 id,
@@ -541,9 +552,10 @@ union kqp_kwr {
  * @failed: the send ring refused an entry: the QP was moved to ERR and
  *	every entry from then on is posted as a placeholder (ring.c)
  * @fail_status: the ib_wc_status the refused entry completes with
- * @stopped: the last send drain failed (the device refused, or the tail
- *	was impossible): only a doorbell drains it again, so that the
- *	process can take back what it published first
+ * @stopped: the last drain failed (the device or the checks refused an
+ *	entry of a receive ring, the device a send chain, or the tail was
+ *	impossible): only a doorbell drains it again, so that the process
+ *	can take back what it published first
  *
  * Everything but @hdr and the entries is the kernel's alone, used under
  * the queue's mutex (kqp_qp.sq_mutex or rq_mutex).
@@ -597,6 +609,10 @@ struct kqp_ring {
  *	@lock
  * @sq_committed: under @lock: the send ring's NEED_DOORBELL is clear, and
  *	the completion of a signaled send queues @drain_work (ring.c)
+ * @sq_polled: the table's poller serves the send ring (poller.c): the
+ *	kernel stays committed without a signaled send.  Written by the
+ *	poller under @sq_mutex and @lock, read under either
+ * @rq_polled: the poller serves the receive ring, under @rq_mutex
  * @drain_work: drains the send ring after completions, holding a
  *	reference to the QP
  * @async_reported: async events read for the QP
@@ -635,6 +651,8 @@ struct kqp_qp {
 	struct kqp_ring rq_ring;
 	u32 sq_sig_out;
 	bool sq_committed;
+	bool sq_polled;
+	bool rq_polled;
 	struct work_struct drain_work;
 	u32 async_reported;
 	struct mutex mcast_mutex;	/* @mcasts, @nr_mcasts */
@@ -973,6 +991,13 @@ void kqp_sq_retired(struct kqp_qp *qp);
 void kqp_sq_commit(struct kqp_qp *qp, bool commit);
 void kqp_qp_queue_drain(struct kqp_qp *qp);
 int kqp_doorbell_ioctl(struct kqp_ucmd *ucmd);
+u32 kqp_qp_poll(struct kqp_qp *qp, bool polled);
+
+/* poller.c */
+int kqp_create_poller_ioctl(struct kqp_ucmd *ucmd);
+void kqp_poller_wake(struct kqp_ucontext *uctx);
+void kqp_poller_info(struct kqp_ucontext *uctx, struct kqp_ctx_info *info);
+void kqp_poller_stop(struct kqp_ucontext *uctx);
 long kqp_build_recv(struct kqp_pd *pd, u32 max_sge, const void *p,
 		    size_t len, struct ib_recv_wr *wr, struct ib_sge *ksge);
 

@@ -363,6 +363,27 @@ struct kqp_object *kqp_object_get(struct kqp_ucontext *uctx, u32 id,
 	return obj;
 }
 
+/*
+ * A reference to the first usable object at *@index or after it that
+ * carries @mark, and *@index moved past it; NULL when there is none.
+ */
+struct kqp_object *kqp_object_get_marked(struct kqp_ucontext *uctx,
+					 unsigned long *index, xa_mark_t mark)
+{
+	struct kqp_object *obj;
+
+	xa_lock(&uctx->objects);
+	/* A claimed object (XA_ZERO_ENTRY) is never found. */
+	while ((obj = xa_find(&uctx->objects, index, ULONG_MAX, mark))) {
+		(*index)++;
+		if (!READ_ONCE(obj->dying) &&
+		    refcount_inc_not_zero(&obj->users))
+			break;
+	}
+	xa_unlock(&uctx->objects);
+	return obj;
+}
+
 void kqp_object_put(struct kqp_object *obj)
 {
 	if (refcount_dec_and_test(&obj->users))
@@ -583,6 +604,8 @@ static void kqp_ucontext_release(struct kref *ref)
 	unsigned long index;
 	unsigned int i;
 
+	/* Before any object goes: the poller uses QPs without the table's ref. */
+	kqp_poller_stop(uctx);
 	for (i = 0; i < ARRAY_SIZE(order); i++) {
 		type = order[i];
 		index = 0;

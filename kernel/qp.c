@@ -827,6 +827,15 @@ static void kqp_create_qp_publish(struct kqp_uscope *us, struct kqp_qp *qp,
 		fd_install(qs[i]->fd, qs[i]->filp);
 	}
 	kqp_object_publish(us->uctx, &qp->vobj.obj);
+	/* For the poller; only while the entry is still this QP's. */
+	if (qp->ring_mem && qp->qp_type == IB_QPT_RC) {
+		struct xarray *xa = &us->uctx->objects;
+
+		xa_lock(xa);
+		if (xa_load(xa, qp->vobj.obj.id) == &qp->vobj.obj)
+			__xa_set_mark(xa, qp->vobj.obj.id, KQP_OBJ_MARK_RINGS);
+		xa_unlock(xa);
+	}
 	if (cm) {
 		cm->qp = qp;
 		kqp_cm_id_unlock(cm);

@@ -386,11 +386,28 @@ static int kqp_ring_drain(struct kqp_qp *qp, bool recv)
  */
 void kqp_sq_commit(struct kqp_qp *qp, bool commit)
 {
+	u32 flags = KQP_WQ_RING_NEED_DOORBELL;
+
 	lockdep_assert_held(&qp->lock);
-	qp->sq_committed = commit;
+	WRITE_ONCE(qp->sq_committed, commit);
+	if (commit)
+		flags = qp->sq_polled ? KQP_WQ_RING_POLLED : 0;
 	if (qp->sq_ring.nr)
-		WRITE_ONCE(qp->sq_ring.hdr->flags,
-			   commit ? 0 : KQP_WQ_RING_NEED_DOORBELL);
+		WRITE_ONCE(qp->sq_ring.hdr->flags, flags);
+}
+
+/*
+ * A receive ring's flags, under rq_mutex: it always asks for the
+ * doorbell, and says whether the poller posts what is published meanwhile
+ * (kqp_qp_poll()).  A stopped ring is not polled.
+ */
+static void kqp_rq_flags(struct kqp_qp *qp)
+{
+	struct kqp_ring *r = &qp->rq_ring;
+
+	lockdep_assert_held(&qp->rq_mutex);
+	WRITE_ONCE(r->hdr->flags, KQP_WQ_RING_NEED_DOORBELL |
+		   (qp->rq_polled && !r->stopped ? KQP_WQ_RING_POLLED : 0));
 }
 
 /*
@@ -399,7 +416,9 @@ void kqp_sq_commit(struct kqp_qp *qp, bool commit)
  * own while a signaled send is outstanding, because that send's
  * completion will queue drain_work (kqp_qp_retire_sends()); the decision
  * and the count are both under qp->lock, so a completion either comes
- * after it and sees it, or came before and left the count it read.
+ * after it and sees it, or came before and left the count it read.  It
+ * also commits while the poller serves the ring (@sq_polled), which the
+ * poller clears, then settles, before it sleeps (kqp_qp_poll()).
  *
  * Not committed, NEED_DOORBELL is set, then the tail is read once more:
  * the process may have published after the drain read the tail and
@@ -416,7 +435,8 @@ static bool kqp_sq_settle(struct kqp_qp *qp, bool stopped)
 
 	spin_lock_irq(&qp->lock);
 	/* UD refuses entries synchronously (kqp_ring_drain()): always rung. */
-	commit = !stopped && qp->sq_sig_out && qp->qp_type == IB_QPT_RC;
+	commit = !stopped && qp->qp_type == IB_QPT_RC &&
+		 (qp->sq_sig_out || qp->sq_polled);
 	kqp_sq_commit(qp, commit);
 	spin_unlock_irq(&qp->lock);
 	if (commit || stopped)
@@ -459,6 +479,9 @@ void kqp_sq_retired(struct kqp_qp *qp)
 	struct kqp_ring *r = &qp->sq_ring;
 
 	lockdep_assert_held(&qp->lock);
+	/* The poller looks anyway, and settles before it stops looking. */
+	if (qp->sq_polled)
+		return;
 	if (!qp->sq_sig_out) {
 		kqp_sq_commit(qp, false);
 		smp_mb();
@@ -512,6 +535,71 @@ void kqp_qp_drain_work(struct work_struct *work)
 	kqp_object_put(&qp->vobj.obj);
 }
 
+/*
+ * The poller's look at one QP (poller.c): drain its rings, as a doorbell
+ * would, and mark them served (@polled) or no longer.  Only RC QPs: a UD
+ * send drain refuses entries synchronously, so its ring is always rung.
+ * Neither ring is drained once stopped: the doorbell that stopped it
+ * returned the errno, and the process may be taking its entries back.
+ * Returns the entries taken (or 1 when the send ring was left with more,
+ * for another pass).
+ *
+ * Going to sleep (@polled false), the send ring's settle is the one that
+ * ends the poller's commitment: with @sq_polled cleared first, under
+ * sq_mutex and qp->lock, it sets NEED_DOORBELL unless a signaled send
+ * keeps the kernel committed, then reads the tail again (smp_mb(), paired
+ * with kqp_wq_need_doorbell() in lib/ring.h).  A receive ring needs no
+ * such pair: userspace waits for @head and rings if it does not move.
+ */
+u32 kqp_qp_poll(struct kqp_qp *qp, bool polled)
+{
+	struct rw_semaphore *hw_rwsem = &qp->vobj.kdev->hw_rwsem;
+	struct kqp_ring *r;
+	u32 head, took = 0;
+
+	if (!qp->ring_mem || qp->qp_type != IB_QPT_RC)
+		return 0;
+	down_read(hw_rwsem);
+	if (qp->vobj.hw_gone)
+		goto out;
+
+	r = &qp->rq_ring;
+	if (r->nr) {
+		mutex_lock(&qp->rq_mutex);
+		qp->rq_polled = polled;
+		if (!r->stopped && READ_ONCE(r->hdr->tail) != r->head) {
+			head = r->head;
+			r->stopped = kqp_ring_drain(qp, true);
+			took += r->head - head;
+		}
+		kqp_rq_flags(qp);
+		mutex_unlock(&qp->rq_mutex);
+	}
+
+	r = &qp->sq_ring;
+	mutex_lock(&qp->sq_mutex);
+	/* Served, committed and empty: nothing to do, as long as it stays so. */
+	if (polled && qp->sq_polled && READ_ONCE(qp->sq_committed) &&
+	    READ_ONCE(r->hdr->tail) == r->head)
+		goto unlock;
+	if (qp->sq_polled != polled) {
+		spin_lock_irq(&qp->lock);
+		qp->sq_polled = polled;
+		spin_unlock_irq(&qp->lock);
+	}
+	if (!r->stopped) {
+		head = r->head;
+		if (kqp_sq_drain_settle(qp, 1) == -EAGAIN)
+			took++;
+		took += r->head - head;
+	}
+unlock:
+	mutex_unlock(&qp->sq_mutex);
+out:
+	up_read(hw_rwsem);
+	return took;
+}
+
 /* Drain one QP's rings as @flags say: the receive ring first. */
 static int kqp_doorbell_one(struct kqp_ucontext *uctx, u32 handle, u32 flags)
 {
@@ -528,6 +616,11 @@ static int kqp_doorbell_one(struct kqp_ucontext *uctx, u32 handle, u32 flags)
 	if (flags & KQP_DB_RECV) {
 		mutex_lock(&qp->rq_mutex);
 		ret = kqp_ring_drain(qp, true);
+		/* Until the next doorbell: the process may rewind its tail. */
+		if (qp->rq_ring.nr) {
+			qp->rq_ring.stopped = ret;
+			kqp_rq_flags(qp);
+		}
 		mutex_unlock(&qp->rq_mutex);
 	}
 	if (!ret && (flags & KQP_DB_SEND)) {
@@ -609,6 +702,8 @@ int kqp_doorbell_ioctl(struct kqp_ucmd *ucmd)
 		}
 	}
 	cmd->out_done = cmd->count;
+	if (cmd->flags & KQP_DOORBELL_WAKE_POLLER)
+		kqp_poller_wake(ucmd->uctx);
 	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
 out:
 	if (ents != stack)

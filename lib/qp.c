@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "kqp_priv.h"
 #include "ring.h"
@@ -480,6 +481,7 @@ static int kqp_ring_doorbell(const struct kqp_post_target *t, bool recv)
 	};
 	struct kqp_doorbell db = {
 		.size = sizeof(db),
+		.flags = kqp_session_poller() ? KQP_DOORBELL_WAKE_POLLER : 0,
 		.count = 1,
 		.entry_size = sizeof(e),
 		.entries = (uintptr_t)&e,
@@ -544,6 +546,70 @@ static int kqp_ring_until(const struct kqp_post_target *t, bool recv,
 	if (!ret && (int32_t)(end - head) > 0)
 		ret = -EIO;
 	return ret;
+}
+
+/*
+ * How long a receive waits for the poller to post it before it rings:
+ * KQP_RECV_SPIN_US, 50 us by default (a pass of the poller over a few QPs
+ * takes a few microseconds, several times that under TCG).
+ */
+static uint64_t kqp_recv_spin_ns(void)
+{
+	static uint64_t ns = UINT64_MAX;
+	uint64_t v = __atomic_load_n(&ns, __ATOMIC_RELAXED);
+	const char *env;
+	char *end;
+
+	if (v != UINT64_MAX)
+		return v;
+	v = 50000;
+	env = getenv("KQP_RECV_SPIN_US");
+	if (env && *env) {
+		unsigned long us = strtoul(env, &end, 10);
+
+		if (!*end && us <= 1000000)
+			v = us * 1000ULL;
+	}
+	__atomic_store_n(&ns, v, __ATOMIC_RELAXED);
+	return v;
+}
+
+static uint64_t kqp_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/*
+ * A receive ring the poller serves (KQP_WQ_RING_POLLED): wait a while for
+ * its head to pass @end, which means the device has every receive below
+ * it.  False when it did not (the poller went to sleep, the ring stopped
+ * on an entry, or time ran out): the caller rings.  The head's acquire
+ * load pairs with kqp_ring_drain()'s release (kqp_wq_consumed()); the
+ * flag's load is relaxed, as it guards nothing we read: a stale one
+ * costs a wait or a doorbell, never a receive.
+ */
+static bool kqp_recv_wait_poller(struct kqp_lwq *wq, uint32_t end)
+{
+	uint64_t deadline = 0;
+	unsigned int i;
+
+	for (i = 0;; i++) {
+		if ((int32_t)(kqp_wq_consumed(&wq->hdr->head) - end) >= 0)
+			return true;
+		if (!(kqp_ring_flags(&wq->hdr->flags) & KQP_WQ_RING_POLLED))
+			return false;
+		if (i % 64 == 0) {
+			uint64_t now = kqp_now_ns();
+
+			if (!deadline)
+				deadline = now + kqp_recv_spin_ns();
+			else if (now >= deadline)
+				return false;
+		}
+	}
 }
 
 /* Sends in flight that keep the device busy through a kworker's wakeup. */
@@ -627,9 +693,14 @@ static int kqp_ring_post(const struct kqp_post_target *t, bool recv,
 		 * kworker's wakeup away: worth a saved system call only while
 		 * the device has enough queued not to run dry meanwhile.
 		 */
-		if (!kqp_wq_need_doorbell(&wq->hdr->flags,
-					  KQP_WQ_RING_NEED_DOORBELL) &&
-		    start - retired >= kqp_lwq_busy(wq))
+		uint32_t f = kqp_wq_need_doorbell(&wq->hdr->flags,
+						  KQP_WQ_RING_NEED_DOORBELL |
+						  KQP_WQ_RING_POLLED);
+
+		/* The poller drains it: no wakeup, and no system call. */
+		if (f == KQP_WQ_RING_POLLED)
+			goto out;
+		if (!f && start - retired >= kqp_lwq_busy(wq))
 			goto out;
 		/*
 		 * Whatever the doorbell leaves, the kernel keeps, unless it
@@ -640,7 +711,7 @@ static int kqp_ring_post(const struct kqp_post_target *t, bool recv,
 		if (!err)
 			goto out;
 		ret = err;
-	} else {
+	} else if (!recv || !kqp_recv_wait_poller(wq, wq->tail)) {
 		ret = kqp_ring_until(t, recv, wq->tail) ?: ret;
 	}
 	head = kqp_wq_consumed(&wq->hdr->head);

@@ -104,8 +104,10 @@ static inline uint32_t kqp_wq_retired(const uint32_t *retired)
  * NEED_DOORBELL and its load of the tail: a store-buffering pair, so
  * either the kernel sees our tail and drains it, or we see the flag and
  * ring.  A clear flag means the kernel committed to drain again (a
- * signaled send is outstanding).  The load itself can be relaxed: the
- * flag guards no data we read.
+ * signaled send is outstanding, or the poller serves the ring, and then
+ * KQP_WQ_RING_POLLED is set).  The poller's last look before it sleeps
+ * (kqp_qp_poll()) is a settle too, so the same pair covers it.  The load
+ * itself can be relaxed: the flags guard no data we read.
  */
 static inline int kqp_wq_need_doorbell(const uint32_t *flags,
 				       uint32_t need)

@@ -127,6 +127,19 @@ static void kqp_session_parent(void)
 	kqp_contexts_unlock();
 }
 
+/* The session's table has a poller (KQP_POLLER=1): doorbells wake it. */
+static bool session_poller;
+
+bool kqp_session_poller(void)
+{
+	return __atomic_load_n(&session_poller, __ATOMIC_RELAXED);
+}
+
+/*
+ * KQP_POLLER=1 asks the kernel for a poller on the session's table, with
+ * KQP_POLLER_IDLE_US (0 to 1000000) as its idle time.  A kernel that has
+ * none to give (6.1) leaves the library as it was: posts ring as usual.
+ */
 /*
  * The parent's session fds become /dev/null rather than being closed, so
  * that what the child still holds of the parent's (a context's cmd_fd)
@@ -146,6 +159,8 @@ static void kqp_session_child(void)
 	}
 	session_fd = -1;
 	session_async_fd = -1;
+	/* The poller is a thread of the parent's, on the parent's table. */
+	session_poller = false;
 	__atomic_store_n(&fork_gen, fork_gen + 1, __ATOMIC_RELAXED);
 	kqp_contexts_forget();
 	pthread_mutex_unlock(&session_lock);
@@ -156,6 +171,26 @@ static void kqp_session_atfork(void)
 {
 	pthread_atfork(kqp_session_prepare, kqp_session_parent,
 		       kqp_session_child);
+}
+
+static void kqp_session_poller_start(int fd)
+{
+	struct kqp_create_poller p = { .size = sizeof(p) };
+	const char *env = getenv("KQP_POLLER");
+	char *end;
+
+	if (!env || strcmp(env, "1"))
+		return;
+	env = getenv("KQP_POLLER_IDLE_US");
+	if (env && *env) {
+		unsigned long us = strtoul(env, &end, 10);
+
+		if (*end || us > KQP_POLLER_IDLE_US_MAX)
+			return;
+		p.idle_us = us;
+	}
+	if (!kqp_ioctl(fd, KQP_IOCTL_CREATE_POLLER, &p))
+		__atomic_store_n(&session_poller, true, __ATOMIC_RELAXED);
 }
 
 int kqp_session_fd(void)
@@ -180,6 +215,7 @@ int kqp_session_fd(void)
 	}
 	session_async_fd = a.out_fd;
 	session_fd = fd;
+	kqp_session_poller_start(fd);
 out:
 	pthread_mutex_unlock(&session_lock);
 	return fd;

@@ -132,6 +132,7 @@
  * @KQP_CMD_QUERY_SRQ: KQP_IOCTL_QUERY_SRQ
  * @KQP_CMD_POST_SRQ_RECV: KQP_IOCTL_POST_SRQ_RECV
  * @KQP_CMD_DOORBELL: KQP_IOCTL_DOORBELL
+ * @KQP_CMD_CREATE_POLLER: KQP_IOCTL_CREATE_POLLER
  * @KQP_CMD_MAX: one past the last command
  */
 enum kqp_cmd {
@@ -187,6 +188,7 @@ enum kqp_cmd {
 	KQP_CMD_QUERY_SRQ,
 	KQP_CMD_POST_SRQ_RECV,
 	KQP_CMD_DOORBELL,
+	KQP_CMD_CREATE_POLLER,
 	KQP_CMD_MAX,
 };
 
@@ -992,6 +994,10 @@ struct kqp_attach {
  * @__reserved: zero
  * @out_mr_bytes: bytes registered, in whole pages, counted against
  *	max_mr_bytes
+ * @out_poller: 1 if the table has a poller (KQP_IOCTL_CREATE_POLLER)
+ * @out_poller_wakeups: times the poller woke from sleep
+ * @out_poller_entries: ring entries the poller drained
+ * @out_poller_busy_ns: time the poller spent awake, up to its last sleep
  */
 struct kqp_ctx_info {
 	__u32 size;
@@ -1007,6 +1013,10 @@ struct kqp_ctx_info {
 	__u32 out_objects;
 	__u32 __reserved;
 	__aligned_u64 out_mr_bytes;
+	__u32 out_poller;
+	__u32 out_poller_wakeups;
+	__aligned_u64 out_poller_entries;
+	__aligned_u64 out_poller_busy_ns;
 };
 
 #define KQP_IOCTL_CTX_INFO _IO(KQP_IOCTL_TYPE, KQP_CMD_CTX_INFO)
@@ -1616,6 +1626,17 @@ struct kqp_wq_ring_hdr {
  * the kernel drain the ring, so entries published then need no doorbell.
  */
 #define KQP_WQ_RING_NEED_DOORBELL	(1U << 0)
+/*
+ * Set while the table's poller (KQP_IOCTL_CREATE_POLLER) is awake and
+ * serves the ring: it drains what is published without a doorbell.  On
+ * an RC QP's send ring NEED_DOORBELL is then clear, with the same
+ * guarantee as above: the poller sets NEED_DOORBELL and clears this, then
+ * (full barrier) reads @tail again, before it sleeps.  A receive ring
+ * keeps NEED_DOORBELL: a receive must be in the device before
+ * ibv_post_recv() returns, so userspace may wait for @head to cover its
+ * entries (the poller posts them), and rings if that takes too long.
+ */
+#define KQP_WQ_RING_POLLED		(1U << 1)
 
 /**
  * struct kqp_wq_ring_info - where one of a QP's rings is in its mapping
@@ -2334,10 +2355,17 @@ struct kqp_doorbell_entry {
 
 #define KQP_DOORBELL_MAX	1024
 
+/*
+ * struct kqp_doorbell's flags: once the entries are drained, wake the
+ * table's poller, which then serves the rings again until it has been
+ * idle for its idle time.  Without a poller the flag does nothing.
+ */
+#define KQP_DOORBELL_WAKE_POLLER	(1U << 0)
+
 /**
  * struct kqp_doorbell - ioctl(KQP_IOCTL_DOORBELL): drain QPs' rings
  * @size: sizeof(struct kqp_doorbell)
- * @flags: must be 0
+ * @flags: KQP_DOORBELL_*; others are EOPNOTSUPP
  * @count: entries, 1 to KQP_DOORBELL_MAX
  * @entry_size: sizeof(struct kqp_doorbell_entry) as the caller knows it;
  *	at least 16, bytes past the kernel's must be zero (as @size)
@@ -2366,5 +2394,45 @@ struct kqp_doorbell {
 };
 
 #define KQP_IOCTL_DOORBELL _IO(KQP_IOCTL_TYPE, KQP_CMD_DOORBELL)
+
+/* The longest idle time a poller may spin for before it sleeps: 1 s. */
+#define KQP_POLLER_IDLE_US_MAX		1000000
+
+/**
+ * struct kqp_create_poller - ioctl(KQP_IOCTL_CREATE_POLLER): give the
+ *	table a kernel thread that drains its QPs' rings
+ * @size: sizeof(struct kqp_create_poller)
+ * @flags: must be 0
+ * @idle_us: how long the poller keeps looking after it last found work
+ *	before it sleeps; 0 for the default, 1000 (1 ms)
+ * @__reserved: zero
+ *
+ * The poller is a thread of the calling process (as vhost's workers are):
+ * its CPU time is the process's, in the process's cgroups and rusage, and
+ * it ends with the process or with the table, whichever goes first.
+ * While it is awake it drains every ring of the table's RC QPs made with
+ * KQP_CREATE_QP_RINGS, old and new: published send entries go to the
+ * device with no doorbell, and receive entries are posted without one
+ * while userspace waits for @head (struct kqp_wq_ring_hdr,
+ * KQP_WQ_RING_POLLED).  Once it has found nothing for @idle_us it sets
+ * NEED_DOORBELL again and sleeps; a doorbell with
+ * KQP_DOORBELL_WAKE_POLLER wakes it.  It drains with the doorbell's
+ * checks, and a failing entry ends as a doorbell's would (a send completes
+ * in error, a receive stops the ring until the next doorbell).
+ *
+ * EBUSY: the table already has a poller.  EINVAL: @idle_us is above
+ * KQP_POLLER_IDLE_US_MAX.  EOPNOTSUPP: the kernel cannot make a thread
+ * that is charged to the process (no CONFIG_VHOST_TASK, or before 6.4).
+ * EAGAIN or ENOMEM: the thread could not be made (RLIMIT_NPROC counts it
+ * as a thread of the caller).
+ */
+struct kqp_create_poller {
+	__u32 size;
+	__u32 flags;
+	__u32 idle_us;
+	__u32 __reserved;
+};
+
+#define KQP_IOCTL_CREATE_POLLER _IO(KQP_IOCTL_TYPE, KQP_CMD_CREATE_POLLER)
 
 #endif /* _UAPI_RDMA_KQP_ABI_H */

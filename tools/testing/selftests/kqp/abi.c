@@ -204,6 +204,18 @@ static void prep_doorbell(int fd, void *arg)
 	d->entries = (uintptr_t)&db_entry;
 }
 
+/*
+ * An idle time past the largest: EINVAL, on every kernel, so that the
+ * table never gets a poller here (a second one would be EBUSY).
+ */
+static void prep_create_poller(int fd, void *arg)
+{
+	struct kqp_create_poller *c = arg;
+
+	(void)fd;
+	c->idle_us = KQP_POLLER_IDLE_US_MAX + 1;
+}
+
 static uint8_t mr_buf[4096];
 
 static void prep_reg_mr(int fd, void *arg)
@@ -400,10 +412,14 @@ static const struct abi_case cases[KQP_CMD_MAX - KQP_CMD_BASE] = {
 	ABI_CASE(KQP_CMD_POST_SRQ_RECV, KQP_IOCTL_POST_SRQ_RECV,
 		 struct kqp_post, out_posted, NORSV,
 		 offsetof(struct kqp_post, wrs), prep_post, ENOENT, true),
-	ABI_CASE(KQP_CMD_DOORBELL, KQP_IOCTL_DOORBELL, struct kqp_doorbell,
-		 __reserved, RSV(struct kqp_doorbell),
-		 offsetof(struct kqp_doorbell, entries), prep_doorbell, 0,
-		 true),
+	ABI_CASE_F(KQP_CMD_DOORBELL, KQP_IOCTL_DOORBELL, struct kqp_doorbell,
+		   __reserved, RSV(struct kqp_doorbell),
+		   offsetof(struct kqp_doorbell, entries), prep_doorbell, 0,
+		   true, KQP_DOORBELL_WAKE_POLLER),
+	ABI_CASE(KQP_CMD_CREATE_POLLER, KQP_IOCTL_CREATE_POLLER,
+		 struct kqp_create_poller, __reserved,
+		 RSV(struct kqp_create_poller), NONE, prep_create_poller,
+		 EINVAL, false),
 };
 
 #define for_each_case(c) \

@@ -588,7 +588,8 @@ static const struct cmd_info cmds[KQP_CMD_MAX - KQP_CMD_BASE] = {
 	CMD(KQP_CMD_MODIFY_SRQ, KQP_IOCTL_MODIFY_SRQ, struct kqp_modify_srq, attr, 0, 0),
 	CMD(KQP_CMD_QUERY_SRQ, KQP_IOCTL_QUERY_SRQ, struct kqp_query_srq, out_attr, 0, 0),
 	CMD(KQP_CMD_POST_SRQ_RECV, KQP_IOCTL_POST_SRQ_RECV, struct kqp_post, out_posted, 0, 0),
-	CMD(KQP_CMD_DOORBELL, KQP_IOCTL_DOORBELL, struct kqp_doorbell, __reserved, 0, 0),
+	CMD(KQP_CMD_DOORBELL, KQP_IOCTL_DOORBELL, struct kqp_doorbell, __reserved, KQP_DOORBELL_WAKE_POLLER, 0),
+	CMD(KQP_CMD_CREATE_POLLER, KQP_IOCTL_CREATE_POLLER, struct kqp_create_poller, __reserved, 0, 0),
 };
 
 static uint32_t dev_index(struct rng *r)
@@ -1093,6 +1094,14 @@ static int gen_cmd(struct rng *r, struct thread *t, int op, void *arg,
 	}
 	case KQP_CMD_CREATE_ASYNC_FD:
 		break;
+	case KQP_CMD_CREATE_POLLER: {
+		struct kqp_create_poller *c = arg;
+
+		/* Mostly a poller that spins a while: it drains beside us. */
+		c->idle_us = chance(r, 80) ? below(r, 5000) :
+					     num32(r, KQP_POLLER_IDLE_US_MAX + 8);
+		break;
+	}
 	case KQP_CMD_DOORBELL: {
 		struct kqp_doorbell *c = arg;
 		struct resv qp;

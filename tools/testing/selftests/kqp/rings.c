@@ -460,8 +460,11 @@ TEST_F(v, doorbell_call_errnos)
 	d.count = 1;
 	d.entry_size = sizeof(e[0]);
 	d.entries = (uintptr_t)&se;
-	d.flags = 1;
+	d.flags = KQP_DOORBELL_WAKE_POLLER << 1;
 	EXPECT_EQ(EOPNOTSUPP, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL, &d));
+	/* Known, and a no-op for a table without a poller. */
+	d.flags = KQP_DOORBELL_WAKE_POLLER;
+	EXPECT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL, &d));
 	d.flags = 0;
 	d.__reserved = 1;
 	EXPECT_EQ(EOPNOTSUPP, kqp_test_ioctl(self->fd, KQP_IOCTL_DOORBELL, &d));

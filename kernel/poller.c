@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * A table's poller (KQP_IOCTL_CREATE_POLLER): a thread that drains the
+ * submission rings of the table's RC QPs while the process keeps
+ * publishing, so that posting makes no system call at all.
+ *
+ * The thread is a vhost_task: a thread of the process that asked for it
+ * (CLONE_THREAD | CLONE_VM, no files), so its CPU time is the process's,
+ * counted in its cgroups and its rusage, and limited by them, and it dies
+ * with the process.  A kthread would be nobody's, and any local user
+ * could start one per table: kernels without CONFIG_VHOST_TASK (6.1)
+ * refuse the command instead.
+ *
+ * While awake the thread passes over the table's ring QPs (those marked
+ * KQP_OBJ_MARK_RINGS in its xarray) again and again.  Each pass takes a
+ * reference to each QP, as a command does, and drains it with the
+ * doorbell's code and locks (kqp_qp_poll(), ring.c); the QP's destroy
+ * waits for that reference.  It marks every send ring it serves as
+ * committed (NEED_DOORBELL clear, KQP_WQ_RING_POLLED set), so the process
+ * stops ringing.  Once a pass has found nothing for idle_ns, a last pass
+ * takes the mark off every ring, each under its send mutex with the
+ * settle's store-buffering barrier (kqp_sq_settle()): either that pass
+ * sees what the process published, or the process sees NEED_DOORBELL and
+ * rings.  Only then does the thread sleep.  A doorbell that found
+ * NEED_DOORBELL drains in its caller's context anyway, and with
+ * KQP_DOORBELL_WAKE_POLLER also wakes the thread (@kick, then
+ * vhost_task_wake(); the thread sets TASK_INTERRUPTIBLE, then reads
+ * @kick, so that wake is never lost).
+ *
+ * Lifetime: the poller belongs to the table and holds no reference to it
+ * (that would be a cycle): the table's release stops the thread, and waits
+ * for it, before any object goes.  @uctx->poller is set once, under
+ * uctx->lock, and never cleared before the release.  A SIGKILL (the
+ * process exits or execs) ends the thread early: kqp_poller_killed()
+ * takes the mark off every ring first, and nobody but the dead process
+ * could have posted anyway (every command checks the caller's mm).
+ */
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+
+#include "compat.h"
+#include "kqp.h"
+
+#if IS_ENABLED(CONFIG_VHOST_TASK)
+#include <linux/sched/vhost_task.h>
+
+#define KQP_POLLER_IDLE_US_DEFAULT	1000
+
+/**
+ * struct kqp_poller - a table's poller
+ * @uctx: the table; it outlives the poller
+ * @vtsk: the thread
+ * @idle_ns: how long a pass may find nothing before the thread sleeps
+ * @last_work: when a pass last took an entry (the thread's alone)
+ * @awake_since: when it last woke (the thread's alone)
+ * @awake: it serves the rings (the thread's alone)
+ * @kick: a doorbell asked it to wake
+ * @wakeups: times it woke, for KQP_IOCTL_CTX_INFO
+ * @entries: entries it drained
+ * @busy_ns: time it was awake, up to its last sleep
+ */
+struct kqp_poller {
+	struct kqp_ucontext *uctx;
+	struct vhost_task *vtsk;
+	u64 idle_ns;
+	u64 last_work;
+	u64 awake_since;
+	bool awake;
+	atomic_t kick;
+	atomic_t wakeups;
+	atomic64_t entries;
+	atomic64_t busy_ns;
+};
+
+/* One pass over the table's ring QPs; the entries it took. */
+static u32 kqp_poller_pass(struct kqp_poller *p, bool polled)
+{
+	unsigned long index = 0;
+	struct kqp_object *obj;
+	u32 took = 0;
+
+	while ((obj = kqp_object_get_marked(p->uctx, &index,
+					    KQP_OBJ_MARK_RINGS))) {
+		if (!WARN_ON_ONCE(obj->type != KQP_OBJ_QP))
+			took += kqp_qp_poll(container_of(obj, struct kqp_qp,
+							 vobj.obj), polled);
+		kqp_object_put(obj);
+	}
+	return took;
+}
+
+/*
+ * vhost_task_fn() calls this in a loop, with TASK_INTERRUPTIBLE set, and
+ * schedule()s when it returns false; it handles signals between calls.
+ */
+static bool kqp_poller_fn(void *data)
+{
+	struct kqp_poller *p = data;
+	u64 now;
+	u32 took;
+
+	__set_current_state(TASK_RUNNING);
+	now = ktime_get_ns();
+	if (!p->awake) {
+		p->awake = true;
+		p->awake_since = now;
+		p->last_work = now;
+		atomic_inc(&p->wakeups);
+	}
+	atomic_set(&p->kick, 0);
+	took = kqp_poller_pass(p, true);
+	now = ktime_get_ns();
+	if (!took && now - p->last_work >= p->idle_ns) {
+		/* Give every ring back to its doorbell, then look once more. */
+		took = kqp_poller_pass(p, false);
+		if (!took) {
+			p->awake = false;
+			atomic64_add(now - p->awake_since, &p->busy_ns);
+			/* Pairs with the wake in kqp_poller_wake(). */
+			set_current_state(TASK_INTERRUPTIBLE);
+			if (!atomic_read(&p->kick))
+				return false;
+			__set_current_state(TASK_RUNNING);
+		}
+	}
+	if (took) {
+		p->last_work = now;
+		atomic64_add(took, &p->entries);
+	}
+	cond_resched();
+	return true;
+}
+
+/* The process got SIGKILL: the thread is about to exit. */
+static void kqp_poller_killed(void *data)
+{
+	struct kqp_poller *p = data;
+
+	kqp_poller_pass(p, false);
+	p->awake = false;
+}
+
+static int kqp_poller_create(struct kqp_ucontext *uctx, u32 idle_us)
+{
+	struct vhost_task *vtsk;
+	struct kqp_poller *p;
+	int ret = 0;
+
+	mutex_lock(&uctx->lock);
+	if (uctx->poller) {
+		ret = -EBUSY;
+		goto out;
+	}
+	p = kzalloc(sizeof(*p), GFP_KERNEL_ACCOUNT);
+	if (!p) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	p->uctx = uctx;
+	p->idle_ns = (u64)(idle_us ?: KQP_POLLER_IDLE_US_DEFAULT) *
+		     NSEC_PER_USEC;
+	/* A thread of the caller, which kqp_file_uctx() made sure owns uctx. */
+	vtsk = vhost_task_create(kqp_poller_fn, kqp_poller_killed, p,
+				 "kqp-poller");
+	if (IS_ERR(vtsk)) {
+		ret = PTR_ERR(vtsk);
+		kfree(p);
+		goto out;
+	}
+	p->vtsk = vtsk;
+	/* Pairs with the acquire loads in kqp_poller_wake() and _info(). */
+	smp_store_release(&uctx->poller, p);
+	vhost_task_start(vtsk);
+out:
+	mutex_unlock(&uctx->lock);
+	return ret;
+}
+
+/* A doorbell asked for the poller, if the table has one. */
+void kqp_poller_wake(struct kqp_ucontext *uctx)
+{
+	struct kqp_poller *p = smp_load_acquire(&uctx->poller);
+
+	if (!p)
+		return;
+	atomic_set(&p->kick, 1);
+	vhost_task_wake(p->vtsk);
+}
+
+void kqp_poller_info(struct kqp_ucontext *uctx, struct kqp_ctx_info *info)
+{
+	struct kqp_poller *p = smp_load_acquire(&uctx->poller);
+
+	if (!p)
+		return;
+	info->out_poller = 1;
+	info->out_poller_wakeups = atomic_read(&p->wakeups);
+	info->out_poller_entries = atomic64_read(&p->entries);
+	info->out_poller_busy_ns = atomic64_read(&p->busy_ns);
+}
+
+/* The table is going: stop the thread and wait for it. */
+void kqp_poller_stop(struct kqp_ucontext *uctx)
+{
+	struct kqp_poller *p = uctx->poller;
+
+	if (!p)
+		return;
+	vhost_task_stop(p->vtsk);
+	uctx->poller = NULL;
+	kfree(p);
+}
+
+#else /* !CONFIG_VHOST_TASK */
+
+static int kqp_poller_create(struct kqp_ucontext *uctx, u32 idle_us)
+{
+	return -EOPNOTSUPP;
+}
+
+void kqp_poller_wake(struct kqp_ucontext *uctx)
+{
+}
+
+void kqp_poller_info(struct kqp_ucontext *uctx, struct kqp_ctx_info *info)
+{
+}
+
+void kqp_poller_stop(struct kqp_ucontext *uctx)
+{
+}
+
+#endif /* CONFIG_VHOST_TASK */
+
+/* KQP_IOCTL_CREATE_POLLER: the same checks with or without vhost_task. */
+int kqp_create_poller_ioctl(struct kqp_ucmd *ucmd)
+{
+	struct kqp_create_poller *cmd = ucmd->cmd;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	if (cmd->idle_us > KQP_POLLER_IDLE_US_MAX)
+		return -EINVAL;
+	return kqp_poller_create(ucmd->uctx, cmd->idle_us);
+}
