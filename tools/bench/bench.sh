@@ -12,7 +12,7 @@
 # or a result is missing.
 #
 # Environment:
-#   BENCH_ROUNDS  rounds of the three variants (default 3), the order
+#   BENCH_ROUNDS  rounds of the four variants (default 3), the order
 #                 rotated every round; the table shows the median over
 #                 rounds
 #   BENCH_ARGS    extra rcbench client options, the same for both, e.g.

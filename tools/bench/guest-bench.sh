@@ -8,6 +8,10 @@
 #   rdmacm     built against rdma-core
 #   kqp        built against libkqp, as libkqp runs by default (rings)
 #   kqp-ioctl  the same with KQP_RINGS=0: libkqp's ioctl-per-post path
+#   kqp-poller the same with KQP_POLLER=1: each process's table has a
+#              poller, so posts make no system call while it is awake
+#              (client only: the scale and cmtime runs are the kqp
+#              variant's, which the poller does not change)
 # Each round starts one variant later than the one before, so none always
 # runs on a fresher or a warmer guest.  Each run's results
 # go to $KQP_OUT/bench-VARIANT-ROUND.txt for tools/bench/table.sh; a run
@@ -234,7 +238,7 @@ fi
 
 # The kqp variant is libkqp's default, whatever started the guest said.
 unset KQP_RINGS
-variants=(rdmacm kqp kqp-ioctl)
+variants=(rdmacm kqp kqp-ioctl kqp-poller)
 port=18515
 for round in $(seq 1 "$BENCH_ROUNDS"); do
 	for i in "${!variants[@]}"; do
@@ -246,8 +250,14 @@ for round in $(seq 1 "$BENCH_ROUNDS"); do
 			cmd=("$bin/rcbench") ;;
 		kqp-ioctl)
 			cmd=(env KQP_RINGS=0 "$bin/rcbench") ;;
+		kqp-poller)
+			cmd=(env KQP_POLLER=1 "$bin/rcbench") ;;
 		esac
 		run_one "$variant" "$round" $port "${cmd[@]}" || fail=1
+		if [ "$variant" = kqp-poller ]; then
+			port=$((port + 10))
+			continue
+		fi
 		if [ "$SCALE_BUDGET" -gt 0 ]; then
 			run_scale "$variant" "$round" $((port + 1)) \
 				"${cmd[@]}" || fail=1

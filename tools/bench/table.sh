@@ -128,21 +128,24 @@ function scale(op, what) {
 BEGIN {
 	# Columns: the baseline first, then kqp.  The ratio is kqp over the
 	# baseline; each variant in extra[] gets its own ratio column.
-	nvar = split("rdmacm kqp kqp-ioctl", var, " ")
-	split("rdma-core kqp kqp-ioctl", head, " ")
+	nvar = split("rdmacm kqp kqp-ioctl kqp-poller", var, " ")
+	split("rdma-core kqp kqp-ioctl kqp-poller", head, " ")
 	base = "rdmacm"
 	main = "kqp"
-	nextra = split("kqp-ioctl", extra, " ")
-	split("ioctl", extrahead, " ")
+	nextra = split("kqp-ioctl kqp-poller", extra, " ")
+	split("ioctl poller", extrahead, " ")
 }
 
 END {
 	printf "rcbench on Soft-RoCE (rxe) under QEMU/TCG: absolute numbers mean little,\n"
 	printf "compare the ratio. kqp is libkqp as it runs by default, kqp-ioctl is\n"
-	printf "libkqp with KQP_RINGS=0 (an ioctl per post). ratio = kqp / rdma-core,\n"
-	printf "ioctl = kqp-ioctl / rdma-core. Latency: lower is better, a ratio below\n"
-	printf "1 means kqp is faster. Rate and bandwidth: higher is better, a ratio\n"
-	printf "above 1 means kqp is faster. Latency is one-way (half the round trip).\n"
+	printf "libkqp with KQP_RINGS=0 (an ioctl per post), kqp-poller libkqp with\n"
+	printf "KQP_POLLER=1 (a kernel poller per process). ratio = kqp / rdma-core,\n"
+	printf "ioctl = kqp-ioctl / rdma-core, poller = kqp-poller / rdma-core.\n"
+	printf "Latency: lower is better, a ratio below 1 means kqp is faster. Rate\n"
+	printf "and bandwidth: higher is better, a ratio above 1 means kqp is faster.\n"
+	printf "Latency is one-way (half the round trip). The poller runs the client\n"
+	printf "only (its scale and cmtime cells are -: it does not change them).\n"
 	printf "Scale: microseconds or bytes per QP, CQ or id; a 1000 / 10 row is the\n"
 	printf "cost at 1000 over that at 10 (1 is flat); - is what did not run.\n"
 	printf "cmtime: rdma-core cmtime unchanged, server and client in the variant\n"
