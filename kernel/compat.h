@@ -32,4 +32,14 @@ static inline void kqp_vm_flags_mod(struct vm_area_struct *vma,
 #define KQP_NS KQP
 #endif
 
+/*
+ * The table's poller is a vhost_task (poller.c): from 6.4, with the
+ * handle_sigkill argument kqp uses from 6.11.  Elsewhere (6.1) the command
+ * is EOPNOTSUPP.
+ */
+#if IS_ENABLED(CONFIG_VHOST_TASK) && \
+	LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+#define KQP_HAVE_POLLER 1
+#endif
+
 #endif /* KQP_COMPAT_H */

@@ -613,6 +613,9 @@ struct kqp_ring {
  *	kernel stays committed without a signaled send.  Written by the
  *	poller under @sq_mutex and @lock, read under either
  * @rq_polled: the poller serves the receive ring, under @rq_mutex
+ * @sq_ready: under @sq_mutex: the device took a send chain since the QP
+ *	was made or last reset, so it is in a state that sends; only then
+ *	does the poller commit to the send ring (ring.c)
  * @drain_work: drains the send ring after completions, holding a
  *	reference to the QP
  * @async_reported: async events read for the QP
@@ -653,6 +656,7 @@ struct kqp_qp {
 	bool sq_committed;
 	bool sq_polled;
 	bool rq_polled;
+	bool sq_ready;
 	struct work_struct drain_work;
 	u32 async_reported;
 	struct mutex mcast_mutex;	/* @mcasts, @nr_mcasts */

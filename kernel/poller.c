@@ -8,8 +8,8 @@
  * (CLONE_THREAD | CLONE_VM, no files), so its CPU time is the process's,
  * counted in its cgroups and its rusage, and limited by them, and it dies
  * with the process.  A kthread would be nobody's, and any local user
- * could start one per table: kernels without CONFIG_VHOST_TASK (6.1)
- * refuse the command instead.
+ * could start one per table: kernels without CONFIG_VHOST_TASK, or older
+ * than 6.11 (6.1), refuse the command instead.
  *
  * While awake the thread passes over the table's ring QPs (those marked
  * KQP_OBJ_MARK_RINGS in its xarray) again and again.  Each pass takes a
@@ -27,13 +27,25 @@
  * vhost_task_wake(); the thread sets TASK_INTERRUPTIBLE, then reads
  * @kick, so that wake is never lost).
  *
+ * A send ring is served only once a chain was posted to it (@sq_ready,
+ * ring.c): a QP that never sent, or went through RESET, rings, so that a
+ * send the device refuses (a QP not yet in RTS) fails its post at once
+ * with EINVAL, as rdma-core's, rather than later with nobody to tell.
+ *
  * Lifetime: the poller belongs to the table and holds no reference to it
  * (that would be a cycle): the table's release stops the thread, and waits
- * for it, before any object goes.  @uctx->poller is set once, under
+ * for it, before any object goes.  vhost_task_fn() tests its STOP bit
+ * only before calling kqp_poller_fn(), so a stop that comes during a pass
+ * would find the thread running and its wakeup would be lost when the
+ * pass then sleeps: @stopping, set before vhost_task_stop(), is tested
+ * after TASK_INTERRUPTIBLE, as @kick is, and between QPs, so the release
+ * waits for one QP's drain at most.  @uctx->poller is set once, under
  * uctx->lock, and never cleared before the release.  A SIGKILL (the
  * process exits or execs) ends the thread early: kqp_poller_killed()
- * takes the mark off every ring first, and nobody but the dead process
- * could have posted anyway (every command checks the caller's mm).
+ * gives every ring back first, and nobody but the dead process could have
+ * posted anyway (every command checks the caller's mm).  A poller made by
+ * another process on the same mm (a vfork() child) dies with that one:
+ * @dead says so, CTX_INFO reports no poller, and the table gets no other.
  */
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
@@ -42,7 +54,7 @@
 #include "compat.h"
 #include "kqp.h"
 
-#if IS_ENABLED(CONFIG_VHOST_TASK)
+#ifdef KQP_HAVE_POLLER
 #include <linux/sched/vhost_task.h>
 
 #define KQP_POLLER_IDLE_US_DEFAULT	1000
@@ -56,6 +68,8 @@
  * @awake_since: when it last woke (the thread's alone)
  * @awake: it serves the rings (the thread's alone)
  * @kick: a doorbell asked it to wake
+ * @stopping: the table is going: finish the pass and do not sleep
+ * @dead: the thread was killed
  * @wakeups: times it woke, for KQP_IOCTL_CTX_INFO
  * @entries: entries it drained
  * @busy_ns: time it was awake, up to its last sleep
@@ -67,6 +81,8 @@ struct kqp_poller {
 	u64 last_work;
 	u64 awake_since;
 	bool awake;
+	bool stopping;
+	bool dead;
 	atomic_t kick;
 	atomic_t wakeups;
 	atomic64_t entries;
@@ -86,6 +102,14 @@ static u32 kqp_poller_pass(struct kqp_poller *p, bool polled)
 			took += kqp_qp_poll(container_of(obj, struct kqp_qp,
 							 vobj.obj), polled);
 		kqp_object_put(obj);
+		/*
+		 * The release waits for the pass: leave it early.  Not a
+		 * last pass for a signal: it gives the rings back.
+		 */
+		if (READ_ONCE(p->stopping) ||
+		    (polled && fatal_signal_pending(current)))
+			break;
+		cond_resched();
 	}
 	return took;
 }
@@ -117,9 +141,12 @@ static bool kqp_poller_fn(void *data)
 		if (!took) {
 			p->awake = false;
 			atomic64_add(now - p->awake_since, &p->busy_ns);
-			/* Pairs with the wake in kqp_poller_wake(). */
+			/*
+			 * Pairs with the wakes in kqp_poller_wake() and
+			 * vhost_task_stop(), each after its store.
+			 */
 			set_current_state(TASK_INTERRUPTIBLE);
-			if (!atomic_read(&p->kick))
+			if (!atomic_read(&p->kick) && !READ_ONCE(p->stopping))
 				return false;
 			__set_current_state(TASK_RUNNING);
 		}
@@ -136,9 +163,17 @@ static bool kqp_poller_fn(void *data)
 static void kqp_poller_killed(void *data)
 {
 	struct kqp_poller *p = data;
+	int i;
 
-	kqp_poller_pass(p, false);
+	/*
+	 * Give every ring back; a settle that saw entries published behind
+	 * the flag drains them, so pass again while passes take any (a few
+	 * times at most: every thread of the process is being killed).
+	 */
+	for (i = 0; i < 4 && kqp_poller_pass(p, false); i++)
+		;
 	p->awake = false;
+	WRITE_ONCE(p->dead, true);
 }
 
 static int kqp_poller_create(struct kqp_ucontext *uctx, u32 idle_us)
@@ -163,8 +198,9 @@ static int kqp_poller_create(struct kqp_ucontext *uctx, u32 idle_us)
 	/* A thread of the caller, which kqp_file_uctx() made sure owns uctx. */
 	vtsk = vhost_task_create(kqp_poller_fn, kqp_poller_killed, p,
 				 "kqp-poller");
-	if (IS_ERR(vtsk)) {
-		ret = PTR_ERR(vtsk);
+	/* Some 6.12.y kernels return NULL for every failure. */
+	if (IS_ERR_OR_NULL(vtsk)) {
+		ret = vtsk ? PTR_ERR(vtsk) : -ENOMEM;
 		kfree(p);
 		goto out;
 	}
@@ -194,7 +230,7 @@ void kqp_poller_info(struct kqp_ucontext *uctx, struct kqp_ctx_info *info)
 
 	if (!p)
 		return;
-	info->out_poller = 1;
+	info->out_poller = !READ_ONCE(p->dead);
 	info->out_poller_wakeups = atomic_read(&p->wakeups);
 	info->out_poller_entries = atomic64_read(&p->entries);
 	info->out_poller_busy_ns = atomic64_read(&p->busy_ns);
@@ -207,12 +243,14 @@ void kqp_poller_stop(struct kqp_ucontext *uctx)
 
 	if (!p)
 		return;
+	/* Before the stop's wakeup: see "Lifetime" above. */
+	WRITE_ONCE(p->stopping, true);
 	vhost_task_stop(p->vtsk);
 	uctx->poller = NULL;
 	kfree(p);
 }
 
-#else /* !CONFIG_VHOST_TASK */
+#else /* !KQP_HAVE_POLLER */
 
 static int kqp_poller_create(struct kqp_ucontext *uctx, u32 idle_us)
 {
@@ -231,7 +269,7 @@ void kqp_poller_stop(struct kqp_ucontext *uctx)
 {
 }
 
-#endif /* CONFIG_VHOST_TASK */
+#endif /* KQP_HAVE_POLLER */
 
 /* KQP_IOCTL_CREATE_POLLER: the same checks with or without vhost_task. */
 int kqp_create_poller_ioctl(struct kqp_ucmd *ucmd)

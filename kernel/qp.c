@@ -151,6 +151,7 @@ static void kqp_qp_reset(struct kqp_qp *qp)
 
 	r->failed = false;
 	r->fail_status = 0;
+	qp->sq_ready = false;
 	spin_lock_irq(&qp->lock);
 	qp->sq.tail = qp->sq.head;
 	if (!qp->srq)
@@ -320,6 +321,11 @@ static void kqp_qp_destroy_hw(struct kqp_vobj *vobj)
 		spin_lock_irq(&qp->lock);
 		kqp_sq_commit(qp, false);
 		spin_unlock_irq(&qp->lock);
+	}
+	/* Nor does the poller post receives: a receive rings, and learns. */
+	if (qp->rq_ring.nr) {
+		qp->rq_polled = false;
+		WRITE_ONCE(qp->rq_ring.hdr->flags, KQP_WQ_RING_NEED_DOORBELL);
 	}
 
 	if (cm_id && cm_id->qp == qp->qp) {

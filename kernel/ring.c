@@ -418,7 +418,9 @@ static void kqp_rq_flags(struct kqp_qp *qp)
  * and the count are both under qp->lock, so a completion either comes
  * after it and sees it, or came before and left the count it read.  It
  * also commits while the poller serves the ring (@sq_polled), which the
- * poller clears, then settles, before it sleeps (kqp_qp_poll()).
+ * poller clears, then settles, before it sleeps (kqp_qp_poll()), once the
+ * device has taken a chain (@sq_ready): until then the process rings, and
+ * a device that refuses sends (a QP below RTS) fails its post at once.
  *
  * Not committed, NEED_DOORBELL is set, then the tail is read once more:
  * the process may have published after the drain read the tail and
@@ -436,7 +438,7 @@ static bool kqp_sq_settle(struct kqp_qp *qp, bool stopped)
 	spin_lock_irq(&qp->lock);
 	/* UD refuses entries synchronously (kqp_ring_drain()): always rung. */
 	commit = !stopped && qp->qp_type == IB_QPT_RC &&
-		 (qp->sq_sig_out || qp->sq_polled);
+		 (qp->sq_sig_out || (qp->sq_polled && qp->sq_ready));
 	kqp_sq_commit(qp, commit);
 	spin_unlock_irq(&qp->lock);
 	if (commit || stopped)
@@ -456,8 +458,15 @@ static int kqp_sq_drain_settle(struct kqp_qp *qp, unsigned int rounds)
 	int ret;
 
 	do {
+		u32 head = qp->sq_ring.head;
+
 		ret = kqp_ring_drain(qp, false);
 		qp->sq_ring.stopped = ret;
+		/* What the device took, or refused (RESET clears it too). */
+		if (ret)
+			qp->sq_ready = false;
+		else if (qp->sq_ring.head != head)
+			qp->sq_ready = true;
 		if (kqp_sq_settle(qp, ret))
 			return ret;
 		cond_resched();

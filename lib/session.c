@@ -136,11 +136,6 @@ bool kqp_session_poller(void)
 }
 
 /*
- * KQP_POLLER=1 asks the kernel for a poller on the session's table, with
- * KQP_POLLER_IDLE_US (0 to 1000000) as its idle time.  A kernel that has
- * none to give (6.1) leaves the library as it was: posts ring as usual.
- */
-/*
  * The parent's session fds become /dev/null rather than being closed, so
  * that what the child still holds of the parent's (a context's cmd_fd)
  * cannot reach a file the child opens later under the same number.
@@ -173,6 +168,11 @@ static void kqp_session_atfork(void)
 		       kqp_session_child);
 }
 
+/*
+ * KQP_POLLER=1 asks the kernel for a poller on the session's table, with
+ * KQP_POLLER_IDLE_US (0 to 1000000) as its idle time.  A kernel that has
+ * none to give (6.1) leaves the library as it was: posts ring as usual.
+ */
 static void kqp_session_poller_start(int fd)
 {
 	struct kqp_create_poller p = { .size = sizeof(p) };

@@ -994,7 +994,7 @@ struct kqp_attach {
  * @__reserved: zero
  * @out_mr_bytes: bytes registered, in whole pages, counted against
  *	max_mr_bytes
- * @out_poller: 1 if the table has a poller (KQP_IOCTL_CREATE_POLLER)
+ * @out_poller: 1 if the table has a live poller (KQP_IOCTL_CREATE_POLLER)
  * @out_poller_wakeups: times the poller woke from sleep
  * @out_poller_entries: ring entries the poller drained
  * @out_poller_busy_ns: time the poller spent awake, up to its last sleep
@@ -1630,11 +1630,16 @@ struct kqp_wq_ring_hdr {
  * Set while the table's poller (KQP_IOCTL_CREATE_POLLER) is awake and
  * serves the ring: it drains what is published without a doorbell.  On
  * an RC QP's send ring NEED_DOORBELL is then clear, with the same
- * guarantee as above: the poller sets NEED_DOORBELL and clears this, then
- * (full barrier) reads @tail again, before it sleeps.  A receive ring
- * keeps NEED_DOORBELL: a receive must be in the device before
- * ibv_post_recv() returns, so userspace may wait for @head to cover its
- * entries (the poller posts them), and rings if that takes too long.
+ * guarantee as above: before it sleeps the poller clears this and
+ * settles the ring as after any drain (NEED_DOORBELL unless a signaled
+ * send is outstanding, then, with a full barrier, @tail again).  A send
+ * ring is served only once the device has taken a send from it since the
+ * QP was made or reset, so a QP that cannot send yet still rings and its
+ * post fails at once.  A receive ring keeps NEED_DOORBELL: a receive must
+ * be in the device before ibv_post_recv() returns, so userspace may wait
+ * for @head to cover its entries (the poller posts them), and rings if
+ * that takes too long, or once this flag is clear (a drain stopped on an
+ * entry it refused, which only the doorbell drains again).
  */
 #define KQP_WQ_RING_POLLED		(1U << 1)
 
@@ -2412,19 +2417,23 @@ struct kqp_doorbell {
  * it ends with the process or with the table, whichever goes first.
  * While it is awake it drains every ring of the table's RC QPs made with
  * KQP_CREATE_QP_RINGS, old and new: published send entries go to the
- * device with no doorbell, and receive entries are posted without one
- * while userspace waits for @head (struct kqp_wq_ring_hdr,
- * KQP_WQ_RING_POLLED).  Once it has found nothing for @idle_us it sets
+ * device with no doorbell (once the QP has sent), and receive entries are
+ * posted without one while userspace waits for @head (struct
+ * kqp_wq_ring_hdr, KQP_WQ_RING_POLLED).  Once it has found nothing for @idle_us it sets
  * NEED_DOORBELL again and sleeps; a doorbell with
  * KQP_DOORBELL_WAKE_POLLER wakes it.  It drains with the doorbell's
  * checks, and a failing entry ends as a doorbell's would (a send completes
  * in error, a receive stops the ring until the next doorbell).
  *
- * EBUSY: the table already has a poller.  EINVAL: @idle_us is above
- * KQP_POLLER_IDLE_US_MAX.  EOPNOTSUPP: the kernel cannot make a thread
- * that is charged to the process (no CONFIG_VHOST_TASK, or before 6.4).
- * EAGAIN or ENOMEM: the thread could not be made (RLIMIT_NPROC counts it
- * as a thread of the caller).
+ * EBUSY: the table has, or had, a poller (one made by a vfork() child
+ * ends with that child, and CTX_INFO then reports none).  EINVAL: @idle_us
+ * is above KQP_POLLER_IDLE_US_MAX.  EOPNOTSUPP: the kernel cannot make a
+ * thread that is charged to the process (no CONFIG_VHOST_TASK, or before
+ * 6.11).  EAGAIN, ENOMEM or EINTR: the thread could not be made
+ * (RLIMIT_NPROC counts it as a thread of the caller).  Closing the table's
+ * last file waits for the poller to finish the QP it is draining; a
+ * poller stopped with its process (SIGSTOP, a debugger) holds that close
+ * until the process runs again.
  */
 struct kqp_create_poller {
 	__u32 size;

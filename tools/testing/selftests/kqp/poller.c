@@ -116,6 +116,26 @@ static void a_write_put(struct rt_pair *p, uint64_t wr_id, bool signaled)
 	rt_sq_put(&p->a, &s, RT_SEND1_LEN);
 }
 
+/*
+ * Wake the poller with a doorbell that posts one signaled write, and wait
+ * for it: a ring is served only once the device has taken a send from it.
+ */
+static int serve(struct rt_pair *p)
+{
+	struct kqp_cqe wc[1];
+	int ret;
+
+	a_write_put(p, 1000, true);
+	rt_sq_publish(&p->a);
+	ret = wake(&p->a);
+	if (ret)
+		return ret;
+	if (rt_cq_poll(&p->ascq, wc, 1, 10000) != 1 || wc[0].wr_id != 1000 ||
+	    wc[0].status != RT_WC_SUCCESS)
+		return EIO;
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 
 TEST(create_errnos)
@@ -155,6 +175,50 @@ TEST(create_errnos)
 	EXPECT_EQ(0, pollers_in_self());
 }
 
+/*
+ * The last close while the poller keeps being woken and going back to
+ * sleep (1 us idle): the release's stop must never be lost between the
+ * thread's check of it and its sleep, or the close would never return.
+ */
+FIXTURE(w) {
+	int unused;
+};
+
+FIXTURE_SETUP(w)
+{
+}
+
+FIXTURE_TEARDOWN(w)
+{
+}
+
+TEST_F_TIMEOUT(w, close_while_waking, 300)
+{
+	struct kqp_doorbell_entry e = { .qp = 0x7fffffff, .flags = KQP_DB_SEND };
+	struct kqp_doorbell d = {
+		.size = sizeof(d), .flags = KQP_DOORBELL_WAKE_POLLER,
+		.count = 1, .entry_size = sizeof(e), .entries = (uintptr_t)&e,
+	};
+	int i, j, fd, ret;
+
+	for (i = 0; i < 300; i++) {
+		fd = open(KQP_DEV, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, fd);
+		ret = make_poller(fd, 1);
+		if (ret == EOPNOTSUPP) {
+			close(fd);
+			SKIP(return, "no poller on this kernel (no vhost_task)");
+		}
+		ASSERT_EQ(0, ret);
+		for (j = 0; j < i % 8; j++) {
+			EXPECT_EQ(0, kqp_test_ioctl(fd, KQP_IOCTL_DOORBELL, &d));
+			EXPECT_EQ(ENOENT, e.out_errno);
+		}
+		close(fd);
+	}
+	EXPECT_EQ(0, pollers_in_self());
+}
+
 FIXTURE(p) {
 	struct rt_pair p;
 };
@@ -191,7 +255,7 @@ TEST_F_TIMEOUT(p, sends_without_doorbell, 60)
 	int i, round;
 
 	EXPECT_EQ(KQP_WQ_RING_NEED_DOORBELL, flags_of(sh) & BOTH);
-	ASSERT_EQ(0, wake(&p->a));
+	ASSERT_EQ(0, serve(p));
 	ASSERT_TRUE(flags_become(sh, BOTH, SERVED, 5000));
 	ASSERT_EQ(0, kqp_test_ctx_info(p->fd, &before));
 	EXPECT_LE(1, before.out_poller_wakeups);
@@ -207,7 +271,7 @@ TEST_F_TIMEOUT(p, sends_without_doorbell, 60)
 		ASSERT_EQ(1, rt_cq_poll(&p->ascq, wc, 1, 10000));
 		EXPECT_EQ(round * 8 + 7, wc[0].wr_id);
 		EXPECT_EQ(RT_WC_SUCCESS, wc[0].status);
-		EXPECT_EQ((round + 1) * 8, rt_head(sh));
+		EXPECT_EQ(1 + (round + 1) * 8, rt_head(sh));
 		EXPECT_EQ(0, memcmp(p->buf, p->buf + RT_HALF, 64));
 	}
 	EXPECT_EQ(0, rt_cq_poll(&p->ascq, wc, 1, 50));
@@ -227,7 +291,7 @@ TEST_F_TIMEOUT(p, sleeps_and_asks_for_doorbell, 60)
 	struct kqp_ctx_info info;
 	struct kqp_cqe wc[1];
 
-	ASSERT_EQ(0, wake(&p->a));
+	ASSERT_EQ(0, serve(p));
 	ASSERT_TRUE(flags_become(sh, BOTH, SERVED, 5000));
 	/* 300 ms idle, then asleep. */
 	ASSERT_TRUE(flags_become(sh, BOTH, KQP_WQ_RING_NEED_DOORBELL, 5000));
@@ -236,10 +300,10 @@ TEST_F_TIMEOUT(p, sleeps_and_asks_for_doorbell, 60)
 	a_write_put(p, 1, true);
 	rt_sq_publish(&p->a);
 	usleep(200000);
-	EXPECT_EQ(0, rt_head(sh));
+	EXPECT_EQ(1, rt_head(sh));
 	EXPECT_EQ(0, rt_cq_poll(&p->ascq, wc, 1, 0));
 	ASSERT_EQ(0, wake(&p->a));
-	EXPECT_EQ(1, rt_head(sh));
+	EXPECT_EQ(2, rt_head(sh));
 	ASSERT_EQ(1, rt_cq_poll(&p->ascq, wc, 1, 10000));
 	EXPECT_EQ(1, wc[0].wr_id);
 	EXPECT_TRUE(flags_become(sh, BOTH, SERVED, 5000));
@@ -247,6 +311,47 @@ TEST_F_TIMEOUT(p, sleeps_and_asks_for_doorbell, 60)
 	rt_sq_publish(&p->a);
 	ASSERT_EQ(1, rt_cq_poll(&p->ascq, wc, 1, 10000));
 	EXPECT_EQ(2, wc[0].wr_id);
+}
+
+/*
+ * A QP the device has not taken a send from is not served: a send to it
+ * below RTS is rung, and the device's refusal is the post's errno at
+ * once, as with rdma-core, not a send accepted and then lost.  Connected
+ * and once sent on, it is served.
+ */
+TEST_F_TIMEOUT(p, not_served_before_it_sends, 60)
+{
+	struct rt_pair *p = &self->p;
+	struct kqp_create_qp c;
+	struct kqp_wq_ring_hdr *sh;
+	struct kqp_cqe wc[1];
+	struct rt_qp q;
+	struct rt_send s = rt_send1(1, KQP_WR_OP_SEND, rt_abuf(p, 0), 8,
+				    p->mr.out_lkey);
+
+	rt_qp_req(&c, 0, 0, 0);
+	c.pd = p->pd;
+	c.send_cq = p->ascq.c.out_cq;
+	c.recv_cq = p->arcq.c.out_cq;
+	ASSERT_EQ(0, rt_qp_make(p->fd, &c, &q));
+	sh = rt_sq_hdr(&q);
+	ASSERT_EQ(0, wake(&q));
+	/* The poller passes over it many times meanwhile. */
+	usleep(100000);
+	EXPECT_EQ(KQP_WQ_RING_NEED_DOORBELL, flags_of(sh) & BOTH);
+	rt_sq_put(&q, &s, RT_SEND1_LEN);
+	rt_sq_publish(&q);
+	EXPECT_EQ(EINVAL, rt_ring(&q, KQP_DB_SEND));
+	EXPECT_EQ(0, rt_head(sh));
+	usleep(50000);
+	EXPECT_EQ(0, rt_head(sh));
+	EXPECT_EQ(KQP_WQ_RING_NEED_DOORBELL, flags_of(sh) & BOTH);
+	EXPECT_EQ(0, rt_cq_poll(&p->ascq, wc, 1, 0));
+	EXPECT_EQ(0, rt_qp_destroy(&q));
+	/* The pair's a, connected: served once it sent. */
+	EXPECT_EQ(KQP_WQ_RING_NEED_DOORBELL, flags_of(rt_sq_hdr(&p->a)) & BOTH);
+	ASSERT_EQ(0, serve(p));
+	EXPECT_TRUE(flags_become(rt_sq_hdr(&p->a), BOTH, SERVED, 5000));
 }
 
 /*
