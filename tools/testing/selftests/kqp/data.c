@@ -1811,37 +1811,6 @@ TEST_F_TIMEOUT(data, verbs_helpers_ud, 90)
 }
 
 #ifndef KQP_TEST_REFERENCE
-#include <dirent.h>
-
-/* Threads of this process whose name starts with @prefix. */
-static int threads_named(const char *prefix)
-{
-	char path[300], comm[32];
-	struct dirent *d;
-	int n = 0;
-	DIR *dir = opendir("/proc/self/task");
-
-	if (!dir)
-		return -1;
-	while ((d = readdir(dir))) {
-		FILE *f;
-
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(comm, sizeof(comm), f) &&
-		    !strncmp(comm, prefix, strlen(prefix)))
-			n++;
-		fclose(f);
-	}
-	closedir(dir);
-	return n;
-}
-
 /*
  * libkqp asks for the table's poller exactly when KQP_POLLER=1 says so
  * (data_poller.sh runs these tests that way, on kernels that have one):
@@ -1860,7 +1829,7 @@ TEST(poller_exactly_when_asked)
 	ctx = ibv_open_device(devs[0]);
 	ASSERT_NE(NULL, ctx);
 	EXPECT_EQ(env && !strcmp(env, "1") ? 1 : 0,
-		  threads_named("kqp-poller"));
+		  kqp_test_threads_named("kqp-poller"));
 	ibv_close_device(ctx);
 	ibv_free_device_list(devs);
 }

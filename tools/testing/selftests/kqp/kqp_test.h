@@ -7,6 +7,7 @@
 #ifndef KQP_TEST_H
 #define KQP_TEST_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -49,6 +50,35 @@ static inline const char *kqp_test_netdev(void)
 static inline int kqp_test_ioctl(int fd, unsigned long req, void *arg)
 {
 	return ioctl(fd, req, arg) ? errno : 0;
+}
+
+/* Threads of this process whose name starts with @prefix; -1 on error. */
+static inline int kqp_test_threads_named(const char *prefix)
+{
+	char path[300], comm[32];
+	struct dirent *d;
+	int n = 0;
+	DIR *dir = opendir("/proc/self/task");
+
+	if (!dir)
+		return -1;
+	while ((d = readdir(dir))) {
+		FILE *f;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) &&
+		    !strncmp(comm, prefix, strlen(prefix)))
+			n++;
+		fclose(f);
+	}
+	closedir(dir);
+	return n;
 }
 
 /* The index kqp gives the RDMA device called @name, or KQP_NO_DEVICE. */

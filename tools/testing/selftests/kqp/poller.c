@@ -9,7 +9,6 @@
  * EOPNOTSUPP; every test that needs a poller is then skipped, after
  * checking that refusal.
  */
-#include <dirent.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -23,34 +22,9 @@ static int make_poller(int fd, uint32_t idle_us)
 	return kqp_test_ioctl(fd, KQP_IOCTL_CREATE_POLLER, &c);
 }
 
-/* Threads of this process called "kqp-poller". */
 static int pollers_in_self(void)
 {
-	char path[300], comm[32];
-	struct dirent *d;
-	int n = 0;
-	DIR *dir;
-
-	dir = opendir("/proc/self/task");
-	if (!dir)
-		return -1;
-	while ((d = readdir(dir))) {
-		FILE *f;
-
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(comm, sizeof(comm), f) &&
-		    !strncmp(comm, "kqp-poller", 10))
-			n++;
-		fclose(f);
-	}
-	closedir(dir);
-	return n;
+	return kqp_test_threads_named("kqp-poller");
 }
 
 static uint32_t flags_of(const struct kqp_wq_ring_hdr *h)
@@ -103,19 +77,6 @@ static int wake(const struct rt_qp *q)
 	return ret ? ret : e.out_errno;
 }
 
-/* An RDMA write of 64 bytes from a's half to b's, put, not published. */
-static void a_write_put(struct rt_pair *p, uint64_t wr_id, bool signaled)
-{
-	struct rt_send s = rt_send1(wr_id, KQP_WR_OP_RDMA_WRITE,
-				    rt_abuf(p, 0), 64, p->mr.out_lkey);
-
-	s.wr.wr.rdma.remote_addr = rt_bbuf(p, 0);
-	s.wr.wr.rdma.rkey = p->mr.out_rkey;
-	if (!signaled)
-		s.wr.send_flags = 0;
-	rt_sq_put(&p->a, &s, RT_SEND1_LEN);
-}
-
 /*
  * Wake the poller with a doorbell that posts one signaled write, and wait
  * for it: a ring is served only once the device has taken a send from it.
@@ -125,7 +86,7 @@ static int serve(struct rt_pair *p)
 	struct kqp_cqe wc[1];
 	int ret;
 
-	a_write_put(p, 1000, true);
+	rt_a_write_put(p, 1000, true);
 	rt_sq_publish(&p->a);
 	ret = wake(&p->a);
 	if (ret)
@@ -263,8 +224,8 @@ TEST_F_TIMEOUT(p, sends_without_doorbell, 60)
 	for (round = 0; round < 20; round++) {
 		memset(p->buf, 'a' + round, 64);
 		for (i = 0; i < 7; i++)
-			a_write_put(p, round * 8 + i, false);
-		a_write_put(p, round * 8 + 7, true);
+			rt_a_write_put(p, round * 8 + i, false);
+		rt_a_write_put(p, round * 8 + 7, true);
 		rt_sq_publish(&p->a);
 		/* Served: nothing asks for the doorbell, and none is rung. */
 		EXPECT_EQ(SERVED, flags_of(sh) & BOTH);
@@ -297,7 +258,7 @@ TEST_F_TIMEOUT(p, sleeps_and_asks_for_doorbell, 60)
 	ASSERT_TRUE(flags_become(sh, BOTH, KQP_WQ_RING_NEED_DOORBELL, 5000));
 	ASSERT_EQ(0, kqp_test_ctx_info(p->fd, &info));
 	EXPECT_LT(0, info.out_poller_busy_ns);
-	a_write_put(p, 1, true);
+	rt_a_write_put(p, 1, true);
 	rt_sq_publish(&p->a);
 	usleep(200000);
 	EXPECT_EQ(1, rt_head(sh));
@@ -307,7 +268,7 @@ TEST_F_TIMEOUT(p, sleeps_and_asks_for_doorbell, 60)
 	ASSERT_EQ(1, rt_cq_poll(&p->ascq, wc, 1, 10000));
 	EXPECT_EQ(1, wc[0].wr_id);
 	EXPECT_TRUE(flags_become(sh, BOTH, SERVED, 5000));
-	a_write_put(p, 2, true);
+	rt_a_write_put(p, 2, true);
 	rt_sq_publish(&p->a);
 	ASSERT_EQ(1, rt_cq_poll(&p->ascq, wc, 1, 10000));
 	EXPECT_EQ(2, wc[0].wr_id);
@@ -426,7 +387,7 @@ TEST_F_TIMEOUT(p, destroy_while_served, 120)
 		EXPECT_EQ(0, rt_qp_destroy(&q));
 	}
 	for (i = 0; i < 8; i++)
-		a_write_put(p, i, true);
+		rt_a_write_put(p, i, true);
 	rt_sq_publish(&p->a);
 	EXPECT_EQ(0, rt_qp_destroy(&p->a));
 	/* b sends to nobody: RNR retried for ever, until the close. */
@@ -473,7 +434,7 @@ TEST_F_TIMEOUT(p, process_dies_with_poller, 120)
 			    make_poller(q.fd, KQP_POLLER_IDLE_US_MAX) ||
 			    wake(&q.a))
 				_exit(2);
-			a_write_put(&q, 1, true);
+			rt_a_write_put(&q, 1, true);
 			rt_sq_publish(&q.a);
 			if (how)
 				pause();

@@ -1191,19 +1191,6 @@ TEST_F_TIMEOUT(d, concurrent_ringers_exactly_once, 180)
 	EXPECT_EQ(0, rt_cq_poll(&p->ascq, wc, 1, 200));
 }
 
-/* An RDMA write of 64 bytes from a's half to b's, put and not published. */
-static void a_write_put(struct rt_pair *p, uint64_t wr_id, bool signaled)
-{
-	struct rt_send s = rt_send1(wr_id, KQP_WR_OP_RDMA_WRITE,
-				    rt_abuf(p, 0), 64, p->mr.out_lkey);
-
-	s.wr.wr.rdma.remote_addr = rt_bbuf(p, 0);
-	s.wr.wr.rdma.rkey = p->mr.out_rkey;
-	if (!signaled)
-		s.wr.send_flags = 0;
-	rt_sq_put(&p->a, &s, RT_SEND1_LEN);
-}
-
 /*
  * A sender that rings only when the kernel asks: RDMA writes, every
  * fourth one signaled, as fast as the room @retired gives allows, for
@@ -1227,7 +1214,7 @@ TEST_F_TIMEOUT(d, rings_only_when_asked, 120)
 
 		while (!last && p->a.sq_tail -
 		       __atomic_load_n(&sh->retired, __ATOMIC_ACQUIRE) < depth) {
-			a_write_put(p, published + 1, !((published + 1) % 4));
+			rt_a_write_put(p, published + 1, !((published + 1) % 4));
 			rt_sq_publish(&p->a);
 			published++;
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -1260,11 +1247,11 @@ TEST_F_TIMEOUT(d, rings_only_when_asked, 120)
 
 	/* Published behind a signaled one, not rung, and destroyed. */
 	for (i = 0; i < 4; i++)
-		a_write_put(p, ++published, true);
+		rt_a_write_put(p, ++published, true);
 	rt_sq_publish(&p->a);
 	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
 	for (i = 0; i < 8; i++)
-		a_write_put(p, ++published, true);
+		rt_a_write_put(p, ++published, true);
 	rt_sq_publish(&p->a);
 	EXPECT_EQ(0, rt_qp_destroy(&p->a));
 }

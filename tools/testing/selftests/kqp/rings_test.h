@@ -702,4 +702,18 @@ static inline void rt_expect_data(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, bad);
 }
 
+/* An RDMA write of 64 bytes from a's half to b's, put and not published. */
+static inline void rt_a_write_put(struct rt_pair *p, uint64_t wr_id,
+				  bool signaled)
+{
+	struct rt_send s = rt_send1(wr_id, KQP_WR_OP_RDMA_WRITE,
+				    rt_abuf(p, 0), 64, p->mr.out_lkey);
+
+	s.wr.wr.rdma.remote_addr = rt_bbuf(p, 0);
+	s.wr.wr.rdma.rkey = p->mr.out_rkey;
+	if (!signaled)
+		s.wr.send_flags = 0;
+	rt_sq_put(&p->a, &s, RT_SEND1_LEN);
+}
+
 #endif /* KQP_RINGS_TEST_H */
