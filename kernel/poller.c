@@ -216,6 +216,7 @@ out:
 /* A doorbell asked for the poller, if the table has one. */
 void kqp_poller_wake(struct kqp_ucontext *uctx)
 {
+	/* Pairs with the release in kqp_poller_create(): @p is set up. */
 	struct kqp_poller *p = smp_load_acquire(&uctx->poller);
 
 	if (!p)
@@ -226,6 +227,7 @@ void kqp_poller_wake(struct kqp_ucontext *uctx)
 
 void kqp_poller_info(struct kqp_ucontext *uctx, struct kqp_ctx_info *info)
 {
+	/* Pairs with the release in kqp_poller_create(), as above. */
 	struct kqp_poller *p = smp_load_acquire(&uctx->poller);
 
 	if (!p)
