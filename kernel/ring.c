@@ -411,6 +411,23 @@ static void kqp_rq_flags(struct kqp_qp *qp)
 }
 
 /*
+ * Drain the receive ring, with rq_mutex held, and note the outcome: a
+ * ring that stopped on an entry is drained again only by a doorbell (the
+ * process may rewind its tail past it meanwhile), and its flags say
+ * whether the poller serves it.  Returns the drain's errno.
+ */
+static int kqp_rq_drain(struct kqp_qp *qp)
+{
+	int ret = kqp_ring_drain(qp, true);
+
+	if (qp->rq_ring.nr) {
+		qp->rq_ring.stopped = ret;
+		kqp_rq_flags(qp);
+	}
+	return ret;
+}
+
+/*
  * After a drain of the send ring: decide whether the process must ring
  * for what it publishes next.  The kernel commits to drain again on its
  * own while a signaled send is outstanding, because that send's
@@ -578,10 +595,11 @@ u32 kqp_qp_poll(struct kqp_qp *qp, bool polled)
 		qp->rq_polled = polled;
 		if (!r->stopped && READ_ONCE(r->hdr->tail) != r->head) {
 			head = r->head;
-			r->stopped = kqp_ring_drain(qp, true);
+			kqp_rq_drain(qp);
 			took += r->head - head;
+		} else {
+			kqp_rq_flags(qp);
 		}
-		kqp_rq_flags(qp);
 		mutex_unlock(&qp->rq_mutex);
 	}
 
@@ -624,12 +642,7 @@ static int kqp_doorbell_one(struct kqp_ucontext *uctx, u32 handle, u32 flags)
 	}
 	if (flags & KQP_DB_RECV) {
 		mutex_lock(&qp->rq_mutex);
-		ret = kqp_ring_drain(qp, true);
-		/* Until the next doorbell: the process may rewind its tail. */
-		if (qp->rq_ring.nr) {
-			qp->rq_ring.stopped = ret;
-			kqp_rq_flags(qp);
-		}
+		ret = kqp_rq_drain(qp);
 		mutex_unlock(&qp->rq_mutex);
 	}
 	if (!ret && (flags & KQP_DB_SEND)) {

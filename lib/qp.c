@@ -557,19 +557,14 @@ static uint64_t kqp_recv_spin_ns(void)
 {
 	static uint64_t ns = UINT64_MAX;
 	uint64_t v = __atomic_load_n(&ns, __ATOMIC_RELAXED);
-	const char *env;
-	char *end;
+	unsigned long us = 50;
 
 	if (v != UINT64_MAX)
 		return v;
-	v = 50000;
-	env = getenv("KQP_RECV_SPIN_US");
-	if (env && *env) {
-		unsigned long us = strtoul(env, &end, 10);
-
-		if (!*end && us <= 1000000)
-			v = us * 1000ULL;
-	}
+	/* Anything but a number up to 1 s keeps the default. */
+	if (kqp_env_ulong("KQP_RECV_SPIN_US", 1000000, &us) < 0)
+		us = 50;
+	v = us * 1000ULL;
 	__atomic_store_n(&ns, v, __ATOMIC_RELAXED);
 	return v;
 }

@@ -127,6 +127,26 @@ static void kqp_session_parent(void)
 	kqp_contexts_unlock();
 }
 
+/*
+ * The environment variable @name as a decimal number up to @max, in *@val:
+ * 1 when it is one, 0 when it is unset or empty (*@val untouched), -1 when
+ * it is anything else.
+ */
+int kqp_env_ulong(const char *name, unsigned long max, unsigned long *val)
+{
+	const char *env = getenv(name);
+	unsigned long v;
+	char *end;
+
+	if (!env || !*env)
+		return 0;
+	v = strtoul(env, &end, 10);
+	if (*end || v > max)
+		return -1;
+	*val = v;
+	return 1;
+}
+
 /* The session's table has a poller (KQP_POLLER=1): doorbells wake it. */
 static bool session_poller;
 
@@ -177,18 +197,14 @@ static void kqp_session_poller_start(int fd)
 {
 	struct kqp_create_poller p = { .size = sizeof(p) };
 	const char *env = getenv("KQP_POLLER");
-	char *end;
+	unsigned long us = 0;
 
 	if (!env || strcmp(env, "1"))
 		return;
-	env = getenv("KQP_POLLER_IDLE_US");
-	if (env && *env) {
-		unsigned long us = strtoul(env, &end, 10);
-
-		if (*end || us > KQP_POLLER_IDLE_US_MAX)
-			return;
-		p.idle_us = us;
-	}
+	if (kqp_env_ulong("KQP_POLLER_IDLE_US", KQP_POLLER_IDLE_US_MAX,
+			  &us) < 0)
+		return;
+	p.idle_us = us;
 	if (!kqp_ioctl(fd, KQP_IOCTL_CREATE_POLLER, &p))
 		__atomic_store_n(&session_poller, true, __ATOMIC_RELAXED);
 }

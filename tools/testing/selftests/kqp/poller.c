@@ -42,25 +42,6 @@ static int pollers_become(int n, int ms)
 	return got;
 }
 
-static uint32_t flags_of(const struct kqp_wq_ring_hdr *h)
-{
-	return __atomic_load_n(&h->flags, __ATOMIC_RELAXED);
-}
-
-/* Wait up to @ms for @h's flags masked with @mask to be @want. */
-static bool flags_become(const struct kqp_wq_ring_hdr *h, uint32_t mask,
-			 uint32_t want, int ms)
-{
-	long long end = rt_now_ms() + ms;
-
-	while ((flags_of(h) & mask) != want) {
-		if (rt_now_ms() > end)
-			return false;
-		usleep(500);
-	}
-	return true;
-}
-
 static bool head_becomes(const struct kqp_wq_ring_hdr *h, uint32_t want,
 			 int ms)
 {
@@ -236,9 +217,9 @@ TEST_F_TIMEOUT(p, sends_without_doorbell, 60)
 	struct kqp_cqe wc[2];
 	int i, round;
 
-	EXPECT_EQ(KQP_WQ_RING_NEED_DOORBELL, flags_of(sh) & BOTH);
+	EXPECT_EQ(KQP_WQ_RING_NEED_DOORBELL, rt_flags(sh) & BOTH);
 	ASSERT_EQ(0, serve(p));
-	ASSERT_TRUE(flags_become(sh, BOTH, SERVED, 5000));
+	ASSERT_TRUE(rt_flags_become(sh, BOTH, SERVED, 5000));
 	ASSERT_EQ(0, kqp_test_ctx_info(p->fd, &before));
 	EXPECT_LE(1, before.out_poller_wakeups);
 
@@ -249,7 +230,7 @@ TEST_F_TIMEOUT(p, sends_without_doorbell, 60)
 		rt_a_write_put(p, round * 8 + 7, true);
 		rt_sq_publish(&p->a);
 		/* Served: nothing asks for the doorbell, and none is rung. */
-		EXPECT_EQ(SERVED, flags_of(sh) & BOTH);
+		EXPECT_EQ(SERVED, rt_flags(sh) & BOTH);
 		ASSERT_EQ(1, rt_cq_poll(&p->ascq, wc, 1, 10000));
 		EXPECT_EQ(round * 8 + 7, wc[0].wr_id);
 		EXPECT_EQ(RT_WC_SUCCESS, wc[0].status);
@@ -275,9 +256,9 @@ TEST_F_TIMEOUT(p, sleeps_and_asks_for_doorbell, 60)
 	struct kqp_cqe wc[1];
 
 	ASSERT_EQ(0, serve(p));
-	ASSERT_TRUE(flags_become(sh, BOTH, SERVED, 5000));
+	ASSERT_TRUE(rt_flags_become(sh, BOTH, SERVED, 5000));
 	/* 300 ms idle, then asleep. */
-	ASSERT_TRUE(flags_become(sh, BOTH, KQP_WQ_RING_NEED_DOORBELL, 5000));
+	ASSERT_TRUE(rt_flags_become(sh, BOTH, KQP_WQ_RING_NEED_DOORBELL, 5000));
 	ASSERT_EQ(0, kqp_test_ctx_info(p->fd, &info));
 	EXPECT_LT(0, info.out_poller_busy_ns);
 	rt_a_write_put(p, 1, true);
@@ -289,7 +270,7 @@ TEST_F_TIMEOUT(p, sleeps_and_asks_for_doorbell, 60)
 	EXPECT_EQ(2, rt_head(sh));
 	ASSERT_EQ(1, rt_cq_poll(&p->ascq, wc, 1, 10000));
 	EXPECT_EQ(1, wc[0].wr_id);
-	EXPECT_TRUE(flags_become(sh, BOTH, SERVED, 5000));
+	EXPECT_TRUE(rt_flags_become(sh, BOTH, SERVED, 5000));
 	rt_a_write_put(p, 2, true);
 	rt_sq_publish(&p->a);
 	ASSERT_EQ(1, rt_cq_poll(&p->ascq, wc, 1, 10000));
@@ -321,20 +302,20 @@ TEST_F_TIMEOUT(p, not_served_before_it_sends, 60)
 	ASSERT_EQ(0, wake(&q));
 	/* The poller passes over it many times meanwhile. */
 	usleep(100000);
-	EXPECT_EQ(KQP_WQ_RING_NEED_DOORBELL, flags_of(sh) & BOTH);
+	EXPECT_EQ(KQP_WQ_RING_NEED_DOORBELL, rt_flags(sh) & BOTH);
 	rt_sq_put(&q, &s, RT_SEND1_LEN);
 	rt_sq_publish(&q);
 	EXPECT_EQ(EINVAL, rt_ring(&q, KQP_DB_SEND));
 	EXPECT_EQ(0, rt_head(sh));
 	usleep(50000);
 	EXPECT_EQ(0, rt_head(sh));
-	EXPECT_EQ(KQP_WQ_RING_NEED_DOORBELL, flags_of(sh) & BOTH);
+	EXPECT_EQ(KQP_WQ_RING_NEED_DOORBELL, rt_flags(sh) & BOTH);
 	EXPECT_EQ(0, rt_cq_poll(&p->ascq, wc, 1, 0));
 	EXPECT_EQ(0, rt_qp_destroy(&q));
 	/* The pair's a, connected: served once it sent. */
-	EXPECT_EQ(KQP_WQ_RING_NEED_DOORBELL, flags_of(rt_sq_hdr(&p->a)) & BOTH);
+	EXPECT_EQ(KQP_WQ_RING_NEED_DOORBELL, rt_flags(rt_sq_hdr(&p->a)) & BOTH);
 	ASSERT_EQ(0, serve(p));
-	EXPECT_TRUE(flags_become(rt_sq_hdr(&p->a), BOTH, SERVED, 5000));
+	EXPECT_TRUE(rt_flags_become(rt_sq_hdr(&p->a), BOTH, SERVED, 5000));
 }
 
 /*
@@ -348,7 +329,7 @@ TEST_F_TIMEOUT(p, receives_without_doorbell, 60)
 	int i;
 
 	ASSERT_EQ(0, wake(&p->a));
-	ASSERT_TRUE(flags_become(rh, BOTH, BOTH, 5000));
+	ASSERT_TRUE(rt_flags_become(rh, BOTH, BOTH, 5000));
 	for (i = 0; i < 4; i++) {
 		rt_b_recvs(p, 200 + i, 1);
 		ASSERT_TRUE(head_becomes(rh, i + 1, 5000));
@@ -370,11 +351,11 @@ TEST_F_TIMEOUT(p, refused_receive_stops_ring, 60)
 	struct rt_recv r = rt_recv1(300, rt_bbuf(p, 0), 64, p->mr.out_lkey + 1);
 
 	ASSERT_EQ(0, wake(&p->a));
-	ASSERT_TRUE(flags_become(rh, BOTH, BOTH, 5000));
+	ASSERT_TRUE(rt_flags_become(rh, BOTH, BOTH, 5000));
 	rt_rq_put(&p->b, &r, RT_RECV1_LEN);
 	rt_rq_publish(&p->b);
 	/* The poller tried it: the ring is no longer served. */
-	ASSERT_TRUE(flags_become(rh, BOTH, KQP_WQ_RING_NEED_DOORBELL, 5000));
+	ASSERT_TRUE(rt_flags_become(rh, BOTH, KQP_WQ_RING_NEED_DOORBELL, 5000));
 	EXPECT_EQ(0, rt_head(rh));
 	EXPECT_NE(0, rt_ring(&p->b, KQP_DB_RECV));
 	EXPECT_EQ(0, rt_head(rh));
@@ -383,7 +364,7 @@ TEST_F_TIMEOUT(p, refused_receive_stops_ring, 60)
 	rt_b_recvs(p, 301, 1);
 	EXPECT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
 	EXPECT_EQ(1, rt_head(rh));
-	EXPECT_TRUE(flags_become(rh, BOTH, BOTH, 5000));
+	EXPECT_TRUE(rt_flags_become(rh, BOTH, BOTH, 5000));
 	rt_a_sends(p, 100, 1, 32);
 	rt_expect_a_to_b(_metadata, p, 100, 301, 1, 32);
 }

@@ -654,17 +654,10 @@ static void a_sends_at(struct rt_pair *p, uint64_t first, int slot, int n,
 /* NEED_DOORBELL on a's send ring, waited for up to @ms. */
 static bool a_needs_doorbell(struct rt_pair *p, bool want, int ms)
 {
-	long long end = rt_now_ms() + ms;
+	uint32_t need = KQP_WQ_RING_NEED_DOORBELL;
 
-	for (;;) {
-		bool need = __atomic_load_n(&rt_sq_hdr(&p->a)->flags,
-					    __ATOMIC_RELAXED) &
-			    KQP_WQ_RING_NEED_DOORBELL;
-
-		if (need == want || rt_now_ms() > end)
-			return need;
-		usleep(1000);
-	}
+	return rt_flags_become(rt_sq_hdr(&p->a), need, want ? need : 0, ms) ?
+	       want : !want;
 }
 
 /*

@@ -702,6 +702,28 @@ static inline void rt_expect_data(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, bad);
 }
 
+static inline uint32_t rt_flags(const struct kqp_wq_ring_hdr *h)
+{
+	return __atomic_load_n(&h->flags, __ATOMIC_RELAXED);
+}
+
+/*
+ * Whether @h's flags masked with @mask are @want, waited for up to @ms
+ * (0: looked at once).
+ */
+static inline bool rt_flags_become(const struct kqp_wq_ring_hdr *h,
+				   uint32_t mask, uint32_t want, int ms)
+{
+	long long end = rt_now_ms() + ms;
+
+	while ((rt_flags(h) & mask) != want) {
+		if (rt_now_ms() >= end)
+			return false;
+		usleep(500);
+	}
+	return true;
+}
+
 /* An RDMA write of 64 bytes from a's half to b's, put and not published. */
 static inline void rt_a_write_put(struct rt_pair *p, uint64_t wr_id,
 				  bool signaled)
