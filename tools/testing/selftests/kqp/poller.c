@@ -370,6 +370,41 @@ TEST_F_TIMEOUT(p, refused_receive_stops_ring, 60)
 }
 
 /*
+ * A tail more than the ring's entries past its head, written while the
+ * poller serves the ring: the poller stops that ring (NEED_DOORBELL, the
+ * doorbell's EINVAL) and goes on serving the others; with the tail put
+ * back, the ring sends and is served again.
+ */
+TEST_F_TIMEOUT(p, garbage_tail_stops_only_its_ring, 60)
+{
+	struct rt_pair *p = &self->p;
+	struct kqp_wq_ring_hdr *sh = rt_sq_hdr(&p->a);
+	struct kqp_wq_ring_hdr *rh = rt_rq_hdr(&p->b);
+	uint32_t head;
+
+	ASSERT_EQ(0, serve(p));
+	ASSERT_TRUE(rt_flags_become(sh, BOTH, SERVED, 5000));
+	head = rt_head(sh);
+	rt_set_tail(sh, head + p->a.c.out_rings.sq.entries + 1);
+	ASSERT_TRUE(rt_flags_become(sh, BOTH, KQP_WQ_RING_NEED_DOORBELL,
+				    5000));
+	EXPECT_EQ(EINVAL, rt_ring(&p->a, KQP_DB_SEND));
+	EXPECT_EQ(head, rt_head(sh));
+	/* b's receive ring is still served: posted with no doorbell. */
+	EXPECT_EQ(BOTH, rt_flags(rh) & BOTH);
+	rt_b_recvs(p, 200, 1);
+	EXPECT_TRUE(head_becomes(rh, 1, 5000));
+
+	p->a.sq_tail = head;
+	rt_sq_publish(&p->a);
+	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
+	ASSERT_EQ(0, serve(p));
+	EXPECT_TRUE(rt_flags_become(sh, BOTH, SERVED, 5000));
+	rt_a_sends(p, 100, 1, 32);
+	rt_expect_a_to_b(_metadata, p, 100, 200, 1, 32);
+}
+
+/*
  * QPs destroyed, and made, while the poller serves them; then the table
  * closed with the poller awake and entries published.
  */
