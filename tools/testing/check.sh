@@ -136,8 +136,22 @@ failures() {
 	local label=$1 dir=$2 f
 	shopt -s nullglob
 	for f in "$dir"/tap/*.tap "$dir"/[ab]/tap/*.tap; do
-		grep -E '^not ok' "$f" | head -n 5 |
-			sed "s|^|$label: ${f#"$dir"/}: |"
+		# Each failure with the diagnostics printed just before it
+		# (the harness's "# file:line:test:..." lines, a script's
+		# "# why"), at most 8 of them, for the first 5 failures.
+		awk '
+			/^ok [0-9]+/ { n = 0; next }
+			/^not ok [0-9]+/ {
+				if (++bad > 5)
+					exit
+				for (i = (n > 8 ? n - 8 : 0); i < n; i++)
+					print "    " buf[i % 8]
+				print
+				n = 0
+				next
+			}
+			/^ *#/ && !/^# *(RUN|OK|Starting)/ && !/^#  +(RUN|OK) / { buf[n % 8] = $0; n++ }
+		' "$f" | sed "s|^|$label: ${f#"$dir"/}: |"
 		"$vm/tapsum.sh" "$f" 2>&1 > /dev/null | sed "s|^|$label: |"
 	done
 	# The first kernel splat of each guest (run.sh keeps it).
