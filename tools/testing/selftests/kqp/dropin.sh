@@ -22,7 +22,9 @@ addr=${KQP_TEST_ADDR:-192.0.2.1}
 objects=/sys/kernel/debug/kqp/objects
 # Per process; TCG is slow, and a server can need seconds to listen.
 limit=${KQP_DROPIN_TIMEOUT:-180}
-count=100
+# Pings per rping run: each is five messages each way (send, RDMA READ,
+# send, RDMA WRITE, send), so 20 go round rping's loop often enough.
+count=20
 
 KQP_LIB=$lib
 KQP_LIMIT=$limit
@@ -190,10 +192,42 @@ same_out() {
 	}
 }
 
+# cm_pair NAME SERVER_WHO CLIENT_WHO PORT: rdma_server and rdma_client,
+# each with a minute (they need a second or two; the debug kernel, ten),
+# and once more, on PORT + 10, if the first run hung in rxe's race below.
+#
+# rxe can leave the server waiting for ever.  rdma_client disconnects as
+# soon as the server's message arrives, which moves its QP to ERR; rxe's
+# responder posts the receive's completion first and sends the ACK after,
+# and skips the ACK if the QP reached ERR in between (do_complete(),
+# rxe_resp.c).  The server then retransmits to a QP that answers nothing,
+# and rxe takes librdmacm's retry_count of 7 as "retry for ever"
+# (rxe_comp.c), where the IBTA allows 7 retries.  So the server waits in
+# rdma_get_send_comp() until it is killed, and its client in
+# rdma_disconnect() for a DREP.  Seen on 6.12-rt with a preloaded client
+# only, about once in 50 runs (6 in about 310; a stock client, 0 in 150
+# beside them): there kqp's irq_work, which copies the completion to the
+# ring and wakes the client, runs in a SCHED_FIFO thread that can preempt
+# rxe's worker between the two steps.  A rerun that hangs again fails, as
+# does any other failure.
+cm_pair() {
+	local name=$1 sw=$2 cw=$3 port=$4 KQP_LIMIT=60 limit=60
+
+	pair "$name" "$sw" "$cw" "$port" rdma_server -s "$addr" -p "$port" -- \
+		rdma_client -s "$addr" -p "$port"
+	if [ "$(cat "$work/$name.c.rc")" = 124 ] &&
+	   [ "$(cat "$work/$name.c.out")" = "rdma_client: start" ] &&
+	   [ "$(cat "$work/$name.s.out")" = "rdma_server: start" ]; then
+		echo "# $name: both sides still waited after ${limit}s (rxe's lost ACK, see cm_pair()); once more"
+		port=$((port + 10))
+		pair "$name" "$sw" "$cw" "$port" rdma_server -s "$addr" \
+			-p "$port" -- rdma_client -s "$addr" -p "$port"
+	fi
+}
+
 # 9-10: the stock pair.
 before=$(snapshot)
-pair cm0 stock stock 7304 rdma_server -s "$addr" -p 7304 -- \
-	rdma_client -s "$addr" -p 7304
+cm_pair cm0 stock stock 7304
 pair_ok cm0 && grep -qx 'rdma_server: end 0' "$work/cm0.s.out" &&
 	grep -qx 'rdma_client: end 0' "$work/cm0.c.out"
 tap $? "stock rdma_server and rdma_client: both end 0"
@@ -202,8 +236,7 @@ tap $? "stock rdma_server/rdma_client pair: kqp made nothing"
 
 # 11-12: a preloaded client.
 before=$(snapshot)
-pair cm1 stock kqp 7305 rdma_server -s "$addr" -p 7305 -- \
-	rdma_client -s "$addr" -p 7305
+cm_pair cm1 stock kqp 7305
 pair_ok cm1 && same_out cm1 cm0 s && same_out cm1 cm0 c
 tap $? "LD_PRELOAD=libkqp.so rdma_client against stock rdma_server: what the stock pair prints"
 made_since "$before" 1 1
@@ -211,8 +244,7 @@ tap $? "LD_PRELOAD=libkqp.so rdma_client: its id and QP are kqp's, the server's 
 
 # 13-14: a preloaded server.
 before=$(snapshot)
-pair cm2 kqp stock 7306 rdma_server -s "$addr" -p 7306 -- \
-	rdma_client -s "$addr" -p 7306
+cm_pair cm2 kqp stock 7306
 pair_ok cm2 && same_out cm2 cm0 s && same_out cm2 cm0 c
 tap $? "LD_PRELOAD=libkqp.so rdma_server against stock rdma_client: what the stock pair prints"
 made_since "$before" 2 1
