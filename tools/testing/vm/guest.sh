@@ -50,12 +50,14 @@ export KQP_KMOD=$kqp_kmod
 # Where a test may leave files for whoever reads its failure.
 export KQP_OUT=$OUT
 export KQP_ULP_KMOD=${kqp_kmod%/*}/ulp/kqp_ulp.ko
-# The reference build's tests that only wait out rdma_cm's own timeouts
-# (cm.c): on one kernel, not on every one.
+# Tests that only wait out rdma_cm's own timeouts (cm.c), on one kernel
+# per build, not on every one: the reference build's on 6.12, kqp's on the
+# debug kernel.
 [ "${kqp_bench:-}" = 6.12 ] && export KQP_TEST_SLOW_REFERENCE=1
+case $(uname -r) in *-debug) export KQP_TEST_SLOW=1 ;; esac
 TEST_TIMEOUT=${kqp_test_timeout:-600}
 # KASAN and lockdep make the debug kernel several times slower: dropin.sh's
-# hundred-ping rping runs took longer than 600 s there on a busy host.
+# rping runs (100 pings then) took longer than 600 s there on a busy host.
 case $(uname -r) in
 *-debug)
 	TEST_TIMEOUT=${kqp_test_timeout:-1500}
