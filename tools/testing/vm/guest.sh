@@ -56,8 +56,8 @@ export KQP_ULP_KMOD=${kqp_kmod%/*}/ulp/kqp_ulp.ko
 [ "${kqp_bench:-}" = 6.12 ] && export KQP_TEST_SLOW_REFERENCE=1
 case $(uname -r) in *-debug) export KQP_TEST_SLOW=1 ;; esac
 TEST_TIMEOUT=${kqp_test_timeout:-600}
-# KASAN and lockdep make the debug kernel several times slower: dropin.sh's
-# rping runs (100 pings then) took longer than 600 s there on a busy host.
+# KASAN and lockdep make the debug kernel several times slower: a program
+# that needs a minute elsewhere can need ten there on a busy host.
 case $(uname -r) in
 *-debug)
 	TEST_TIMEOUT=${kqp_test_timeout:-1500}
