@@ -52,6 +52,16 @@ tool() {
 	SECONDS=0
 	run_pair "$name" "$sw" "$cw" "$p" "$@"
 	echo "# $name: ${SECONDS}s"
+	# rdma_xserver disconnects as soon as its message arrives, and rxe
+	# can then leave the client waiting for that message's ACK for ever
+	# (lib.sh's lost_ack()): seen once on 6.1 with a stock server.
+	if lost_ack "$name"; then
+		echo "# $name: one side still waited after ${KQP_LIMIT}s (rxe's lost ACK, lib.sh's lost_ack()); once more"
+		show "$KQP_WORK/$name.s.out" "$KQP_WORK/$name.c.out"
+		name="$name-again"
+		before=$(made_ids)
+		run_pair "$name" "$sw" "$cw" "$p" "$@"
+	fi
 	want=$ids
 	[ "$where" = both ] && want=$((2 * ids))
 	got=$(($(made_ids) - before))

@@ -193,33 +193,27 @@ same_out() {
 }
 
 # cm_pair NAME SERVER_WHO CLIENT_WHO PORT: rdma_server and rdma_client,
-# each with a minute (they need a second or two; the debug kernel, ten),
-# and once more, on PORT + 10, if the first run hung in rxe's race below.
-#
-# rxe can leave the server waiting for ever.  rdma_client disconnects as
-# soon as the server's message arrives, which moves its QP to ERR; rxe's
-# responder posts the receive's completion first and sends the ACK after,
-# and skips the ACK if the QP reached ERR in between (do_complete(),
-# rxe_resp.c).  The server then retransmits to a QP that answers nothing,
-# and rxe takes librdmacm's retry_count of 7 as "retry for ever"
-# (rxe_comp.c), where the IBTA allows 7 retries.  So the server waits in
-# rdma_get_send_comp() until it is killed, and its client in
-# rdma_disconnect() for a DREP.  Seen on 6.12-rt with a preloaded client
-# only, about once in 50 runs (6 in about 310; a stock client, 0 in 150
-# beside them): there kqp's irq_work, which copies the completion to the
-# ring and wakes the client, runs in a SCHED_FIFO thread that can preempt
-# rxe's worker between the two steps.  A rerun that hangs again fails, as
-# does any other failure.
+# each with a minute (they need a second or two), and once more, on
+# PORT + 10, if the first run ended as rxe's lost ACK leaves a pair
+# (lib.sh's lost_ack()).  rdma_client disconnects as soon as the server's
+# reply arrives, so the server can wait for that reply's ACK until it is
+# killed.  On 6.12-rt, with a preloaded client, about once in 50 runs (6
+# in about 310; a stock client, 0 in 150 beside them): there kqp's
+# irq_work, which copies the completion to the ring and wakes the client,
+# runs in a SCHED_FIFO thread that can preempt rxe's worker between the
+# completion and the ACK.  A rerun that hangs again fails, as does any
+# other failure.  The rerun's objects are counted from a new snapshot
+# ($before).
 cm_pair() {
 	local name=$1 sw=$2 cw=$3 port=$4 KQP_LIMIT=60 limit=60
 
 	pair "$name" "$sw" "$cw" "$port" rdma_server -s "$addr" -p "$port" -- \
 		rdma_client -s "$addr" -p "$port"
-	if [ "$(cat "$work/$name.c.rc")" = 124 ] &&
-	   [ "$(cat "$work/$name.c.out")" = "rdma_client: start" ] &&
-	   [ "$(cat "$work/$name.s.out")" = "rdma_server: start" ]; then
-		echo "# $name: both sides still waited after ${limit}s (rxe's lost ACK, see cm_pair()); once more"
+	if lost_ack "$name"; then
+		echo "# $name: the server still waited after ${limit}s (rxe's lost ACK, see cm_pair()); once more"
 		port=$((port + 10))
+		before=$(snapshot)
+		rm -f "$work/$name.stuck"
 		pair "$name" "$sw" "$cw" "$port" rdma_server -s "$addr" \
 			-p "$port" -- rdma_client -s "$addr" -p "$port"
 	fi

@@ -115,3 +115,29 @@ pair_ok() {
 		return 1
 	fi
 }
+
+# lost_ack NAME: did run_pair NAME end as rxe's lost ACK leaves a pair?
+# rxe's responder posts a receive's completion, then sends the ACK, and
+# skips the ACK if its QP reached ERR in between (do_complete(),
+# rxe_resp.c); a program that disconnects as soon as its message arrives
+# (rdma_client, rdma_xserver) can get there first.  The sender then
+# retransmits to a QP that answers nothing, and rxe takes librdmacm's
+# retry_count of 7 as "retry for ever" (rxe_comp.c), so it waits until
+# its timeout.  What that leaves: one side timed out (124) having printed
+# only its first line ("PROG: start") and nothing on stderr, and the
+# other printed nothing on stderr and exited 0, or timed out or was
+# killed after it.  Seen with stock programs on either side, on 6.1 and
+# 6.12-rt (README, Standard RDMA tools).
+lost_ack() {
+	local n=$KQP_WORK/$1 w o
+	for w in s c; do
+		o=c
+		[ "$w" = c ] && o=s
+		[ "$(cat "$n.$w.rc")" = 124 ] && [ ! -s "$n.$w.err" ] &&
+			[ ! -s "$n.$o.err" ] &&
+			[ "$(wc -l < "$n.$w.out")" -eq 1 ] &&
+			grep -q ': start$' "$n.$w.out" || continue
+		case $(cat "$n.$o.rc") in 0|124|143) return 0 ;; esac
+	done
+	return 1
+}
