@@ -37,7 +37,7 @@ KDIR ?=
 MODDIR ?=
 export KERNELS PAIR_KERNELS VERSION
 
-.PHONY: all module lib selftests bench bench-perftest check pair demo deps fuzz install \
+.PHONY: all module lib selftests bench bench-perftest check pair demo deps fuzz perftest install \
 	install-lib install-man uninstall clean clean-module deb
 
 all: module lib
@@ -86,6 +86,11 @@ demo:
 # tools/testing/fuzz.sh says what the FUZZ_* variables do.
 fuzz:
 	@tools/testing/fuzz.sh
+
+# perftest's whole set over kqp (make check runs each program once):
+# tools/testing/perftest.sh.
+perftest:
+	@tools/testing/perftest.sh
 
 deps:
 	tools/deps.sh

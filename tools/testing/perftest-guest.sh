@@ -1,0 +1,13 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# The guest half of make perftest (tools/testing/perftest.sh), run by
+# guest.sh in script mode after the Soft-RoCE setup: load kqp.ko, run
+# perftest.sh's whole set into the results' TAP, and unload kqp.ko.
+set -u
+
+insmod "$KQP_KMOD" || exit 1
+"$KQP_REPO/build/selftests/perftest.sh" | tee "$KQP_OUT/tap/50-perftest.tap"
+rc=${PIPESTATUS[0]}
+rmmod kqp || rc=1
+exit $rc
