@@ -387,10 +387,12 @@ wanted() {
 	[ "$only" = "  " ] || [[ $only == *" $1 "* ]]
 }
 
+# perftest at 64 B for SEND only: a one-packet RDMA WRITE or READ goes
+# through kqp as the 64 KiB one does (one WR, one completion), and the
+# eight pairs they took were about 80 s of CI's hour.
 tests=
 for t in rping rdma_server cmtime udaddy mckey \
-	 ib_send_bw-64 ib_send_bw-65536 ib_write_bw-64 ib_write_bw-65536 \
-	 ib_read_bw-64 ib_read_bw-65536; do
+	 ib_send_bw-64 ib_send_bw-65536 ib_write_bw-65536 ib_read_bw-65536; do
 	wanted "$t" || wanted "${t%-*}" && tests+=" $t"
 done
 
