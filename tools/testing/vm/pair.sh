@@ -263,6 +263,18 @@ a_step() {
 		put "$id.done" again
 		return 10
 	fi
+	# rdma_client disconnects as soon as the server's reply arrives, and
+	# rxe can then leave the server waiting for ever for that reply's ACK
+	# (tools/testing/selftests/kqp/lib.sh's lost_ack() says how): seen
+	# once here, a preloaded client against a stock server on 6.12.  A
+	# server that had to be killed having printed only its first line,
+	# beside a client that ended 0, is made once more, as above.
+	if [ "$name" = rdma_server ] && [ -z "${again:-}" ] && [ "$crc" = 0 ] &&
+	   [ "$wait_rc" -ne 0 ] && [ "$(cat "$out")" = "rdma_server: start" ]; then
+		echo "# $id: the server waited for the ACK of its reply until it was killed (rxe's lost ACK); once more"
+		put "$id.done" again
+		return 10
+	fi
 	rc=1
 	if [ "$crc" = 0 ] && [ "$wait_rc" -eq 0 ] && [ "$cmade" = yes ] &&
 	   made_ok "$sw" "$before" && outputs_ok "$out" "$rv/$id.client.out"; then
