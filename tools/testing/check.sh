@@ -154,7 +154,7 @@ failures() {
 				n = 0
 				next
 			}
-			/^ *#/ && !/^# *(RUN|OK|Starting)/ && !/^#  +(RUN|OK) / { buf[n % 8] = $0; n++ }
+			/^ *#/ && !/^# *(RUN|OK|Starting)/ { buf[n % 8] = $0; n++ }
 		' "$f" | sed "s|^|$label: ${f#"$dir"/}: |"
 		"$vm/tapsum.sh" "$f" 2>&1 > /dev/null | sed "s|^|$label: |"
 	done

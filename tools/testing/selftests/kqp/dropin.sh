@@ -197,13 +197,10 @@ same_out() {
 # PORT + 10, if the first run ended as rxe's lost ACK leaves a pair
 # (lib.sh's lost_ack()).  rdma_client disconnects as soon as the server's
 # reply arrives, so the server can wait for that reply's ACK until it is
-# killed.  On 6.12-rt, with a preloaded client, about once in 50 runs (6
-# in about 310; a stock client, 0 in 150 beside them): there kqp's
-# irq_work, which copies the completion to the ring and wakes the client,
-# runs in a SCHED_FIFO thread that can preempt rxe's worker between the
-# completion and the ACK.  A rerun that hangs again fails, as does any
-# other failure.  The rerun's objects are counted from a new snapshot
-# ($before).
+# killed: on 6.12-rt with a preloaded client, 6 runs in about 310 (a
+# stock client, 0 in 150 beside them).  A rerun that hangs again fails,
+# as does any other failure.  The rerun's objects are counted from a new
+# snapshot ($before).
 cm_pair() {
 	local name=$1 sw=$2 cw=$3 port=$4 KQP_LIMIT=60 limit=60
 

@@ -126,8 +126,9 @@ pair_ok() {
 # its timeout.  What that leaves: one side timed out (124) having printed
 # only its first line ("PROG: start") and nothing on stderr, and the
 # other printed nothing on stderr and exited 0, or timed out or was
-# killed after it.  Seen with stock programs on either side, on 6.1 and
-# 6.12-rt (README, Standard RDMA tools).
+# killed after it.  kqp's completions reach the process before rxe's
+# worker goes on, which widens that gap; seen on 6.12-rt, on 6.1 and
+# across two 6.12 guests (README, Standard RDMA tools).
 lost_ack() {
 	local n=$KQP_WORK/$1 w o
 	for w in s c; do
