@@ -43,14 +43,19 @@ export KERNELS PAIR_KERNELS VERSION
 all: module lib
 
 # Out-of-tree objects land beside the sources, so a build for a second
-# kernel must not share them: MODDIR gets a symlink farm of the sources.
+# kernel must not share them: MODDIR gets a symlink farm of the sources,
+# and of nothing else.  Objects of an in-tree build (make module without
+# MODDIR) would otherwise be linked in too: Kbuild would take them as up
+# to date, or write through the links into the tree.
 module:
 	@kdir='$(KDIR)'; [ -n "$$kdir" ] || kdir=$$(tools/kdir.sh) || exit 1; \
 	moddir='$(MODDIR)'; \
 	if [ -n "$$moddir" ]; then \
 		mkdir -p "$$moddir" && moddir=$$(cd "$$moddir" && pwd) && \
 		rm -rf "$$moddir/kernel" "$$moddir/include" "$$moddir/Kbuild" && \
-		cp -rs $(CURDIR)/kernel $(CURDIR)/include $(CURDIR)/Kbuild "$$moddir/"; \
+		cp -rs $(CURDIR)/kernel $(CURDIR)/include $(CURDIR)/Kbuild "$$moddir/" && \
+		find "$$moddir/kernel" "$$moddir/include" -type l \
+			! -name '*.[ch]' -delete; \
 	else moddir=$(CURDIR); fi; \
 	$(MAKE) -C "$$kdir" M="$$moddir" modules
 

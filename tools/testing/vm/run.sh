@@ -106,6 +106,11 @@ fi
 [ $rc -eq 0 ] || cat "$work/kbuild.log"
 host_check $rc "kqp.ko builds for $KVER with W=1 and no warnings"
 [ $rc -eq 0 ] || finish
+# Built from the sources alone: an in-tree build's objects, linked into
+# the farm, once made a 6.12-rt kqp.ko of 6.12's objects.
+stray=$(find "$kmod/kernel" "$kmod/include" -type l ! -name '*.[ch]')
+[ -z "$stray" ] || echo "$stray" | sed 's/^/# linked, not built: /'
+host_check "$([ -z "$stray" ]; echo $?)" "kqp.ko's build directory links only sources"
 
 # The sample ULP, against that kqp.ko's Module.symvers, in build/kmod/NAME/ulp.
 # From scratch: kbuild does not notice that the Module.symvers it was
