@@ -290,9 +290,11 @@ static int kqp_cq_poll(struct irq_poll *iop, int budget)
 }
 
 /*
- * The irq_work: runs in hard interrupt context, except on PREEMPT_RT,
- * where an item not marked IRQ_WORK_HARD_IRQ runs in the per-CPU
- * irq_work thread (SCHED_FIFO; run_irq_workd(), kernel/irq_work.c).  A
+ * The irq_work: runs in hard interrupt context (or with interrupts off,
+ * from a dying CPU's flush), except on PREEMPT_RT, where an item not
+ * marked IRQ_WORK_HARD_IRQ runs only in the per-CPU irq_work thread
+ * (SCHED_FIFO; run_irq_workd(), kernel/irq_work.c), with interrupts and
+ * preemption on, so the RT branch alone may enable bottom halves.  A
  * softirq raised in a thread with bottom halves enabled is left to
  * ksoftirqd, an ordinary thread that waits behind whatever busy-polls
  * that CPU: measured on the 6.12-rt bench guest, a median of about
@@ -302,7 +304,10 @@ static int kqp_cq_poll(struct irq_poll *iop, int budget)
  * (irq_forced_thread_fn()): 131 us and 524 us then.  The price is a
  * thread switch per callback, and so per completion or two, where
  * ksoftirqd's delay had batched them: the bench's message rate halved
- * on RT (doc/design/rings.md, 1.3).
+ * on RT (doc/design/rings.md, 1.3).  Every softirq pending on this CPU
+ * then runs at the thread's priority, for 2 ms at most before the rest
+ * goes to ksoftirqd (handle_softirqs()), as it does in a threaded
+ * interrupt handler.
  */
 static void kqp_cq_kick(struct irq_work *work)
 {
@@ -329,6 +334,8 @@ static void kqp_cq_kick(struct irq_work *work)
  * (from a tasklet on 6.1).  So from task context the poller is scheduled
  * by an irq_work instead: a self-interrupt taken as soon as the driver
  * re-enables interrupts, whose exit runs the softirq on this CPU at once.
+ * On PREEMPT_RT the driver's lock leaves interrupts on, and the irq_work
+ * runs in a thread that preempts the driver at once (kqp_cq_kick()).
  */
 static void kqp_cq_comp_handler(struct ib_cq *ibcq, void *cq_context)
 {

@@ -447,7 +447,8 @@ struct kqp_cq_stats {
  * @ring_bytes: size of the mapping
  * @entries: ring size, a power of two at least @cqe
  * @iop: the softirq poller the completion handler schedules
- * @kick: schedules @iop from a hard interrupt, for handlers in task context
+ * @kick: schedules @iop from a hard interrupt (on PREEMPT_RT, from the
+ *	irq_work thread), for handlers in task context
  * @cb_ns: when the completion handler last ran, for @stats
  * @lock: serialises the producer (the poller and flushes), arming the
  *	kernel CQ, and @dying
