@@ -25,6 +25,8 @@ copy_sources() {
 	mkdir -p "$dest/tools"
 	cp -r "$top/Kbuild" "$top/Makefile" "$top/dkms.conf" "$top/kernel" \
 		"$top/include" "$dest/"
+	# Not an in-tree build's objects and .cmd files (as the Makefile's farm).
+	find "$dest/kernel" "$dest/include" -type f ! -name '*.[ch]' -delete
 	cp "$top/tools/kdir.sh" "$top/tools/dkms-post-build.sh" "$dest/tools/"
 }
 
@@ -55,6 +57,10 @@ check)
 		n=$((n + 1))
 		if [ "$1" -eq 0 ]; then echo "ok $n $2"; else echo "not ok $n $2"; fi
 	}
+	# An in-tree build's objects and .cmd files are not sources.
+	stray=$(find "$tmp/kqp/kernel" "$tmp/kqp/include" -type f ! -name '*.[ch]')
+	[ -z "$stray" ] || echo "$stray" | sed 's/^/# copied, not a source: /'
+	tap "$([ -z "$stray" ]; echo $?)" "dkms sources hold only sources"
 	dkms add "$tmp/kqp" > "$tmp/log" 2>&1
 	rc=$?
 	[ $rc -eq 0 ] || sed 's/^/# /' "$tmp/log"
