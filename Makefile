@@ -12,6 +12,8 @@
 #                             kqp/rdma-core per test (BENCH_ROUNDS, BENCH_ARGS)
 #   make bench-perftest       perftest (-R) stock against preloaded with libkqp,
 #                             both sides each, in a 6.12 guest (PERFTEST_ROUNDS)
+#   make bench-floor          what bounds the bench's ratios: rxe's own QP create
+#                             under cmtime, CPU per message (FLOOR_ROUNDS)
 #   make fuzz                 the ioctl fuzzer on the debug kernel for as long as
 #                             asked (FUZZ_SECONDS, FUZZ_CALLS, FUZZ_SEED, ...)
 #   make deps                 install what the build and the bench need (apt)
@@ -37,7 +39,7 @@ KDIR ?=
 MODDIR ?=
 export KERNELS PAIR_KERNELS VERSION
 
-.PHONY: all module lib selftests bench bench-perftest check pair demo deps fuzz perftest install \
+.PHONY: all module lib selftests bench bench-perftest bench-floor check pair demo deps fuzz perftest install \
 	install-lib install-man uninstall clean clean-module deb
 
 all: module lib
@@ -84,6 +86,10 @@ bench:
 
 bench-perftest:
 	@tools/bench/perftest.sh $(BENCH_KERNEL)
+
+# What bounds the bench's ratios: tools/bench/floor.sh.
+bench-floor:
+	@tools/bench/floor.sh $(BENCH_KERNEL)
 
 demo:
 	@tools/testing/demo.sh
