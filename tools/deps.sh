@@ -20,6 +20,8 @@ pkgs=(
 	# rdma-core: peers, tools and the headers libkqp implements
 	rdma-core ibverbs-utils rdmacm-utils perftest
 	libibverbs-dev librdmacm-dev
+	# make bench-floor's CPU times
+	time
 	# building and installing
 	build-essential pkg-config dkms
 	# make deb, and make check's look at the packages

@@ -4,28 +4,35 @@
 # make bench-floor, inside the guest (tools/testing/vm/run.sh --script,
 # after guest.sh made the Soft-RoCE device and exported KQP_KMOD, KQP_REPO,
 # KQP_OUT and KQP_TEST_ADDR).  Measures what bounds kqp's ratios on this
-# bench, for rdma-core stock and for LD_PRELOAD=libkqp.so, FLOOR_ROUNDS
-# times (default 3), the order swapped every round:
+# bench, for rdma-core and for libkqp, FLOOR_ROUNDS times (default 3), the
+# order swapped every round:
 #
-# Connection setup: rdma-core's cmtime -c 200, server and client in the
-# variant, while ftrace's function_graph tracer times rdma_rxe's own
-# rxe_create_qp() and rxe_modify_qp() (set_ftrace_filter: only those two
-# functions are patched, so the rest of the kernel runs untraced).  Keys:
+# Connection setup: rdma-core's cmtime -c 200, server and client stock or
+# both with LD_PRELOAD=libkqp.so, while ftrace's function_graph tracer
+# times rdma_rxe's own rxe_create_qp() (set_ftrace_filter: only that
+# function is patched, the rest of the kernel runs untraced).  Its
+# durations are wall time: a call that was preempted counts whole.  Keys:
 #   fl_cmtime_create_qp_us, fl_cmtime_connect_us   cmtime's us / conn
-#   fl_rxe_create_qp_us, fl_rxe_modify_qp_us       mean time per call
+#   fl_rxe_create_qp_us    mean time per call, server's and client's QPs
+#   fl_rxe_create_qp_max_us  the same, whole trace kept (0 entries lost)
 #
-# Message rate: rcbench's 64 B rate test alone (20,000 messages and
-# 2,000 of warm-up, for post lists of 1 and of 16), with the CPU time it
-# took: both processes' user and system time (/usr/bin/time), and the
-# guest's busy time (/proc/stat) less theirs, which is rxe's workers,
-# softirqs, kqp's kworkers and whatever else ran.  Keys, per message:
-#   fl_rate_list1_kmsgs, fl_rate_list16_kmsgs  what rcbench measured
-#   fl_sys_us   both processes' system time
-#   fl_rest_us  busy time outside the two processes
-#   fl_busy_us  the guest's busy time (both processes spin, so it is
-#               mostly spinning; it is not the work a message needs)
+# Message rate: rcbench's 64 B rate test (post lists of 1 and of 16; the
+# other tests at their smallest counts), built against rdma-core and
+# against libkqp as make bench runs them, twice per round: with
+# FLOOR_SHORT and with FLOOR_LONG messages per list.  What the longer run
+# cost more, over the messages it sent more, is the cost of a message,
+# without start, exit, connections and the other tests.  CPU time is both
+# processes' (/usr/bin/time) and the guest's busy time (/proc/stat: user,
+# nice, system, irq, softirq).  Keys:
+#   fl_rate_list1_kmsgs, fl_rate_list16_kmsgs  what the longer run measured
+#   fl_sys_us    both processes' system time per message
+#   fl_rest_us   busy time outside the two processes per message: rxe's
+#                workers and softirqs, kqp's kworkers, whatever else ran
+#   fl_busy_us   all busy time per message (both processes spin, so it is
+#                mostly waiting, not the work a message needs)
+#   fl_busy_cpus how many of the guest's CPUs were busy meanwhile
 # Each round's keys go to $KQP_OUT/floor-VARIANT-ROUND.txt for
-# tools/bench/floor.sh.
+# tools/bench/floor.sh; a round that failed leaves .failed instead.
 set -u
 
 repo=$KQP_REPO
@@ -33,31 +40,47 @@ bin=$repo/build/bench
 addr=${KQP_TEST_ADDR:-192.0.2.1}
 lib=$repo/lib/libkqp.so
 tr=/sys/kernel/tracing
-rounds=3
+FLOOR_ROUNDS=3
 # shellcheck disable=SC1091
-[ -r "$bin/args" ] && . "$bin/args"
-rounds=${FLOOR_ROUNDS:-$rounds}
-# rcbench's counts: the rate test alone, as far as its options allow.
-rate_msgs=20000
-rate_warmup=2000
-counts=(--lat-iters 10 --lat-warmup 1 --rate-msgs "$rate_msgs"
-	--rate-warmup "$rate_warmup" --write-msgs 1 --write-warmup 1
-	--sendbw-msgs 1 --sendbw-warmup 1)
-# How long a server may take to listen, in tenths of a second.
+[ -r "$bin/floor-args" ] && . "$bin/floor-args"
+FLOOR_SHORT=4000
+FLOOR_LONG=44000
+WARMUP=2000
+# How long a server may take to listen, in tenths of a second, and any
+# one program to run, in seconds.
 LISTEN_WAIT=600
+RUN_TIMEOUT=600
+hz=$(getconf CLK_TCK)
 fail=0
+
+# libkqp as it runs by default, whatever started the guest said.
+unset KQP_RINGS KQP_POLLER
+
+# tracer_off: the tracer back to nop, whatever state a step left it in.
+tracer_off() {
+	[ -w $tr/tracing_on ] || return 0
+	echo 0 > $tr/tracing_on
+	echo nop > $tr/current_tracer
+	echo > $tr/set_ftrace_filter
+	echo 0 > $tr/options/funcgraph-tail
+}
+trap tracer_off EXIT
 
 if ! insmod "$KQP_KMOD" || [ ! -c /dev/kqp ]; then
 	echo "floor: insmod $KQP_KMOD failed"
 	exit 1
 fi
-mountpoint -q $tr || mount -t tracefs nodev $tr || exit 1
+if ! mountpoint -q $tr && ! mount -t tracefs nodev $tr; then
+	echo "floor: no tracefs"
+	exit 1
+fi
 if ! grep -qw function_graph $tr/available_tracers; then
 	echo "floor: this kernel has no function_graph tracer"
 	exit 1
 fi
 
-# wait_listen PID PORT: until an id listens on PORT; 1 if PID died first.
+# wait_listen PID PORT: until an id listens on PORT; 1 if PID died first
+# or it took too long.
 wait_listen() {
 	local t=0
 
@@ -71,114 +94,159 @@ wait_listen() {
 	done
 }
 
-# setup_cost VARIANT PORT: cmtime with rxe's two functions timed; the
-# keys on stdout.
+# stop PID: the server stopped and reaped.
+stop() {
+	kill "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+# setup_cost VARIANT PORT: cmtime with rxe_create_qp() timed; keys on
+# stdout.
 setup_cost() {
 	local -a pre=()
-	local spid crc
+	local spid crc lost
 
 	[ "$1" = kqp ] && pre=(env LD_PRELOAD="$lib")
-	"${pre[@]}" timeout -k 5 600 cmtime -c 200 -p "$2" \
+	"${pre[@]}" timeout -k 5 $RUN_TIMEOUT cmtime -c 200 -p "$2" \
 		> /tmp/floor-server.txt 2>&1 &
 	spid=$!
 	if ! wait_listen $spid "$2"; then
 		echo "floor: $1: cmtime's server did not listen" >&2
 		cat /tmp/floor-server.txt >&2
-		kill $spid 2>/dev/null
+		stop $spid
 		return 1
 	fi
-	echo 'rxe_create_qp rxe_modify_qp' > $tr/set_ftrace_filter || return 1
-	echo function_graph > $tr/current_tracer
+	# funcgraph-tail names the function on a closing brace, for a call
+	# that the trace split (it slept, or another traced call ran).
+	if ! echo rxe_create_qp > $tr/set_ftrace_filter ||
+	   ! echo 1 > $tr/options/funcgraph-tail ||
+	   ! echo function_graph > $tr/current_tracer; then
+		echo "floor: $1: cannot trace rxe_create_qp" >&2
+		stop $spid
+		tracer_off
+		return 1
+	fi
 	echo > $tr/trace
 	echo 1 > $tr/tracing_on
-	"${pre[@]}" timeout -k 5 600 cmtime -c 200 -p "$2" -s "$addr" \
-		> /tmp/floor-client.txt 2>&1
+	"${pre[@]}" timeout -k 5 $RUN_TIMEOUT cmtime -c 200 -p "$2" \
+		-s "$addr" > /tmp/floor-client.txt 2>&1
 	crc=$?
 	echo 0 > $tr/tracing_on
-	kill $spid 2>/dev/null
-	wait $spid
+	stop $spid
 	cp $tr/trace /tmp/floor-trace.txt
-	echo nop > $tr/current_tracer
-	echo > $tr/set_ftrace_filter
-	if [ $crc -ne 0 ]; then
-		echo "floor: $1: cmtime failed ($crc)" >&2
-		cat /tmp/floor-client.txt >&2
-		return 1
-	fi
+	lost=$(awk '/^overrun:/ { s += $2 } END { print s + 0 }' \
+		$tr/per_cpu/cpu*/stats)
+	tracer_off
 	# "create qp    :   total ms   max ms   min us   us / conn"
 	awk -F: '$1 ~ /^create qp *$/ { n = split($2, a, " "); print "fl_cmtime_create_qp_us", a[n] }
 		 $1 ~ /^connect *$/ { n = split($2, a, " "); print "fl_cmtime_connect_us", a[n] }' \
-		/tmp/floor-client.txt
-	# A call is a leaf line, " 1)   1.234 us    |  rxe_create_qp [rdma_rxe]();",
-	# or, when the trace broke it up, its closing "} /* rxe_create_qp ... */".
-	awk '/rxe_(create|modify)_qp/ && match($0, /[0-9.]+ us/) {
-			d = substr($0, RSTART, RLENGTH - 3)
-			if (/rxe_create_qp/) { c += d; nc++ } else { m += d; nm++ }
+		/tmp/floor-client.txt > /tmp/floor-keys.txt
+	# A call is a leaf, " 1)   1.234 us    |  rxe_create_qp [rdma_rxe]();",
+	# or a closing brace, " 0) + 47.606 us   |  } /* rxe_create_qp ... */".
+	awk '/rxe_create_qp/ && match($0, /[0-9.]+ us/) {
+			d = substr($0, RSTART, RLENGTH - 3); c += d; n++
 		}
-		END {
-			if (nc) printf "fl_rxe_create_qp_us %.1f\n", c / nc
-			if (nm) printf "fl_rxe_modify_qp_us %.1f\n", m / nm
-		}' /tmp/floor-trace.txt
+		END { if (n) printf "fl_rxe_create_qp_us %.1f\nfl_rxe_create_qp_calls %d\n", c / n, n }' \
+		/tmp/floor-trace.txt >> /tmp/floor-keys.txt
+	# cmtime exits 0 even when connections failed: a round counts only
+	# with every key, and with every QP's create in the trace.
+	if [ $crc -ne 0 ] || [ "$lost" -ne 0 ] ||
+	   [ "$(wc -l < /tmp/floor-keys.txt)" -ne 4 ] ||
+	   ! grep -q '^fl_rxe_create_qp_calls 400$' /tmp/floor-keys.txt; then
+		echo "floor: $1: cmtime failed ($crc), or its trace is short ($lost lost):" >&2
+		cat /tmp/floor-keys.txt /tmp/floor-client.txt >&2
+		return 1
+	fi
+	grep -v '_calls ' /tmp/floor-keys.txt
 }
 
-# busy_ms: the guest's busy time so far, idle and iowait left out.
-busy_ms() {
-	awk '/^cpu / { b = 0; for (i = 2; i <= NF; i++) if (i != 5 && i != 6) b += $i; print b * 10 }' /proc/stat
+# busy_ticks: the guest's busy time so far: user, nice, system, irq and
+# softirq (guest time is inside user and nice; steal is not this guest's).
+busy_ticks() {
+	awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat
 }
 
-# rate_cpu VARIANT PORT: the rate test and its CPU time; keys on stdout.
-rate_cpu() {
+# rate_run VARIANT PORT MSGS: one rate run of MSGS messages per list;
+# "busy_ticks wall_ms client_user client_sys server_user server_sys
+# rate1 rate16" on stdout.
+rate_run() {
 	local -a cmd=("$bin/rcbench")
-	local spid crc b0 b1 cu cs su ss
+	local spid crc b0 b1 t0 t1 t=0
 
 	[ "$1" = rdmacm ] && cmd=("$bin/rcbench_rdmacm")
 	rm -f /tmp/floor-ready
 	/usr/bin/time -f "%U %S" -o /tmp/floor-server.time \
-		"${cmd[@]}" --server --addr "$addr" --port "$2" \
-		--ready /tmp/floor-ready > /dev/null &
+		timeout -k 5 $RUN_TIMEOUT "${cmd[@]}" --server --addr "$addr" \
+		--port "$2" --ready /tmp/floor-ready > /dev/null &
 	spid=$!
 	while [ ! -e /tmp/floor-ready ]; do
-		if ! kill -0 $spid 2>/dev/null; then
+		if ! kill -0 $spid 2>/dev/null || [ $t -ge $LISTEN_WAIT ]; then
 			echo "floor: $1: rcbench's server did not listen" >&2
+			stop $spid
 			return 1
 		fi
 		sleep 0.1
+		t=$((t + 1))
 	done
-	b0=$(busy_ms)
+	b0=$(busy_ticks)
+	t0=$(date +%s%N)
 	/usr/bin/time -f "%U %S" -o /tmp/floor-client.time \
-		"${cmd[@]}" --addr "$addr" --port "$2" "${counts[@]}" \
-		> /tmp/floor-rate.txt
+		timeout -k 5 $RUN_TIMEOUT "${cmd[@]}" --addr "$addr" \
+		--port "$2" --lat-iters 1 --lat-warmup 0 \
+		--rate-msgs "$3" --rate-warmup $WARMUP \
+		--write-msgs 1 --write-warmup 0 \
+		--sendbw-msgs 1 --sendbw-warmup 0 > /tmp/floor-rate.txt
 	crc=$?
-	wait $spid || crc=1
-	b1=$(busy_ms)
 	if [ $crc -ne 0 ]; then
-		echo "floor: $1: rcbench failed" >&2
+		echo "floor: $1: rcbench failed ($crc)" >&2
+		stop $spid
 		return 1
 	fi
-	read -r cu cs < /tmp/floor-client.time
-	read -r su ss < /tmp/floor-server.time
-	awk '$1 == "rate_64_list1_kmsgs" { print "fl_rate_list1_kmsgs", $2 }
-	     $1 == "rate_64_list16_kmsgs" { print "fl_rate_list16_kmsgs", $2 }' \
-		/tmp/floor-rate.txt
-	# Messages: two post-list sizes, each its warm-up and its count.
-	awk -v b=$((b1 - b0)) -v cu="$cu" -v cs="$cs" -v su="$su" -v ss="$ss" \
-	    -v m=$((2 * (rate_msgs + rate_warmup))) 'BEGIN {
-		app = (cu + cs + su + ss) * 1000
-		printf "fl_sys_us %.1f\n", (cs + ss) * 1e6 / m
-		printf "fl_rest_us %.1f\n", (b - app) * 1000 / m
-		printf "fl_busy_us %.1f\n", b * 1000 / m
-	}'
+	if ! wait $spid; then
+		echo "floor: $1: rcbench's server failed" >&2
+		return 1
+	fi
+	b1=$(busy_ticks)
+	t1=$(date +%s%N)
+	echo "$((b1 - b0)) $(((t1 - t0) / 1000000))" \
+	     "$(cat /tmp/floor-client.time) $(cat /tmp/floor-server.time)" \
+	     "$(awk '$1 == "rate_64_list1_kmsgs" { a = $2 }
+		     $1 == "rate_64_list16_kmsgs" { b = $2 }
+		     END { print a, b }' /tmp/floor-rate.txt)"
+}
+
+# rate_cost VARIANT PORT: the short and the long run, and the difference
+# per message; keys on stdout.
+rate_cost() {
+	local s l
+
+	s=$(rate_run "$1" "$2" $FLOOR_SHORT) || return 1
+	l=$(rate_run "$1" $(($2 + 1)) $FLOOR_LONG) || return 1
+	# Two post-list sizes, each FLOOR_LONG - FLOOR_SHORT more messages.
+	echo "$s $l" | awk -v hz="$hz" -v m=$((2 * (FLOOR_LONG - FLOOR_SHORT))) '
+		NF != 16 || $15 == "" || $16 == "" { exit 1 }
+		{
+			busy = ($9 - $1) * 1e6 / hz	# us
+			sys = ($12 + $14 - $4 - $6) * 1e6
+			app = ($11 + $12 + $13 + $14 - $3 - $4 - $5 - $6) * 1e6
+			wall = ($10 - $2) * 1000	# us
+			if (wall <= 0) exit 1
+			printf "fl_rate_list1_kmsgs %s\nfl_rate_list16_kmsgs %s\n", $15, $16
+			printf "fl_sys_us %.1f\nfl_rest_us %.1f\nfl_busy_us %.1f\n",
+			       sys / m, (busy - app) / m, busy / m
+			printf "fl_busy_cpus %.2f\n", busy / wall
+		}'
 }
 
 variants=(rdmacm kqp)
 port=18900
-for round in $(seq 1 "$rounds"); do
+for round in $(seq 1 "$FLOOR_ROUNDS"); do
 	for i in 0 1; do
 		v=${variants[(i + round - 1) % 2]}
 		res=$KQP_OUT/floor-$v-$round
 		echo "floor: $v, round $round"
 		if setup_cost "$v" $port > "$res.tmp" &&
-		   rate_cpu "$v" $((port + 1)) >> "$res.tmp"; then
+		   rate_cost "$v" $((port + 1)) >> "$res.tmp"; then
 			mv "$res.tmp" "$res.txt"
 			sed 's/^/floor:   /' "$res.txt"
 		else
@@ -195,6 +263,7 @@ if dmesg | grep -Eq "$splats"; then
 	dmesg | grep -E -B 5 -A 30 "$splats" | head -n 100
 	fail=1
 fi
+tracer_off
 if ! rmmod kqp; then
 	echo "floor: rmmod kqp failed: a reference leaked"
 	fail=1
