@@ -14,7 +14,6 @@
 # durations are wall time: a call that was preempted counts whole.  Keys:
 #   fl_cmtime_create_qp_us, fl_cmtime_connect_us   cmtime's us / conn
 #   fl_rxe_create_qp_us    mean time per call, server's and client's QPs
-#   fl_rxe_create_qp_max_us  the same, whole trace kept (0 entries lost)
 #
 # Message rate: rcbench's 64 B rate test (post lists of 1 and of 16; the
 # other tests at their smallest counts), built against rdma-core and
@@ -23,7 +22,9 @@
 # cost more, over the messages it sent more, is the cost of a message,
 # without start, exit, connections and the other tests.  CPU time is both
 # processes' (/usr/bin/time) and the guest's busy time (/proc/stat: user,
-# nice, system, irq, softirq).  Keys:
+# nice, system, irq, softirq).  The bench kernels have no
+# IRQ_TIME_ACCOUNTING, so a softirq that ran on a process's time counts
+# as that process's system time.  Keys:
 #   fl_rate_list1_kmsgs, fl_rate_list16_kmsgs  what the longer run measured
 #   fl_sys_us    both processes' system time per message
 #   fl_rest_us   busy time outside the two processes per message: rxe's
@@ -175,8 +176,9 @@ rate_run() {
 
 	[ "$1" = rdmacm ] && cmd=("$bin/rcbench_rdmacm")
 	rm -f /tmp/floor-ready
-	/usr/bin/time -f "%U %S" -o /tmp/floor-server.time \
-		timeout -k 5 $RUN_TIMEOUT "${cmd[@]}" --server --addr "$addr" \
+	# timeout outermost: stopping it stops its whole process group.
+	timeout -k 5 $RUN_TIMEOUT /usr/bin/time -f "%U %S" \
+		-o /tmp/floor-server.time "${cmd[@]}" --server --addr "$addr" \
 		--port "$2" --ready /tmp/floor-ready > /dev/null &
 	spid=$!
 	while [ ! -e /tmp/floor-ready ]; do
@@ -190,8 +192,8 @@ rate_run() {
 	done
 	b0=$(busy_ticks)
 	t0=$(date +%s%N)
-	/usr/bin/time -f "%U %S" -o /tmp/floor-client.time \
-		timeout -k 5 $RUN_TIMEOUT "${cmd[@]}" --addr "$addr" \
+	timeout -k 5 $RUN_TIMEOUT /usr/bin/time -f "%U %S" \
+		-o /tmp/floor-client.time "${cmd[@]}" --addr "$addr" \
 		--port "$2" --lat-iters 1 --lat-warmup 0 \
 		--rate-msgs "$3" --rate-warmup $WARMUP \
 		--write-msgs 1 --write-warmup 0 \
