@@ -184,6 +184,7 @@ struct kqp_ucontext {
 	struct xarray default_pds;
 	struct kqp_async *async;
 	struct mm_struct *mm;
+	struct pid *owner;	/* the thread group that made it (poller.c) */
 	struct kqp_user *user;
 	struct mem_cgroup *memcg;
 	struct mutex dev_lock;	/* @devices */
@@ -1000,7 +1001,8 @@ u32 kqp_qp_poll(struct kqp_qp *qp, bool polled);
 
 /* poller.c */
 int kqp_create_poller_ioctl(struct kqp_ucmd *ucmd);
-void kqp_poller_wake(struct kqp_ucontext *uctx);
+int kqp_poller_alive(struct kqp_ucontext *uctx);
+int kqp_poller_wake(struct kqp_ucontext *uctx);
 void kqp_poller_info(struct kqp_ucontext *uctx, struct kqp_ctx_info *info);
 void kqp_poller_stop(struct kqp_ucontext *uctx);
 long kqp_build_recv(struct kqp_pd *pd, u32 max_sge, const void *p,

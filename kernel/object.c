@@ -576,6 +576,7 @@ struct kqp_ucontext *kqp_ucontext_alloc(void)
 	xa_init(&uctx->devices);
 	uctx->mm = current->mm;
 	mmgrab(uctx->mm);
+	uctx->owner = get_task_pid(current, PIDTYPE_TGID);
 #ifdef CONFIG_MEMCG
 	uctx->memcg = get_mem_cgroup_from_mm(current->mm);
 #endif
@@ -627,6 +628,7 @@ static void kqp_ucontext_release(struct kref *ref)
 	mem_cgroup_put(uctx->memcg);
 #endif
 	mmdrop(uctx->mm);
+	put_pid(uctx->owner);
 	kqp_user_put(uctx->user);
 	kfree(uctx);
 	atomic_dec(&kqp_contexts_live);

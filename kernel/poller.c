@@ -43,9 +43,25 @@
  * uctx->lock, and never cleared before the release.  A SIGKILL (the
  * process exits or execs) ends the thread early: kqp_poller_killed()
  * gives every ring back first, and nobody but the dead process could have
- * posted anyway (every command checks the caller's mm).  A poller made by
- * another process on the same mm (a vfork() child) dies with that one:
- * @dead says so, CTX_INFO reports no poller, and the table gets no other.
+ * posted anyway (every command checks the caller's mm).  Only the table's
+ * owner, the thread group that made it (@uctx->owner), may make its
+ * poller: a process sharing the mm without being one of its threads (a
+ * CLONE_VM or vfork() child, posix_spawn()'s) gets EPERM, so the thread
+ * never belongs to a process that execs or exits under the table's
+ * users.  The owner's death kills it all the same while such a process
+ * lives on with the table: @dead says so, CTX_INFO reports no poller, and
+ * the table gets no other.
+ *
+ * Death and wake: vhost_task_wake() on a thread that has exited is
+ * wake_up_process() on its task_struct, which kernels before 6.17 (and
+ * its stable backports) have freed by then, as the vhost_task holds no
+ * reference to it.  So the death and every wake are decided under
+ * @lock: kqp_poller_killed() sets @dead under it before anything else
+ * (the thread is still alive, and exits only after it returns), and
+ * kqp_poller_wake() wakes under it only while @dead is clear.  A doorbell
+ * that asks to wake a dead poller is ESRCH before it drains anything
+ * (kqp_poller_alive()); one whose poller dies while it drains is not
+ * woken, and succeeds.
  */
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
@@ -63,6 +79,7 @@
  * struct kqp_poller - a table's poller
  * @uctx: the table; it outlives the poller
  * @vtsk: the thread
+ * @lock: @dead, and every vhost_task_wake() (see "Death and wake")
  * @idle_ns: how long a pass may find nothing before the thread sleeps
  * @last_work: when a pass last took an entry (the thread's alone)
  * @awake_since: when it last woke (the thread's alone)
@@ -77,6 +94,7 @@
 struct kqp_poller {
 	struct kqp_ucontext *uctx;
 	struct vhost_task *vtsk;
+	spinlock_t lock;
 	u64 idle_ns;
 	u64 last_work;
 	u64 awake_since;
@@ -165,6 +183,10 @@ static void kqp_poller_killed(void *data)
 	struct kqp_poller *p = data;
 	int i;
 
+	/* First: from here on nobody wakes the thread, which is about to go. */
+	spin_lock(&p->lock);
+	WRITE_ONCE(p->dead, true);
+	spin_unlock(&p->lock);
 	/*
 	 * Give every ring back; a settle that saw entries published behind
 	 * the flag drains them, so pass again while passes take any (a few
@@ -173,7 +195,6 @@ static void kqp_poller_killed(void *data)
 	for (i = 0; i < 4 && kqp_poller_pass(p, false); i++)
 		;
 	p->awake = false;
-	WRITE_ONCE(p->dead, true);
 }
 
 static int kqp_poller_create(struct kqp_ucontext *uctx, u32 idle_us)
@@ -193,6 +214,7 @@ static int kqp_poller_create(struct kqp_ucontext *uctx, u32 idle_us)
 		goto out;
 	}
 	p->uctx = uctx;
+	spin_lock_init(&p->lock);
 	p->idle_ns = (u64)(idle_us ?: KQP_POLLER_IDLE_US_DEFAULT) *
 		     NSEC_PER_USEC;
 	/* A thread of the caller, which kqp_file_uctx() made sure owns uctx. */
@@ -213,16 +235,41 @@ out:
 	return ret;
 }
 
-/* A doorbell asked for the poller, if the table has one. */
-void kqp_poller_wake(struct kqp_ucontext *uctx)
+/*
+ * May a doorbell wake the table's poller?  0 with no poller (nothing to
+ * wake) or a live one, -ESRCH once its thread was killed.  Only a hint
+ * that lets the doorbell fail before it drains: kqp_poller_wake()
+ * decides again under the lock.
+ */
+int kqp_poller_alive(struct kqp_ucontext *uctx)
 {
 	/* Pairs with the release in kqp_poller_create(): @p is set up. */
 	struct kqp_poller *p = smp_load_acquire(&uctx->poller);
 
+	return p && READ_ONCE(p->dead) ? -ESRCH : 0;
+}
+
+/*
+ * A doorbell asked for the poller: wake it, if the table has one and its
+ * thread lives.  -ESRCH, and no wake, once the thread was killed.
+ */
+int kqp_poller_wake(struct kqp_ucontext *uctx)
+{
+	/* As in kqp_poller_alive(). */
+	struct kqp_poller *p = smp_load_acquire(&uctx->poller);
+	int ret = 0;
+
 	if (!p)
-		return;
+		return 0;
 	atomic_set(&p->kick, 1);
-	vhost_task_wake(p->vtsk);
+	/* @dead is set under the lock before the thread exits: see above. */
+	spin_lock(&p->lock);
+	if (p->dead)
+		ret = -ESRCH;
+	else
+		vhost_task_wake(p->vtsk);
+	spin_unlock(&p->lock);
+	return ret;
 }
 
 void kqp_poller_info(struct kqp_ucontext *uctx, struct kqp_ctx_info *info)
@@ -259,8 +306,14 @@ static int kqp_poller_create(struct kqp_ucontext *uctx, u32 idle_us)
 	return -EOPNOTSUPP;
 }
 
-void kqp_poller_wake(struct kqp_ucontext *uctx)
+int kqp_poller_alive(struct kqp_ucontext *uctx)
 {
+	return 0;
+}
+
+int kqp_poller_wake(struct kqp_ucontext *uctx)
+{
+	return 0;
 }
 
 void kqp_poller_info(struct kqp_ucontext *uctx, struct kqp_ctx_info *info)
@@ -282,5 +335,8 @@ int kqp_create_poller_ioctl(struct kqp_ucmd *ucmd)
 		return -EOPNOTSUPP;
 	if (cmd->idle_us > KQP_POLLER_IDLE_US_MAX)
 		return -EINVAL;
+	/* Not a CLONE_VM child's thread: see "Lifetime" above. */
+	if (task_tgid(current) != ucmd->uctx->owner)
+		return -EPERM;
 	return kqp_poller_create(ucmd->uctx, cmd->idle_us);
 }

@@ -681,6 +681,12 @@ int kqp_doorbell_ioctl(struct kqp_ucmd *ucmd)
 
 	if (cmd->__reserved)
 		return -EOPNOTSUPP;
+	/* Before anything is drained: the caller learns, and rings alone. */
+	if (cmd->flags & KQP_DOORBELL_WAKE_POLLER) {
+		ret = kqp_poller_alive(ucmd->uctx);
+		if (ret)
+			return ret;
+	}
 	if (!cmd->count || cmd->count > KQP_DOORBELL_MAX ||
 	    esz < sizeof(*ents) || esz > PAGE_SIZE)
 		return -EINVAL;
@@ -724,6 +730,7 @@ int kqp_doorbell_ioctl(struct kqp_ucmd *ucmd)
 		}
 	}
 	cmd->out_done = cmd->count;
+	/* A poller that died meanwhile is not woken; what was asked is done. */
 	if (cmd->flags & KQP_DOORBELL_WAKE_POLLER)
 		kqp_poller_wake(ucmd->uctx);
 	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));

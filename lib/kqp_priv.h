@@ -76,6 +76,7 @@ void kqp_qp_cap_from_kern(struct ibv_qp_cap *dst,
 int kqp_dev_open(void);
 int kqp_session_fd(void);
 bool kqp_session_poller(void);
+void kqp_session_poller_gone(void);
 int kqp_env_ulong(const char *name, unsigned long max, unsigned long *val);
 int kqp_session_async_fd(void);
 int kqp_channel_open(void);

@@ -489,6 +489,16 @@ static int kqp_ring_doorbell(const struct kqp_post_target *t, bool recv)
 	int ret;
 
 	ret = kqp_ioctl(t->fd, KQP_IOCTL_DOORBELL, &db);
+	/*
+	 * The poller died with the process that made it, and this one
+	 * shares its table (a CLONE_VM child): nothing was drained, so
+	 * ring as a table without one does, from now on.
+	 */
+	if (ret == -ESRCH && db.flags) {
+		kqp_session_poller_gone();
+		db.flags = 0;
+		ret = kqp_ioctl(t->fd, KQP_IOCTL_DOORBELL, &db);
+	}
 	return ret ? ret : -e.out_errno;
 }
 

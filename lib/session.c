@@ -155,6 +155,12 @@ bool kqp_session_poller(void)
 	return __atomic_load_n(&session_poller, __ATOMIC_RELAXED);
 }
 
+/* A doorbell found the session's poller dead (ESRCH): stop waking it. */
+void kqp_session_poller_gone(void)
+{
+	__atomic_store_n(&session_poller, false, __ATOMIC_RELAXED);
+}
+
 /*
  * The parent's session fds become /dev/null rather than being closed, so
  * that what the child still holds of the parent's (a context's cmd_fd)

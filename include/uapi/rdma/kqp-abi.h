@@ -2363,7 +2363,12 @@ struct kqp_doorbell_entry {
 /*
  * struct kqp_doorbell's flags: once the entries are drained, wake the
  * table's poller, which then serves the rings again until it has been
- * idle for its idle time.  Without a poller the flag does nothing.
+ * idle for its idle time.  Without a poller the flag does nothing.  Once
+ * the poller's thread is dead (its process exited while another process
+ * on the same mm, a CLONE_VM or vfork() child, kept the table; CTX_INFO's
+ * @out_poller is 0), the doorbell with the flag is ESRCH and drains
+ * nothing: ring again without it.  A poller that dies while the doorbell
+ * drains is not woken, and the doorbell succeeds.
  */
 #define KQP_DOORBELL_WAKE_POLLER	(1U << 0)
 
@@ -2425,9 +2430,12 @@ struct kqp_doorbell {
  * checks, and a failing entry ends as a doorbell's would (a send completes
  * in error, a receive stops the ring until the next doorbell).
  *
- * EBUSY: the table has, or had, a poller (one made by a vfork() child
- * ends with that child, and CTX_INFO then reports none).  EINVAL: @idle_us
- * is above KQP_POLLER_IDLE_US_MAX.  EOPNOTSUPP: the kernel cannot make a
+ * Only the table's owner, the thread group that made it (its first
+ * command), may give it a poller: EPERM for a process that merely shares
+ * its mm (a CLONE_VM or vfork() child, posix_spawn()'s), even one that
+ * may use the table.  EBUSY: the table has, or had, a poller (it ends with
+ * the owner even while such a process keeps the table, and CTX_INFO then
+ * reports none).  EINVAL: @idle_us is above KQP_POLLER_IDLE_US_MAX.  EOPNOTSUPP: the kernel cannot make a
  * thread that is charged to the process (no CONFIG_VHOST_TASK, or before
  * 6.11).  EAGAIN, ENOMEM or EINTR: the thread could not be made
  * (RLIMIT_NPROC counts it as a thread of the caller).  Closing the table's

@@ -81,6 +81,41 @@ static inline int kqp_test_threads_named(const char *prefix)
 	return n;
 }
 
+/*
+ * /sys/kernel/debug/kqp/objects, summed: the live objects of every type
+ * and the live tables ("TYPE LIVE MADE" lines, then "contexts LIVE");
+ * -1 if it cannot be read.
+ */
+static inline long kqp_test_objects_live(void)
+{
+	FILE *f = fopen("/sys/kernel/debug/kqp/objects", "r");
+	unsigned long long made;
+	long live, sum = 0;
+	char name[32];
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%31s %ld", name, &live) == 2) {
+		sum += live;
+		if (strcmp(name, "contexts") && fscanf(f, "%llu", &made) != 1)
+			break;
+	}
+	fclose(f);
+	return sum;
+}
+
+/* kqp_test_objects_live() once it reads @want, or after @ms; its last value. */
+static inline long kqp_test_objects_become(long want, int ms)
+{
+	long got;
+
+	while ((got = kqp_test_objects_live()) != want && ms > 0) {
+		usleep(10000);
+		ms -= 10;
+	}
+	return got;
+}
+
 /* The index kqp gives the RDMA device called @name, or KQP_NO_DEVICE. */
 static inline uint32_t kqp_test_dev_index(int fd, const char *name)
 {

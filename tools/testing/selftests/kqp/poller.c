@@ -9,7 +9,10 @@
  * EOPNOTSUPP; every test that needs a poller is then skipped, after
  * checking that refusal.
  */
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -504,6 +507,276 @@ TEST_F_TIMEOUT(p, process_dies_with_poller, 120)
 			EXPECT_EQ(0, WEXITSTATUS(status));
 		}
 	}
+}
+
+/* ------------------------------------------------------------------ */
+
+/*
+ * Who the poller belongs to.  The table is its maker's: every process on
+ * its mm may use it, but only the maker's thread group may give it a
+ * poller, since the thread is one of the caller's and dies with it.  A
+ * CLONE_VM child, a vfork() child, and so posix_spawn()'s, share the mm
+ * but not the thread group: their CREATE_POLLER is EPERM, and the table
+ * is left with no poller, not with one that dies as they exec or exit.
+ */
+struct clone_arg {
+	int fd;
+	int ret;
+};
+
+static int clone_make_poller(void *data)
+{
+	struct clone_arg *a = data;
+
+	a->ret = make_poller(a->fd, 0);
+	/* Not exit(): that would run the parent's atexit work on its mm. */
+	_exit(0);
+}
+
+/* clone(CLONE_VM) a child running @fn(@arg) on a stack of its own; -1 if not. */
+static pid_t clone_vm(int (*fn)(void *), void *arg, void **stack)
+{
+	const size_t sz = 256 * 1024;
+
+	*stack = malloc(sz);
+	if (!*stack)
+		return -1;
+	return clone(fn, (char *)*stack + sz, CLONE_VM | SIGCHLD, arg);
+}
+
+TEST(clone_vm_child_makes_none)
+{
+	struct clone_arg a = { .ret = -1 };
+	struct kqp_ctx_info info;
+	int status, ret;
+	void *stack;
+	pid_t pid;
+
+	a.fd = open(KQP_DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, a.fd);
+	/* The table is made, and so owned, by this process. */
+	ASSERT_EQ(0, kqp_test_ctx_info(a.fd, &info));
+
+	pid = clone_vm(clone_make_poller, &a, &stack);
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	free(stack);
+	EXPECT_EQ(EPERM, a.ret);
+
+	/* vfork() shares the mm the same way. */
+	pid = vfork();
+	if (!pid)
+		_exit(make_poller(a.fd, 0));
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(EPERM, WEXITSTATUS(status));
+
+	/* Nothing was made, so nothing died: the doorbell's flag does nothing. */
+	ASSERT_EQ(0, kqp_test_ctx_info(a.fd, &info));
+	EXPECT_EQ(0, info.out_poller);
+	EXPECT_EQ(0, wake_only(a.fd));
+	EXPECT_EQ(0, pollers_in_self());
+
+	/* The maker may. */
+	ret = make_poller(a.fd, 0);
+	if (ret == EOPNOTSUPP) {
+		close(a.fd);
+		SKIP(return, "no poller on this kernel (no vhost_task)");
+	}
+	EXPECT_EQ(0, ret);
+	EXPECT_EQ(1, pollers_in_self());
+	EXPECT_EQ(0, wake_only(a.fd));
+	close(a.fd);
+	EXPECT_EQ(0, pollers_become(0, 2000));
+}
+
+/*
+ * The poller dies with the process that made it, while a process sharing
+ * its mm lives on with the table: that one's doorbell with
+ * KQP_DOORBELL_WAKE_POLLER is ESRCH and drains nothing, one without the
+ * flag works as ever, and CREATE_POLLER stays EPERM.  The thread that
+ * died is never woken: before 6.17 (and its stable backports) that wake
+ * would be wake_up_process() on a task_struct already freed.
+ */
+struct survivor {
+	int fd;
+	int res;	/* the pipe the results go to */
+};
+
+/* What the survivor saw, in the order it tried. */
+struct survivor_saw {
+	int gone;	/* CTX_INFO reported the poller gone */
+	int woken;	/* DOORBELL with WAKE_POLLER */
+	int rung;	/* the same doorbell without the flag */
+	int made;	/* CREATE_POLLER */
+	int entry;	/* the entry's out_errno of the WAKE_POLLER doorbell */
+};
+
+static int doorbell_flags(int fd, uint32_t flags, int *entry_errno)
+{
+	struct kqp_doorbell_entry e = {
+		.qp = 0x7fffffff, .flags = KQP_DB_SEND, .out_errno = -1,
+	};
+	struct kqp_doorbell d = {
+		.size = sizeof(d), .flags = flags,
+		.count = 1, .entry_size = sizeof(e), .entries = (uintptr_t)&e,
+	};
+	int ret = kqp_test_ioctl(fd, KQP_IOCTL_DOORBELL, &d);
+
+	*entry_errno = e.out_errno;
+	return ret;
+}
+
+static int survive(void *data)
+{
+	struct survivor *s = data;
+	struct survivor_saw saw = { .gone = -1 };
+	struct kqp_ctx_info info;
+	long long end = rt_now_ms() + 20000;
+	int ignored;
+
+	/* The maker is gone once getppid() changes; its poller a moment later. */
+	while (rt_now_ms() < end) {
+		if (kqp_test_ctx_info(s->fd, &info))
+			break;
+		if (!info.out_poller) {
+			saw.gone = 1;
+			break;
+		}
+		usleep(2000);
+	}
+	saw.woken = doorbell_flags(s->fd, KQP_DOORBELL_WAKE_POLLER, &saw.entry);
+	saw.rung = doorbell_flags(s->fd, 0, &ignored);
+	if (!saw.rung && ignored != ENOENT)
+		saw.rung = EIO;
+	saw.made = make_poller(s->fd, 0);
+	close(s->fd);
+	/* _exit(), as in clone_make_poller(). */
+	_exit(write(s->res, &saw, sizeof(saw)) != sizeof(saw));
+}
+
+TEST_F_TIMEOUT(w, wake_after_owner_died, 120)
+{
+	struct survivor_saw saw;
+	int res[2], status, n;
+	long before;
+	pid_t maker;
+
+	before = kqp_test_objects_live();
+	ASSERT_LE(0, before);
+	/* The survivor is reparented to this process when its maker dies. */
+	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
+	ASSERT_EQ(0, pipe(res));
+	maker = fork();
+	ASSERT_LE(0, maker);
+	if (!maker) {
+		struct survivor s = { .res = res[1] };
+		void *stack;
+
+		close(res[0]);
+		s.fd = open(KQP_DEV, O_RDWR | O_CLOEXEC);
+		if (s.fd < 0)
+			_exit(2);
+		n = make_poller(s.fd, 0);
+		if (n == EOPNOTSUPP)
+			_exit(77);
+		if (n || kqp_test_threads_named("kqp-poller") != 1)
+			_exit(3);
+		if (clone_vm(survive, &s, &stack) < 0)
+			_exit(4);
+		/* The poller, a thread of this process, is killed as it exits. */
+		_exit(0);
+	}
+	close(res[1]);
+	ASSERT_EQ(maker, waitpid(maker, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77) {
+		close(res[0]);
+		SKIP(return, "no poller on this kernel (no vhost_task)");
+	}
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	n = read(res[0], &saw, sizeof(saw));
+	close(res[0]);
+	/* The survivor, reparented here. */
+	while (waitpid(-1, &status, 0) > 0)
+		;
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	ASSERT_EQ(sizeof(saw), n);
+	EXPECT_EQ(1, saw.gone);
+	EXPECT_EQ(ESRCH, saw.woken);
+	/* Refused before anything was drained. */
+	EXPECT_EQ(-1, saw.entry);
+	EXPECT_EQ(0, saw.rung);
+	EXPECT_EQ(EPERM, saw.made);
+	/* Its last file closed, the table went, and every object with it. */
+	EXPECT_EQ(before, kqp_test_objects_become(before, 5000));
+}
+
+/*
+ * The racy form of the same: threads ring with KQP_DOORBELL_WAKE_POLLER
+ * as fast as they can while the process is SIGKILLed, so that the poller
+ * dies during their wakes.  Every round ends with the process killed and
+ * nothing of its table left.
+ */
+static void *wake_forever(void *data)
+{
+	int fd = *(int *)data;
+
+	for (;;)
+		wake_only(fd);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(w, wake_racing_sigkill, 300)
+{
+	long before = kqp_test_objects_live();
+	int round, status, go[2];
+
+	ASSERT_LE(0, before);
+	for (round = 0; round < 30; round++) {
+		pid_t pid;
+		char c;
+
+		ASSERT_EQ(0, pipe(go));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			pthread_t t[2];
+			int fd, ret;
+
+			close(go[0]);
+			fd = open(KQP_DEV, O_RDWR | O_CLOEXEC);
+			if (fd < 0)
+				_exit(2);
+			/* 1 us idle: it sleeps and wakes all the time. */
+			ret = make_poller(fd, 1);
+			if (ret)
+				_exit(ret == EOPNOTSUPP ? 77 : 3);
+			if (pthread_create(&t[0], NULL, wake_forever, &fd) ||
+			    pthread_create(&t[1], NULL, wake_forever, &fd))
+				_exit(4);
+			c = 1;
+			if (write(go[1], &c, 1) != 1)
+				_exit(5);
+			for (;;)
+				pause();
+		}
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1) {
+			close(go[0]);
+			ASSERT_EQ(pid, waitpid(pid, &status, 0));
+			if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+				SKIP(return, "no poller on this kernel (no vhost_task)");
+			ASSERT_TRUE(0 && "the ringer did not start");
+		}
+		close(go[0]);
+		usleep((round % 10) * 3000);
+		ASSERT_EQ(0, kill(pid, SIGKILL));
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	}
+	EXPECT_EQ(before, kqp_test_objects_become(before, 5000));
 }
 
 TEST_HARNESS_MAIN
