@@ -213,7 +213,8 @@ int kqp_alloc_pd_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_pd *pd;
 	int ret;
 
-	if (cmd->__reserved)
+	/* __reserved_out stays zero: no local_dma_lkey for userspace. */
+	if (cmd->__reserved || cmd->__reserved_out)
 		return -EOPNOTSUPP;
 	kdev = kqp_device_get_user(cmd->device_index);
 	if (!kdev)
@@ -226,8 +227,6 @@ int kqp_alloc_pd_ioctl(struct kqp_ucmd *ucmd)
 		pd = kqp_pd_get_default_locked(uctx, kdev);
 	else
 		pd = kqp_pd_create_locked(uctx, kdev, false);
-	if (!IS_ERR(pd))
-		cmd->out_local_dma_lkey = pd->pd->local_dma_lkey;
 	up_read(&kdev->hw_rwsem);
 	if (IS_ERR(pd)) {
 		ret = PTR_ERR(pd);

@@ -1250,9 +1250,10 @@ struct kqp_query_pkey {
  * @flags: KQP_ALLOC_PD_DEFAULT or 0
  * @device_index: the device
  * @out_pd: handle
- * @out_local_dma_lkey: the PD's local_dma_lkey, which lets the device
- *	reach any memory the kernel can map.  It is reported so that callers
- *	can see that kqp refuses it: a work request naming it gets EINVAL.
+ * @__reserved_out: zero, in and out.  It once carried the PD's
+ *	local_dma_lkey, a key that lets the device reach any memory the
+ *	kernel can map; the kernel no longer hands it to userspace, where
+ *	no request may name it anyway (KQP_IOCTL_POST_SEND's EINVAL).
  * @__reserved: zero
  *
  * With KQP_ALLOC_PD_DEFAULT, the device's default PD in this table, one
@@ -1265,7 +1266,7 @@ struct kqp_alloc_pd {
 	__u32 flags;
 	__u32 device_index;
 	__u32 out_pd;
-	__u32 out_local_dma_lkey;
+	__u32 __reserved_out;
 	__u32 __reserved;
 };
 

@@ -216,9 +216,10 @@ TEST_F(h, other_process_lkey)
 }
 
 /*
- * The PD's local_dma_lkey reaches any memory the kernel can: never from
- * userspace.  The default PD the ALLOC_PD ioctl names is the one under
- * the QP, so this is the key that would work if kqp let it through.
+ * The PD's local_dma_lkey reaches any memory the kernel can: never to
+ * userspace, and never from it.  ALLOC_PD's answer carries no key; the
+ * keys of every PD on the device, the QP's default PD among them, come
+ * from `rdma res show pd`, and each is refused as an lkey.
  */
 TEST_F(h, local_dma_lkey)
 {
@@ -232,23 +233,32 @@ TEST_F(h, local_dma_lkey)
 		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
 		.send_flags = IBV_SEND_SIGNALED,
 	}, *bad = NULL;
+	uint32_t keys[64];
+	int i, n;
 
 	ASSERT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_ALLOC_PD, &a));
 	ASSERT_EQ(self->p.cid->qp->pd->handle, a.out_pd);
+	EXPECT_EQ(0, a.__reserved_out);
+	/* Zero in too: the field is reserved. */
+	a.__reserved_out = 1;
+	EXPECT_EQ(EOPNOTSUPP, kqp_test_ioctl(self->fd, KQP_IOCTL_ALLOC_PD, &a));
 
-	EXPECT_EQ(EINVAL, raw_send_one(self->fd, self->qp, WR_SEND,
-				       (uintptr_t)self->buf, MSG,
-				       a.out_local_dma_lkey));
-	EXPECT_EQ(EINVAL, raw_recv_one(self->fd, self->qp,
-				       (uintptr_t)self->buf, MSG,
-				       a.out_local_dma_lkey));
+	n = kqp_test_dma_lkeys(keys, 64);
+	ASSERT_LT(0, n);
+	for (i = 0; i < n; i++) {
+		EXPECT_EQ(EINVAL, raw_send_one(self->fd, self->qp, WR_SEND,
+					       (uintptr_t)self->buf, MSG,
+					       keys[i])) TH_LOG("key %#x", keys[i]);
+		EXPECT_EQ(EINVAL, raw_recv_one(self->fd, self->qp,
+					       (uintptr_t)self->buf, MSG,
+					       keys[i])) TH_LOG("key %#x", keys[i]);
+	}
 	/*
 	 * Through the library too: its send ring takes the request and the
 	 * kernel refuses it there, so it completes with a protection error,
 	 * as a bad lkey does on a device, and the QP fails.
 	 */
-	sge = (struct ibv_sge){ (uintptr_t)self->buf, MSG,
-				a.out_local_dma_lkey };
+	sge = (struct ibv_sge){ (uintptr_t)self->buf, MSG, keys[n - 1] };
 	wr.wr_id = 0x77;
 	EXPECT_EQ(0, ibv_post_send(self->p.cid->qp, &wr, &bad));
 	{
@@ -258,8 +268,7 @@ TEST_F(h, local_dma_lkey)
 		EXPECT_EQ(0x77, wc.wr_id);
 		EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc.status);
 	}
-	at_peer(_metadata, self, (uintptr_t)self->buf, MSG,
-		a.out_local_dma_lkey);
+	at_peer(_metadata, self, (uintptr_t)self->buf, MSG, keys[n - 1]);
 	peer_untouched(_metadata, self);
 
 	d.pd = a.out_pd;
@@ -469,14 +478,19 @@ TEST_F_TIMEOUT(h, list_rewritten_during_post, 300)
 	struct ibv_recv_wr rwr = { .sg_list = &rsge, .num_sge = 1 }, *rbad;
 	int i, j, sent = 0, refused = 0, wrong = 0, other = 0;
 	struct ibv_wc wc;
+	uint32_t keys[64];
 	pthread_t t;
+	int n;
 
 	ASSERT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_ALLOC_PD, &a));
+	n = kqp_test_dma_lkeys(keys, 64);
+	ASSERT_LT(0, n);
 
 	f.good_addr = (uintptr_t)self->buf;
 	f.good_lkey = self->mr->lkey;
 	f.bad_addr = (uintptr_t)self->buf + 4096;
-	f.bad_lkey = a.out_local_dma_lkey;
+	/* Newest last, most likely the default PD's. */
+	f.bad_lkey = keys[n - 1];
 	ASSERT_EQ(0, pthread_create(&t, NULL, kqp_test_flip, &f));
 
 	for (i = 0; i < 3000 && !(sent >= 20 && refused >= 20); i++) {

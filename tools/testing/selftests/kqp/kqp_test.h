@@ -116,6 +116,113 @@ static inline long kqp_test_objects_become(long want, int ms)
 	return got;
 }
 
+/*
+ * The pipes to a process that stayed root (kqp_test_keys_reader()), for
+ * the keys a test that dropped root must still learn; -1 without one.
+ */
+static int kqp_test_keys_req = -1, kqp_test_keys_resp = -1;
+
+/* `rdma res show pd`'s local_dma_lkeys of the test device; see below. */
+static inline int kqp_test_dma_lkeys_root(uint32_t *keys, int max)
+{
+	char line[512], dev[64];
+	unsigned int key;
+	const char *k;
+	int n = 0;
+	FILE *f;
+
+	/* "dev rxe0 pdn 3 local_dma_lkey 0x1fd users 1 comm [kqp]" */
+	f = popen("rdma res show pd 2>/dev/null", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "dev %63s", dev) == 1 &&
+		    !strcmp(dev, kqp_test_rdma_dev()) &&
+		    (k = strstr(line, " local_dma_lkey ")) &&
+		    sscanf(k, " local_dma_lkey %x", &key) == 1 && n < max)
+			keys[n++] = key;
+	if (pclose(f))
+		return -1;
+	return n;
+}
+
+#define KQP_TEST_MAX_KEYS	64
+
+/*
+ * Before a test drops root (become_nobody()): fork a process that keeps
+ * it, holding nothing of the test's but two pipes, to read the keys for
+ * it; it exits when the test does.
+ */
+static inline void kqp_test_keys_reader(void)
+{
+	int req[2], resp[2], fd;
+	uint32_t keys[KQP_TEST_MAX_KEYS];
+	char c;
+	int n;
+
+	if (kqp_test_keys_req >= 0 || pipe(req))
+		return;
+	if (pipe(resp)) {
+		close(req[0]);
+		close(req[1]);
+		return;
+	}
+	switch (fork()) {
+	case -1:
+		close(req[0]);
+		close(req[1]);
+		close(resp[0]);
+		close(resp[1]);
+		return;
+	case 0:
+		/* No file of the test's, a table's least of all. */
+		for (fd = 3; fd < 1024; fd++)
+			if (fd != req[0] && fd != resp[1])
+				close(fd);
+		while (read(req[0], &c, 1) == 1) {
+			n = kqp_test_dma_lkeys_root(keys, KQP_TEST_MAX_KEYS);
+			if (write(resp[1], &n, sizeof(n)) != sizeof(n) ||
+			    (n > 0 && write(resp[1], keys, n * sizeof(*keys)) !=
+				      (ssize_t)(n * sizeof(*keys))))
+				break;
+		}
+		_exit(0);
+	}
+	close(req[0]);
+	close(resp[1]);
+	kqp_test_keys_req = req[1];
+	kqp_test_keys_resp = resp[0];
+}
+
+/*
+ * The local_dma_lkey of every PD on the test's RDMA device, as
+ * `rdma res show pd` prints them to root: kqp hands none to userspace,
+ * so a test that must show one refused learns them this way (through
+ * kqp_test_keys_reader() once it is no longer root).  Up to @max
+ * (at most KQP_TEST_MAX_KEYS) into @keys, in pdn order; how many, or -1.
+ */
+static inline int kqp_test_dma_lkeys(uint32_t *keys, int max)
+{
+	uint32_t all[KQP_TEST_MAX_KEYS];
+	char c = 1;
+	int n;
+
+	if (!geteuid())
+		return kqp_test_dma_lkeys_root(keys, max);
+	if (kqp_test_keys_req < 0 || write(kqp_test_keys_req, &c, 1) != 1 ||
+	    read(kqp_test_keys_resp, &n, sizeof(n)) != sizeof(n) ||
+	    n > KQP_TEST_MAX_KEYS)
+		return -1;
+	if (n > 0 && read(kqp_test_keys_resp, all, n * sizeof(*all)) !=
+		     (ssize_t)(n * sizeof(*all)))
+		return -1;
+	if (n > max)
+		n = max;
+	if (n > 0)
+		memcpy(keys, all, n * sizeof(*keys));
+	return n;
+}
+
 /* The index kqp gives the RDMA device called @name, or KQP_NO_DEVICE. */
 static inline uint32_t kqp_test_dev_index(int fd, const char *name)
 {

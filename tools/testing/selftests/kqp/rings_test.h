@@ -520,11 +520,17 @@ static inline int rt_pair_make(struct rt_pair *p,
 	{
 		struct kqp_alloc_pd a = { .size = sizeof(a),
 					  .device_index = p->dev };
+		uint32_t keys[64];
+		int n;
 
 		if (kqp_test_ioctl(p->fd, KQP_IOCTL_ALLOC_PD, &a))
 			return 2;
 		p->pd = a.out_pd;
-		p->pd_dma_lkey = a.out_local_dma_lkey;
+		/* Not from kqp: from `rdma res show pd`, newest last. */
+		n = kqp_test_dma_lkeys(keys, 64);
+		if (n <= 0)
+			return 2;
+		p->pd_dma_lkey = keys[n - 1];
 	}
 	if (rt_cq_make(p->fd, p->dev, 64, &p->ascq) ||
 	    rt_cq_make(p->fd, p->dev, 64, &p->arcq) ||
