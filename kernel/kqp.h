@@ -327,6 +327,8 @@ u64 kqp_srq_queue_bytes(u32 max_wr, u32 max_sge, u32 nslots);
 int kqp_queue_charge(struct kqp_ucontext *uctx, struct kqp_vobj *vobj,
 		     u64 bytes, bool force);
 struct kqp_user *kqp_user_charge(struct kqp_ucontext *uctx, u64 bytes);
+int kqp_user_mr_charge(struct kqp_ucontext *uctx, u64 bytes);
+void kqp_user_mr_uncharge(struct kqp_ucontext *uctx, u64 bytes);
 void kqp_user_uncharge(struct kqp_user *user, u64 bytes);
 
 /* vmem.c */

@@ -30,12 +30,12 @@ MODULE_PARM_DESC(max_mcast,
 unsigned long kqp_max_mr_bytes;
 module_param_named(max_mr_bytes, kqp_max_mr_bytes, ulong, 0644);
 MODULE_PARM_DESC(max_mr_bytes,
-		 "Most bytes one context may register, in whole pages (default 0: half of RAM)");
+		 "Most bytes one user's contexts may have registered together, in whole pages (default 0: an eighth of RAM)");
 
 unsigned long kqp_max_queue_bytes;
 module_param_named(max_queue_bytes, kqp_max_queue_bytes, ulong, 0644);
 MODULE_PARM_DESC(max_queue_bytes,
-		 "Most bytes of kernel memory, as kqp estimates it, one user's CQs, QPs and SRQs may take together (default 0: a quarter of RAM)");
+		 "Most bytes of kernel memory, as kqp estimates it, one user's CQs, QPs and SRQs may take together (default 0: a sixteenth of RAM)");
 
 static struct dentry *kqp_debugfs;
 

@@ -59,32 +59,31 @@ static void kqp_mr_destroy_hw(struct kqp_vobj *vobj)
 }
 
 /*
- * Charge the pages [addr, addr + length) spans to the context, within the
- * max_mr_bytes parameter (half of RAM when 0): ENOMEM past it, as for
- * RLIMIT_MEMLOCK.  Unlike RLIMIT_MEMLOCK, CAP_IPC_LOCK does not lift it.
+ * Charge the pages [addr, addr + length) spans to the context's user,
+ * within the max_mr_bytes parameter over all the user's tables (an eighth
+ * of RAM when 0): ENOMEM past it, as for RLIMIT_MEMLOCK.  Unlike
+ * RLIMIT_MEMLOCK, CAP_IPC_LOCK does not lift it, and more processes do
+ * not multiply it.
  */
 static int kqp_mr_charge(struct kqp_ucontext *uctx, struct kqp_mr *mr,
 			 u64 addr, u64 length)
 {
-	u64 limit = READ_ONCE(kqp_max_mr_bytes);
 	u64 end = addr + length;	/* the caller checked it for overflow */
+	u64 bytes;
+	int ret;
 
 	if (PAGE_ALIGN(end) < end)
 		return -EINVAL;
-	if (!limit)
-		limit = ((u64)totalram_pages() << PAGE_SHIFT) / 2;
-	mr->charged = PAGE_ALIGN(end) - ALIGN_DOWN(addr, PAGE_SIZE);
-	if (atomic64_add_return(mr->charged, &uctx->mr_bytes) > limit) {
-		atomic64_sub(mr->charged, &uctx->mr_bytes);
-		mr->charged = 0;
-		return -ENOMEM;
-	}
-	return 0;
+	bytes = PAGE_ALIGN(end) - ALIGN_DOWN(addr, PAGE_SIZE);
+	ret = kqp_user_mr_charge(uctx, bytes);
+	if (!ret)
+		mr->charged = bytes;
+	return ret;
 }
 
 static void kqp_mr_uncharge(struct kqp_ucontext *uctx, struct kqp_mr *mr)
 {
-	atomic64_sub(mr->charged, &uctx->mr_bytes);
+	kqp_user_mr_uncharge(uctx, mr->charged);
 	mr->charged = 0;
 }
 

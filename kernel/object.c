@@ -65,15 +65,18 @@ u32 kqp_contexts_read(void)
  * @nr_objects: handles the user's tables hold, against max_objects
  * @queue_bytes: what the user's CQs, QPs and SRQs are charged, against
  *	max_queue_bytes (kqp_queue_charge())
+ * @mr_bytes: the pages the user's MRs span, against max_mr_bytes
+ *	(kqp_user_mr_charge())
  *
  * Counting per table would let a user hold max_objects times the files
- * it can open, and max_queue_bytes times as many bytes.
+ * it can open, and max_queue_bytes and max_mr_bytes times as many bytes.
  */
 struct kqp_user {
 	refcount_t ref;
 	uid_t uid;
 	atomic_t nr_objects;
 	atomic64_t queue_bytes;
+	atomic64_t mr_bytes;
 };
 
 /* uid -> struct kqp_user; the lock orders lookups with the last put. */
@@ -113,6 +116,7 @@ static void kqp_user_put(struct kqp_user *user)
 	mutex_unlock(&kqp_users_lock);
 	WARN_ON(atomic_read(&user->nr_objects));
 	WARN_ON(atomic64_read(&user->queue_bytes));
+	WARN_ON(atomic64_read(&user->mr_bytes));
 	kfree(user);
 }
 
@@ -203,24 +207,13 @@ u64 kqp_srq_queue_bytes(u32 max_wr, u32 max_sge, u32 nslots)
 }
 
 /*
- * Set what @vobj, a queue of @uctx, is charged against its user's
- * max_queue_bytes (a quarter of RAM when 0) to @bytes.  Lowering it
- * always succeeds; raising it fails with ENOMEM past the budget, as for
- * max_mr_bytes, unless @force (memory already taken that cannot be given
- * back).  Called before the device allocates, with the capabilities
- * asked for, and again with those it gave if they take more.
+ * Add @delta to the user's count @used, within @limit: never past it, even
+ * for a moment (no add and take back), unless @force.  ENOMEM past it.
  */
-/* Add @delta to what @user's queues are charged, within max_queue_bytes. */
-static int kqp_user_queue_add(struct kqp_user *user, u64 delta, bool force)
+static int kqp_user_add(atomic64_t *used, u64 limit, u64 delta, bool force)
 {
-	atomic64_t *used = &user->queue_bytes;
-	u64 limit = READ_ONCE(kqp_max_queue_bytes);
-	s64 old;
+	s64 old = atomic64_read(used);
 
-	if (!limit)
-		limit = ((u64)totalram_pages() << PAGE_SHIFT) / 4;
-	/* Never past the limit, even for a moment: no add and take back. */
-	old = atomic64_read(used);
 	do {
 		if (!force && ((u64)old > limit || delta > limit - (u64)old))
 			return -ENOMEM;
@@ -228,6 +221,58 @@ static int kqp_user_queue_add(struct kqp_user *user, u64 delta, bool force)
 	return 0;
 }
 
+/* The default max_queue_bytes: a sixteenth of RAM per user. */
+static u64 kqp_queue_bytes_limit(void)
+{
+	u64 limit = READ_ONCE(kqp_max_queue_bytes);
+
+	return limit ?: ((u64)totalram_pages() << PAGE_SHIFT) / 16;
+}
+
+/* The default max_mr_bytes: an eighth of RAM per user. */
+static u64 kqp_mr_bytes_limit(void)
+{
+	u64 limit = READ_ONCE(kqp_max_mr_bytes);
+
+	return limit ?: ((u64)totalram_pages() << PAGE_SHIFT) / 8;
+}
+
+static int kqp_user_queue_add(struct kqp_user *user, u64 delta, bool force)
+{
+	return kqp_user_add(&user->queue_bytes, kqp_queue_bytes_limit(), delta,
+			    force);
+}
+
+/*
+ * Charge @bytes of pinned pages to the user of @uctx, within max_mr_bytes
+ * over all its tables (ENOMEM past it), and to the table's own count,
+ * which KQP_IOCTL_CTX_INFO reports.
+ */
+int kqp_user_mr_charge(struct kqp_ucontext *uctx, u64 bytes)
+{
+	int ret;
+
+	ret = kqp_user_add(&uctx->user->mr_bytes, kqp_mr_bytes_limit(), bytes,
+			   false);
+	if (!ret)
+		atomic64_add(bytes, &uctx->mr_bytes);
+	return ret;
+}
+
+void kqp_user_mr_uncharge(struct kqp_ucontext *uctx, u64 bytes)
+{
+	atomic64_sub(bytes, &uctx->mr_bytes);
+	atomic64_sub(bytes, &uctx->user->mr_bytes);
+}
+
+/*
+ * Set what @vobj, a queue of @uctx, is charged against its user's
+ * max_queue_bytes to @bytes.  Lowering it always succeeds; raising it
+ * fails with ENOMEM past the budget, as for max_mr_bytes, unless @force
+ * (memory already taken that cannot be given back).  Called before the
+ * device allocates, with the capabilities asked for, and again with those
+ * it gave if they take more.
+ */
 int kqp_queue_charge(struct kqp_ucontext *uctx, struct kqp_vobj *vobj,
 		     u64 bytes, bool force)
 {

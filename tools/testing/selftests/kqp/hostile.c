@@ -764,6 +764,97 @@ TEST_F(limits, max_mr_bytes)
 	free(mem);
 }
 
+/* A new table on a new file of the test device, with a PD; -1 if not. */
+static int mr_table(uint32_t *pd)
+{
+	int fd = open(KQP_DEV, O_RDWR | O_CLOEXEC);
+	struct kqp_alloc_pd a = { .size = sizeof(a) };
+
+	if (fd < 0)
+		return -1;
+	a.device_index = kqp_test_rxe_index(fd);
+	if (kqp_test_ioctl(fd, KQP_IOCTL_ALLOC_PD, &a)) {
+		close(fd);
+		return -1;
+	}
+	*pd = a.out_pd;
+	return fd;
+}
+
+/* Register [mem, mem + len) in @fd's @pd; the errno, 0, and the handle. */
+static int mr_reg(int fd, uint32_t pd, void *mem, size_t len, uint32_t *mr)
+{
+	struct kqp_reg_mr r = {
+		.size = sizeof(r), .pd = pd, .access = IBV_ACCESS_LOCAL_WRITE,
+		.addr = (uintptr_t)mem, .iova = (uintptr_t)mem, .length = len,
+	};
+	int ret = kqp_test_ioctl(fd, KQP_IOCTL_REG_MR, &r);
+
+	if (!ret && mr)
+		*mr = r.out_mr;
+	return ret;
+}
+
+/*
+ * max_mr_bytes is the user's, over all its tables: a second table of the
+ * same user is stopped where the first left it, with ENOMEM, and gets
+ * the room back when the first gives it back; another user, with tables
+ * of its own, is not stopped by what this one holds.
+ */
+TEST_F(limits, max_mr_bytes_per_user)
+{
+	const size_t len = 1 << 20;
+	char *mem = aligned_alloc(4096, len + 4096);
+	struct kqp_dereg_mr d = { .size = sizeof(d) };
+	struct kqp_ctx_info info;
+	uint32_t pd1, pd2, mr;
+	int fd1, fd2, status;
+	pid_t pid;
+
+	ASSERT_NE(NULL, mem);
+	memset(mem, 1, len + 4096);
+	fd1 = mr_table(&pd1);
+	fd2 = mr_table(&pd2);
+	ASSERT_LE(0, fd1);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, param_write("max_mr_bytes", "1048576"));
+
+	ASSERT_EQ(0, mr_reg(fd1, pd1, mem, len, &mr));
+	/* Another table, the same user: not one page more. */
+	EXPECT_EQ(ENOMEM, mr_reg(fd2, pd2, mem + len, 4096, NULL));
+	ASSERT_EQ(0, kqp_test_ctx_info(fd2, &info));
+	EXPECT_EQ(0, info.out_mr_bytes);
+	EXPECT_EQ(0, info.out_mrs);
+
+	/* Another user is not stopped by this one's bytes. */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		uint32_t opd;
+		int ofd;
+
+		if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
+			_exit(10);
+		ofd = mr_table(&opd);
+		if (ofd < 0)
+			_exit(11);
+		_exit(mr_reg(ofd, opd, mem + len, 4096, NULL));
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+
+	/* Given back by the first table, the room is the second's. */
+	d.mr = mr;
+	ASSERT_EQ(0, kqp_test_ioctl(fd1, KQP_IOCTL_DEREG_MR, &d));
+	EXPECT_EQ(0, mr_reg(fd2, pd2, mem + len, 4096, NULL));
+	ASSERT_EQ(0, kqp_test_ctx_info(fd2, &info));
+	EXPECT_EQ(4096, info.out_mr_bytes);
+	close(fd1);
+	close(fd2);
+	free(mem);
+}
+
 /* /sys/kernel/debug/kqp/objects: the live count of @what, or -1. */
 static long objects_live(const char *what)
 {

@@ -15,6 +15,7 @@
 #include "kselftest_harness.h"
 #include "kqp_test.h"
 #include "params.h"
+#include "nobody.h"
 
 #define BUDGET		"4194304"	/* 4 MiB */
 #define HUGE_DEPTH	65536		/* well over 4 MiB for any queue */
@@ -164,6 +165,27 @@ TEST_F(qbudget, fill_destroy_close)
 		ASSERT_LE(0, fd2);
 		EXPECT_EQ(ENOMEM, create_cq(fd2, self->dev, FILL_DEPTH, &cq));
 		close(fd2);
+	}
+	/* Another user's is its own: this one's full budget stops it not. */
+	{
+		int status;
+		pid_t pid = fork();
+
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			int ofd;
+
+			if (setgroups(0, NULL) || setgid(NOBODY) ||
+			    setuid(NOBODY))
+				_exit(10);
+			ofd = open(KQP_DEV, O_RDWR | O_CLOEXEC);
+			if (ofd < 0)
+				_exit(11);
+			_exit(create_cq(ofd, self->dev, FILL_DEPTH, &cq));
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status));
+		EXPECT_EQ(0, WEXITSTATUS(status));
 	}
 
 	close(self->fd);
