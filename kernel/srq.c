@@ -9,8 +9,25 @@
  * a message arrives, and QPs complete independently), so each slot is
  * retired alone: the slots are a free list, and the wr_id carries the
  * slot's generation so that a completion for a slot taken again since is
- * recognised.  A completion carries the number of the QP that took the
- * receive: the SRQ keeps its QPs by the kernel QP's address, and finds
+ * recognised.
+ *
+ * Why a 10-bit generation is enough: a completion is stale only if its
+ * slot was freed and taken again while the receive it names was still
+ * with the device, and a slot is freed by nothing but (a) the completion
+ * of its own receive, once, with the generation it was posted with, or
+ * (b) a post the device refused, of a single request (bad_wr is that
+ * request), which the device never completes.  A receive a QP took and
+ * never completes (the QP failed, or went) keeps its slot for good:
+ * hence twice as many slots as the depth.  So while a receive is with
+ * the device its slot stays busy under its generation, whatever the
+ * generations wrap to, and every completion finds its own slot; the
+ * generation only catches a device that completes what it was never
+ * given, or twice.  For that case too, the refused post's give-back
+ * checks that the slot is still busy with its own generation, so that a
+ * slot never goes on the free list twice.
+ *
+ * A completion carries the number of the QP that took the receive: the
+ * SRQ keeps its QPs by the kernel QP's address, and finds
  * the one a completion names by that address, never following it, as
  * the QP may be gone by the time its completion is polled (then the
  * completion says QP number 0; the QP leaves the SRQ's map before its
@@ -579,7 +596,7 @@ static int kqp_srq_post_one(struct kqp_srq *srq, struct ib_recv_wr *wr,
 {
 	const struct ib_recv_wr *bad;
 	struct kqp_srq_slot *slot;
-	u32 idx;
+	u32 idx, gen;
 	int ret;
 
 	spin_lock_irq(&srq->lock);
@@ -592,9 +609,9 @@ static int kqp_srq_post_one(struct kqp_srq *srq, struct ib_recv_wr *wr,
 	srq->free_head = slot->next_free;
 	slot->busy = true;
 	srq->busy++;
-	slot->gen++;
+	gen = ++slot->gen;
 	slot->wr_id = wr_id;
-	wr->wr_id = kqp_srq_wrid(srq, idx, slot->gen);
+	wr->wr_id = kqp_srq_wrid(srq, idx, gen);
 	spin_unlock_irq(&srq->lock);
 
 	ret = ib_post_srq_recv(srq->srq, wr, &bad);
@@ -602,10 +619,13 @@ static int kqp_srq_post_one(struct kqp_srq *srq, struct ib_recv_wr *wr,
 		spin_lock_irq(&srq->lock);
 		/* The slot array may have moved; the index has not. */
 		slot = &srq->slots[idx];
-		slot->busy = false;
-		slot->next_free = srq->free_head;
-		srq->free_head = idx;
-		srq->busy--;
+		/* Never freed twice, whatever the device did: see above. */
+		if (!WARN_ON_ONCE(!slot->busy || slot->gen != gen)) {
+			slot->busy = false;
+			slot->next_free = srq->free_head;
+			srq->free_head = idx;
+			srq->busy--;
+		}
 		spin_unlock_irq(&srq->lock);
 	}
 	return ret;

@@ -28,6 +28,7 @@ enum {
 	PORT_DESTROY_WAIT,
 	PORT_POST,
 	PORT_MODIFY,
+	PORT_GENERATIONS,
 };
 
 /*
@@ -38,6 +39,7 @@ FIXTURE(srq) {
 	struct rdma_event_channel *sch, *cch;
 	struct rdma_cm_id *lid, *cid[2], *sid[2];
 	struct ibv_srq *srq;
+	uint32_t depth;		/* the SRQ's max_wr; 0 for NBUF */
 	char *rbuf, *sbuf;
 	struct ibv_mr *rmr, *smr[2];
 };
@@ -164,7 +166,8 @@ static int connect_one(FIXTURE_DATA(srq) *self, int n, uint16_t port,
 	self->sid[n] = cm_expect_request(self->sch);
 	if (!self->sid[n])
 		return 6;
-	if (make && make_srq(self, self->sid[n]->pd, NBUF, 0))
+	if (make && make_srq(self, self->sid[n]->pd,
+			     self->depth ? self->depth : NBUF, 0))
 		return 7;
 	if (make || self->srq)
 		sattr->srq = self->srq;
@@ -584,6 +587,82 @@ TEST_F_TIMEOUT(srq, post_checks, 90)
 	bad = NULL;
 	EXPECT_EQ(ENOMEM, ibv_post_srq_recv(self->srq, &wr[0], &bad));
 	EXPECT_EQ(&wr[0], bad);
+}
+
+/*
+ * 7b. Receives taken and given back thousands of times: each round fills
+ * the SRQ to the device's depth, the post past it fails with ENOMEM
+ * (kqp has taken a receive slot for it by then, and gives it back), and
+ * messages consume what was posted.  kqp names its slots in the kernel's
+ * wr_id with a 10-bit generation, which wraps many times over here: every
+ * completion must still carry a wr_id that was posted and not yet
+ * completed, each once, and nothing else may complete.
+ */
+#define GEN_ROUNDS	1300
+
+TEST_F_TIMEOUT(srq, generations_wrap, 600)
+{
+	struct ibv_qp_init_attr sattr;
+	struct ibv_srq_attr a;
+	struct ibv_sge sge = { 0, MSG, 0 };
+	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_wc wc[8];
+	uint64_t out[8], next = 1;
+	bool done[8];
+	unsigned int round, i, j, n, depth, got, wrong = 0;
+	int ret;
+
+	self->depth = 2;
+	rc_attr(&sattr, NULL);
+	ASSERT_EQ(0, connect_one(self, 0, PORT_GENERATIONS, RDMA_PS_TCP,
+				 &sattr, true));
+	ASSERT_EQ(0, ibv_query_srq(self->srq, &a));
+	depth = a.max_wr;
+	ASSERT_LE(2, depth);
+	ASSERT_GE(8, depth) TH_LOG("the device made it %u deep", depth);
+	sge.lkey = self->rmr->lkey;
+
+	for (round = 0; round < GEN_ROUNDS && !wrong; round++) {
+		for (n = 0; n < 8; n++) {
+			sge.addr = (uintptr_t)(self->rbuf +
+					       n * (MSG + GRH_LEN));
+			wr.wr_id = next;
+			bad = NULL;
+			ret = ibv_post_srq_recv(self->srq, &wr, &bad);
+			if (ret)
+				break;
+			out[n] = next++;
+		}
+		/* Full at the device's depth, every round, and only there. */
+		ASSERT_EQ(depth, n) TH_LOG("round %u", round);
+		ASSERT_EQ(ENOMEM, ret) TH_LOG("round %u", round);
+		ASSERT_EQ(&wr, bad);
+		next++;		/* the refused one's wr_id never comes back */
+
+		for (i = 0; i < n; i++)
+			ASSERT_EQ(0, rc_send(self, 0, 'g', MSG, i + 1))
+				TH_LOG("round %u", round);
+		got = qp_poll(self->sid[0]->recv_cq, wc, n, POLL_MS);
+		ASSERT_EQ(n, got) TH_LOG("round %u", round);
+		memset(done, 0, sizeof(done));
+		for (i = 0; i < got; i++) {
+			EXPECT_EQ(IBV_WC_SUCCESS, wc[i].status);
+			for (j = 0; j < n; j++)
+				if (!done[j] && out[j] == wc[i].wr_id)
+					break;
+			if (j == n) {
+				wrong++;
+				TH_LOG("round %u: wr_id %llu was not outstanding",
+				       round, (unsigned long long)wc[i].wr_id);
+				continue;
+			}
+			done[j] = true;	/* each once */
+		}
+		EXPECT_EQ(0, ibv_poll_cq(self->sid[0]->recv_cq, 1, wc))
+			TH_LOG("round %u: a completion more", round);
+	}
+	EXPECT_EQ(0, wrong);
+	EXPECT_EQ(GEN_ROUNDS, round);
 }
 
 /*
