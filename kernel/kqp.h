@@ -72,7 +72,8 @@ extern struct workqueue_struct *kqp_wq;
  *   kqp_cq_stats_lock (cq.c) are taken with nothing else of kqp's held
  *   but their own xarrays.
  *
- * A QP's drain_work (ring.c) runs on kqp_wq and takes hw_rwsem (read),
+ * A QP's drain_work (ring.c) runs on its user's ordered workqueue
+ * (kqp_user_wq(); kqp_wq for a QP of no table) and takes hw_rwsem (read),
  * then sq_mutex, as a doorbell does; it holds a reference to the QP,
  * which its destroy waits for.  The completion path queues it, under
  * kqp_cq.lock and kqp_qp.lock, and never waits for it.
@@ -329,6 +330,7 @@ int kqp_queue_charge(struct kqp_ucontext *uctx, struct kqp_vobj *vobj,
 struct kqp_user *kqp_user_charge(struct kqp_ucontext *uctx, u64 bytes);
 int kqp_user_mr_charge(struct kqp_ucontext *uctx, u64 bytes);
 void kqp_user_mr_uncharge(struct kqp_ucontext *uctx, u64 bytes);
+struct workqueue_struct *kqp_user_wq(struct kqp_ucontext *uctx);
 void kqp_user_uncharge(struct kqp_user *user, u64 bytes);
 
 /* vmem.c */

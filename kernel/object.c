@@ -34,6 +34,7 @@
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <linux/workqueue.h>
 
 #include "kqp.h"
 
@@ -67,6 +68,9 @@ u32 kqp_contexts_read(void)
  *	max_queue_bytes (kqp_queue_charge())
  * @mr_bytes: the pages the user's MRs span, against max_mr_bytes
  *	(kqp_user_mr_charge())
+ * @wq: where the drains of the user's send rings that the kernel
+ *	committed to run (ring.c): ordered, so that one user's escape
+ *	from its own CPU accounting is one CPU at a time at most
  *
  * Counting per table would let a user hold max_objects times the files
  * it can open, and max_queue_bytes and max_mr_bytes times as many bytes.
@@ -77,6 +81,7 @@ struct kqp_user {
 	atomic_t nr_objects;
 	atomic64_t queue_bytes;
 	atomic64_t mr_bytes;
+	struct workqueue_struct *wq;
 };
 
 /* uid -> struct kqp_user; the lock orders lookups with the last put. */
@@ -99,7 +104,14 @@ static struct kqp_user *kqp_user_get(kuid_t kuid)
 		goto out;
 	refcount_set(&user->ref, 1);
 	user->uid = uid;
+	user->wq = alloc_ordered_workqueue("kqp-u%u", 0, uid);
+	if (!user->wq) {
+		kfree(user);
+		user = NULL;
+		goto out;
+	}
 	if (xa_err(xa_store(&kqp_users, uid, user, GFP_KERNEL))) {
+		destroy_workqueue(user->wq);
 		kfree(user);
 		user = NULL;
 	}
@@ -117,6 +129,8 @@ static void kqp_user_put(struct kqp_user *user)
 	WARN_ON(atomic_read(&user->nr_objects));
 	WARN_ON(atomic64_read(&user->queue_bytes));
 	WARN_ON(atomic64_read(&user->mr_bytes));
+	/* Every QP is gone; its last drain may still be returning. */
+	destroy_workqueue(user->wq);
 	kfree(user);
 }
 
@@ -241,6 +255,12 @@ static int kqp_user_queue_add(struct kqp_user *user, u64 delta, bool force)
 {
 	return kqp_user_add(&user->queue_bytes, kqp_queue_bytes_limit(), delta,
 			    force);
+}
+
+/* The workqueue of @uctx's user, for its rings' drains (ring.c). */
+struct workqueue_struct *kqp_user_wq(struct kqp_ucontext *uctx)
+{
+	return uctx->user->wq;
 }
 
 /*

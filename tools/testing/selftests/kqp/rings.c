@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -692,6 +693,75 @@ TEST_F_TIMEOUT(d, drained_after_completion, 60)
 	EXPECT_EQ(4, rt_head(sh));
 	/* Nothing outstanding: the process must ring again. */
 	EXPECT_TRUE(a_needs_doorbell(p, true, 5000));
+}
+
+/* Write @val to tracefs file @path; 0 or -1. */
+static int trace_write(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC), ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+#define TRACE_ROOT	"/sys/kernel/tracing"
+#define TRACE_INST	TRACE_ROOT "/instances/kqp_rings_test"
+#define TRACE_EVENT	TRACE_INST "/events/workqueue/workqueue_queue_work/enable"
+
+/*
+ * The drains the kernel committed to run after a completion (the test
+ * above) are work that no process's CPU accounting sees: they run on the
+ * workqueue of the table's user, "kqp-u" and its uid, ordered so that a
+ * user takes one CPU at a time at most.  The workqueue tracepoint names
+ * the queue each drain went to.
+ */
+TEST_F_TIMEOUT(d, drains_on_the_users_queue, 60)
+{
+	struct rt_pair *p = &self->p;
+	char want[64], line[512], *w;
+	int drains = 0, others = 0;
+	FILE *f;
+
+	if (access(TRACE_ROOT "/instances", F_OK) &&
+	    system("mount -t tracefs nodev " TRACE_ROOT " 2>/dev/null"))
+		SKIP(return, "no tracefs");
+	rmdir(TRACE_INST);
+	ASSERT_EQ(0, mkdir(TRACE_INST, 0700));
+	ASSERT_EQ(0, trace_write(TRACE_EVENT, "1"));
+
+	a_sends_at(p, 100, 0, 1, 64, p->mr.out_lkey);
+	ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
+	EXPECT_FALSE(a_needs_doorbell(p, false, 0));
+	a_sends_at(p, 101, 1, 3, 64, p->mr.out_lkey);
+	rt_b_recvs(p, 200, 4);
+	ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
+	rt_expect_a_to_b(_metadata, p, 100, 200, 4, 64);
+	EXPECT_EQ(4, rt_head(rt_sq_hdr(&p->a)));
+
+	EXPECT_EQ(0, trace_write(TRACE_EVENT, "0"));
+	snprintf(want, sizeof(want), "workqueue=kqp-u%u", (unsigned)geteuid());
+	f = fopen(TRACE_INST "/trace", "r");
+	ASSERT_NE(NULL, f);
+	while (fgets(line, sizeof(line), f)) {
+		if (!strstr(line, "function=kqp_qp_drain_work"))
+			continue;
+		w = strstr(line, "workqueue=");
+		if (w && !strncmp(w, want, strlen(want)) &&
+		    (w[strlen(want)] == ' ' || w[strlen(want)] == '\n'))
+			drains++;
+		else {
+			others++;
+			TH_LOG("%s", line);
+		}
+	}
+	fclose(f);
+	rmdir(TRACE_INST);
+	/* The three entries published behind the first send were drained. */
+	EXPECT_LT(0, drains);
+	EXPECT_EQ(0, others);
 }
 
 /*
