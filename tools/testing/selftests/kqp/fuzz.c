@@ -23,6 +23,9 @@
  *    purpose (a size too short: EINVAL; an unknown flag: EOPNOTSUPP; a
  *    non-zero tail: E2BIG; an unknown command: ENOTTY);
  *  - a child after fork() can use no table of its parent's (EPERM);
+ *  - a poller killed while its process rings KQP_DOORBELL_WAKE_POLLER is
+ *    never woken again: a CLONE_VM survivor that keeps the table gets
+ *    ESRCH, and EPERM from CREATE_POLLER (do_poller_death());
  *  - the kernel's log gains no splat (read from /dev/kmsg as it runs);
  *  - once every file is closed, /sys/kernel/debug/kqp/objects shows as
  *    many live objects as before the run.
@@ -41,6 +44,7 @@
 #include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -84,7 +88,7 @@ static unsigned long long calls_done;	/* atomic */
 static unsigned long long calls_ok;	/* atomic */
 static int failed;			/* first failure wins */
 static char failure[4096];
-static unsigned long long contract_checks, fork_checks;
+static unsigned long long contract_checks, fork_checks, poller_deaths;
 /* What the rings saw: mappings made, entries published, drains' results */
 static unsigned long long ring_maps, ring_publishes, db_drained, db_refused;
 
@@ -1783,6 +1787,139 @@ out:
 	close(own);
 }
 
+/* One DOORBELL with KQP_DOORBELL_WAKE_POLLER naming @qp; 0 or the errno. */
+static int wake_poller(int fd, uint32_t qp)
+{
+	struct kqp_doorbell_entry e = { .qp = qp, .flags = KQP_DB_SEND };
+	struct kqp_doorbell db = {
+		.size = sizeof(db), .flags = KQP_DOORBELL_WAKE_POLLER,
+		.count = 1, .entry_size = sizeof(e), .entries = (uintptr_t)&e,
+	};
+
+	return ioctl(fd, KQP_IOCTL_DOORBELL, &db) ? errno : 0;
+}
+
+/* The survivor of do_poller_death(): what it reports on @res. */
+struct survivor {
+	int fd, res;
+	pid_t maker;
+	uint32_t qp;
+};
+
+static int survivor_fn(void *arg)
+{
+	struct survivor *s = arg;
+	struct kqp_create_poller cp = { .size = sizeof(cp) };
+	struct kqp_ctx_info info;
+	char code = 0;
+	int i, ret;
+
+	/* Ringing while the maker is killed: woken, or found dead. */
+	for (i = 0; i < 200000 && getppid() == s->maker; i++) {
+		ret = wake_poller(s->fd, s->qp);
+		if (ret && ret != ESRCH) {
+			code = 30;
+			goto out;
+		}
+	}
+	/* Dead: CTX_INFO says so, the wake is ESRCH, no other poller. */
+	for (i = 0; i < 5000; i++) {
+		memset(&info, 0, sizeof(info));
+		info.size = sizeof(info);
+		if (ioctl(s->fd, KQP_IOCTL_CTX_INFO, &info)) {
+			code = 31;
+			goto out;
+		}
+		if (!info.out_poller)
+			break;
+		usleep(1000);
+	}
+	if (info.out_poller)
+		code = 32;
+	else if (wake_poller(s->fd, s->qp) != ESRCH)
+		code = 33;
+	else if (!ioctl(s->fd, KQP_IOCTL_CREATE_POLLER, &cp) || errno != EPERM)
+		code = 34;
+out:
+	if (write(s->res, &code, 1) != 1)
+		code = 35;
+	_exit(code);
+}
+
+/*
+ * A poller killed while it is being woken.  A child makes a table and
+ * its poller, and a process that shares its mm without being one of its
+ * threads (clone(CLONE_VM)); the child rings with KQP_DOORBELL_WAKE_POLLER
+ * until it is SIGKILLed, after a random moment, the survivor all along.
+ * The survivor's wakes are 0 or ESRCH while the poller dies, and once it
+ * is dead (CTX_INFO): ESRCH, with CREATE_POLLER EPERM.  The poller's
+ * thread is never woken once it is gone: before 6.17 and its stable
+ * backports that wake is wake_up_process() on a freed task, which the
+ * debug kernel's KASAN catches.
+ */
+static void do_poller_death(struct rng *r, struct thread *t)
+{
+	int res[2], status;
+	uint32_t idle = below(r, 20), delay = below(r, 3000);
+	uint32_t qp = chance(r, 50) ? 0x7fffffff : below(r, 64);
+	struct pollfd pfd;
+	char code = 0;
+	pid_t pid;
+
+	if (pipe2(res, O_CLOEXEC))
+		return;
+	pid = fork();
+	if (pid < 0)
+		goto out;
+	if (pid == 0) {
+		struct kqp_create_poller cp = { .size = sizeof(cp),
+						.idle_us = idle };
+		static char stack[64 * 1024] __attribute__((aligned(16)));
+		struct survivor sv = { .res = res[1], .maker = getpid(),
+				       .qp = qp };
+
+		close(res[0]);
+		sv.fd = open("/dev/kqp", O_RDWR | O_CLOEXEC);
+		if (sv.fd < 0)
+			_exit(0);
+		if (ioctl(sv.fd, KQP_IOCTL_CREATE_POLLER, &cp))
+			_exit(errno == EOPNOTSUPP ? 0 : 20);
+		if (clone(survivor_fn, stack + sizeof(stack), CLONE_VM, &sv) < 0)
+			_exit(21);
+		close(res[1]);
+		for (;;)
+			wake_poller(sv.fd, qp);
+	}
+	close(res[1]);
+	res[1] = -1;
+	usleep(delay);
+	kill(pid, SIGKILL);
+	if (waitpid(pid, &status, 0) != pid)
+		goto out;
+	if (WIFEXITED(status)) {
+		/* No poller on this kernel, or it could not be made. */
+		if (WEXITSTATUS(status))
+			fail("a poller's maker ended with %d", WEXITSTATUS(status));
+		goto out;
+	}
+	/* The survivor's verdict; none if it never ran (EOF). */
+	pfd.fd = res[0];
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, 20000) != 1) {
+		fail("the survivor of a killed poller never answered");
+	} else if (read(res[0], &code, 1) == 1) {
+		if (code)
+			fail("the survivor of a killed poller saw step %d fail",
+			     code);
+		__atomic_add_fetch(&poller_deaths, 1, __ATOMIC_RELAXED);
+	}
+	log_call(t, "poller_death", code, NULL);
+out:
+	close(res[0]);
+	if (res[1] >= 0)
+		close(res[1]);
+}
+
 /* The GID table index of ::ffff:opt_addr on port 1, or -1. */
 static int own_gid(int fd, uint32_t dev, uint8_t gid[16])
 {
@@ -1978,6 +2115,8 @@ static void *fuzz_thread(void *arg)
 		case 11:
 			if (chance(r, 5))
 				do_fork(r, t);
+			else if (chance(r, 3))
+				do_poller_death(r, t);
 			break;
 		case 12:
 			do_raw(r, t);
@@ -2343,6 +2482,8 @@ int main(int argc, char **argv)
 		       (unsigned long long)opt_seed);
 		printf("# rings: %llu mapped, %llu requests published; doorbell entries: %llu drained, %llu with an errno\n",
 		       ring_maps, ring_publishes, db_drained, db_refused);
+		printf("# pollers killed while rung, their table kept by a CLONE_VM survivor: %llu\n",
+		       poller_deaths);
 		if (failed) {
 			printf("# FAILED: %s\n", failure);
 			print_logs(stdout);
