@@ -88,35 +88,66 @@ struct kqp_user {
 static DEFINE_XARRAY(kqp_users);
 static DEFINE_MUTEX(kqp_users_lock);
 
-static struct kqp_user *kqp_user_get(kuid_t kuid)
+/* A new user, with its workqueue: made outside kqp_users_lock. */
+static struct kqp_user *kqp_user_alloc(uid_t uid)
 {
-	uid_t uid = from_kuid(&init_user_ns, kuid);
-	struct kqp_user *user;
+	struct kqp_user *user = kzalloc(sizeof(*user), GFP_KERNEL_ACCOUNT);
 
-	mutex_lock(&kqp_users_lock);
-	user = xa_load(&kqp_users, uid);
-	if (user) {
-		refcount_inc(&user->ref);
-		goto out;
-	}
-	user = kzalloc(sizeof(*user), GFP_KERNEL_ACCOUNT);
 	if (!user)
-		goto out;
+		return NULL;
 	refcount_set(&user->ref, 1);
 	user->uid = uid;
 	user->wq = alloc_ordered_workqueue("kqp-u%u", 0, uid);
 	if (!user->wq) {
 		kfree(user);
-		user = NULL;
-		goto out;
+		return NULL;
 	}
-	if (xa_err(xa_store(&kqp_users, uid, user, GFP_KERNEL))) {
-		destroy_workqueue(user->wq);
-		kfree(user);
-		user = NULL;
+	return user;
+}
+
+static void kqp_user_free(struct kqp_user *user)
+{
+	destroy_workqueue(user->wq);
+	kfree(user);
+}
+
+static struct kqp_user *kqp_user_get(kuid_t kuid)
+{
+	uid_t uid = from_kuid(&init_user_ns, kuid);
+	struct kqp_user *user, *made = NULL;
+
+	mutex_lock(&kqp_users_lock);
+	for (;;) {
+		user = xa_load(&kqp_users, uid);
+		if (user) {
+			refcount_inc(&user->ref);
+			break;
+		}
+		if (made) {
+			user = made;
+			made = NULL;
+			if (xa_err(xa_store(&kqp_users, uid, user,
+					    GFP_KERNEL))) {
+				made = user;
+				user = NULL;
+			}
+			break;
+		}
+		/*
+		 * Making a workqueue takes the CPU hotplug lock and the
+		 * workqueue pools' mutex: not under the users' lock, which
+		 * every table's first command takes.
+		 */
+		mutex_unlock(&kqp_users_lock);
+		made = kqp_user_alloc(uid);
+		if (!made)
+			return NULL;
+		mutex_lock(&kqp_users_lock);
 	}
-out:
 	mutex_unlock(&kqp_users_lock);
+	/* Another table of the same user stored one first, or no memory. */
+	if (made)
+		kqp_user_free(made);
 	return user;
 }
 
@@ -130,8 +161,7 @@ static void kqp_user_put(struct kqp_user *user)
 	WARN_ON(atomic64_read(&user->queue_bytes));
 	WARN_ON(atomic64_read(&user->mr_bytes));
 	/* Every QP is gone; its last drain may still be returning. */
-	destroy_workqueue(user->wq);
-	kfree(user);
+	kqp_user_free(user);
 }
 
 /* Module unload: every table is gone, and with them their users. */
