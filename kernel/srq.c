@@ -26,6 +26,15 @@
  * checks that the slot is still busy with its own generation, so that a
  * slot never goes on the free list twice.
  *
+ * The proof takes one more premise: the handle in the wr_id names the
+ * SRQ the receive was posted to.  Handles are allocated cyclically over
+ * 32 bits (kqp_handle_alloc()), so that holds until a table has made
+ * 2^32 objects while a completion of a destroyed SRQ was still held in
+ * a CQ; after that wrap it can reach a new SRQ under the same handle, as
+ * a QP's can reach a new QP.  Such a completion is the table's own; it
+ * can retire a live slot early and leave @busy low, which is why nothing
+ * here may WARN on it.
+ *
  * A completion carries the number of the QP that took the receive: the
  * SRQ keeps its QPs by the kernel QP's address, and finds
  * the one a completion names by that address, never following it, as
@@ -619,8 +628,8 @@ static int kqp_srq_post_one(struct kqp_srq *srq, struct ib_recv_wr *wr,
 		spin_lock_irq(&srq->lock);
 		/* The slot array may have moved; the index has not. */
 		slot = &srq->slots[idx];
-		/* Never freed twice, whatever the device did: see above. */
-		if (!WARN_ON_ONCE(!slot->busy || slot->gen != gen)) {
+		/* Never freed twice, whatever completed meanwhile: above. */
+		if (slot->busy && slot->gen == gen) {
 			slot->busy = false;
 			slot->next_free = srq->free_head;
 			srq->free_head = idx;
