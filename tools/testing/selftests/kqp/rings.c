@@ -779,6 +779,7 @@ TEST_F_TIMEOUT(d, refused_without_doorbell, 60)
 	ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
 	EXPECT_FALSE(a_needs_doorbell(p, false, 0));
 	/* The PD's local_dma_lkey reaches any memory: never from userspace. */
+	RT_NEED_DMA_LKEY(p);
 	a_sends_at(p, 301, 1, 1, 64, p->pd_dma_lkey);
 	a_sends_at(p, 302, 2, 1, 64, p->mr.out_lkey);
 	usleep(100000);

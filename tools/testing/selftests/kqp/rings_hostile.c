@@ -363,6 +363,7 @@ TEST_F_TIMEOUT(h, bad_send_entries, 120)
 	s.sge[0].lkey = lkey ^ 0x5a5a00;
 	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
 		      "an lkey of nothing");
+	RT_NEED_DMA_LKEY(p);
 	s.sge[0].lkey = p->pd_dma_lkey;
 	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
 		      "the PD's local_dma_lkey");
@@ -441,6 +442,7 @@ TEST_F_TIMEOUT(h, bad_recv_entries, 120)
 	}
 	r = rt_recv1(9, rt_bbuf(p, 0), 256, lkey ^ 0x5a5a00);
 	recv_stops_at(_metadata, p, &r, EINVAL, "an lkey of nothing");
+	RT_NEED_DMA_LKEY(p);
 	r.sge[0].lkey = p->pd_dma_lkey;
 	recv_stops_at(_metadata, p, &r, EINVAL, "the PD's local_dma_lkey");
 	r = rt_recv1(9, b + RT_BUF - 100, 101, lkey);
@@ -841,6 +843,7 @@ TEST_F_TIMEOUT(h, entry_rewritten_during_drain, 300)
 	struct kqp_cqe wc;
 	pthread_t t;
 
+	RT_NEED_DMA_LKEY(p);
 	ASSERT_NE(NULL, secret);
 	memset(secret, 'S', 4096);
 	memset(p->buf, 'A', RT_HALF);
