@@ -14,6 +14,8 @@
 #                             both sides each, in a 6.12 guest (PERFTEST_ROUNDS)
 #   make bench-floor          what bounds the bench's ratios: rxe's own QP create
 #                             under cmtime, CPU per message (FLOOR_ROUNDS)
+#   make bench-breakdown      where an 8 B ping-pong's one-way time goes, stage
+#                             by stage, rdma-core beside kqp (BREAKDOWN_ROUNDS)
 #   make fuzz                 the ioctl fuzzer on the debug kernel for as long as
 #                             asked (FUZZ_SECONDS, FUZZ_CALLS, FUZZ_SEED, ...)
 #   make deps                 install what the build and the bench need (apt)
@@ -39,7 +41,7 @@ KDIR ?=
 MODDIR ?=
 export KERNELS PAIR_KERNELS VERSION
 
-.PHONY: all module lib selftests bench bench-perftest bench-floor check pair demo deps fuzz perftest install \
+.PHONY: all module lib selftests bench bench-perftest bench-floor bench-breakdown check pair demo deps fuzz perftest install \
 	install-lib install-man uninstall clean clean-module deb
 
 all: module lib
@@ -90,6 +92,10 @@ bench-perftest:
 # What bounds the bench's ratios: tools/bench/floor.sh.
 bench-floor:
 	@tools/bench/floor.sh $(BENCH_KERNEL)
+
+# Where the ping-pong's time goes: tools/bench/breakdown.sh.
+bench-breakdown:
+	@tools/bench/breakdown.sh $(BENCH_KERNEL)
 
 demo:
 	@tools/testing/demo.sh

@@ -40,6 +40,7 @@
 
 #include "compat.h"
 #include "kqp.h"
+#include "trace.h"
 
 /*
  * The most entries a device may give a CQ: its ring's size must fit the
@@ -132,7 +133,7 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 	struct kqp_cqe *cqes = kqp_cq_cqes(cq);
 	struct ib_wc wc[KQP_CQ_POLL_BATCH];
 	u32 mask = cq->entries - 1;
-	u32 head, room, arm, start = cq->tail;
+	u32 head, room, arm, start = cq->tail, recv = 0;
 	bool solicited = false;
 	int n, i, polled = 0;
 
@@ -167,6 +168,7 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 				continue;
 			cq->tail++;
 			solicited |= kqp_wc_fires_solicited(&wc[i]);
+			recv += !!(wc[i].opcode & IB_WC_RECV);
 		}
 	}
 	if (cq->tail == start)
@@ -178,6 +180,8 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 	 * are written before the tail that covers them.
 	 */
 	smp_store_release(&ring->tail, cq->tail);
+	trace_kqp_cq_publish(cq->vobj.obj.id, cq->tail, cq->tail - start,
+			     recv);
 	/*
 	 * Pairs with the full barrier the consumer issues between storing the
 	 * arm word and reading the tail again: either the consumer sees these

@@ -115,6 +115,7 @@ struct opts {
 	uint64_t sendbw_msgs, sendbw_warmup;
 	const char *scale;		/* --scale N,... */
 	const char *ids;		/* --ids N,... */
+	const char *stamps;		/* --stamps FILE */
 	unsigned int budget;		/* --budget SEC, or 0 */
 };
 
@@ -150,6 +151,60 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/*
+ * --stamps FILE: when each 8 B ping-pong message was posted and when the
+ * poll that returned it came back, on this side, for make
+ * bench-breakdown (tools/bench/breakdown.sh), which sets them beside the
+ * kernel's trace (trace_clock mono: the same clock as CLOCK_MONOTONIC).
+ * Kept in memory while the test runs and written at its end, so that
+ * taking them costs a clock read.
+ */
+#define STAMPS_MAX	(1U << 20)
+
+enum stamp_kind { STAMP_POST, STAMP_POLL };
+
+static struct {
+	const char *path;
+	uint64_t *ns;		/* kind in the low bit */
+	uint32_t n;
+} stamps;
+
+static void stamp(uint32_t size, enum stamp_kind kind, uint64_t ns)
+{
+	if (!stamps.path || size != LAT_SMALL)
+		return;
+	if (!stamps.ns) {
+		stamps.ns = malloc(STAMPS_MAX * sizeof(*stamps.ns));
+		if (!stamps.ns) {
+			stamps.path = NULL;
+			return;
+		}
+	}
+	if (stamps.n < STAMPS_MAX)
+		stamps.ns[stamps.n++] = (ns & ~1ULL) | kind;
+}
+
+/* "NS post|poll client|server PID" lines; 0 or -1. */
+static int stamps_write(bool server)
+{
+	FILE *f;
+	uint32_t i;
+
+	if (!stamps.path)
+		return 0;
+	f = fopen(stamps.path, "w");
+	if (!f) {
+		fprintf(stderr, "rcbench: %s: %s\n", stamps.path, strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < stamps.n; i++)
+		fprintf(f, "%llu %s %s %d\n",
+			(unsigned long long)(stamps.ns[i] & ~1ULL),
+			stamps.ns[i] & 1 ? "poll" : "post",
+			server ? "server" : "client", (int)getpid());
+	return fclose(f) ? -1 : 0;
 }
 
 static void report_wc(const char *what, const struct ibv_wc *wc)
@@ -653,10 +708,13 @@ static int serve_lat(struct conn *c, const struct test_req *rq)
 	uint64_t i;
 
 	for (i = 0; i < rq->count; i++) {
-		if (poll_recvs(c, &wc, 1, true, rq->size) < 0 ||
-		    check_seq(recv_slot(c, wc.wr_id), rq->size, i))
+		if (poll_recvs(c, &wc, 1, true, rq->size) < 0)
+			return -1;
+		stamp(rq->size, STAMP_POLL, now_ns());
+		if (check_seq(recv_slot(c, wc.wr_id), rq->size, i))
 			return -1;
 		put_seq(c->buf, rq->size, i);
+		stamp(rq->size, STAMP_POST, now_ns());
 		/* The reply first: reposting is off the critical path. */
 		if (post_sends(c, 1, IBV_WR_SEND, rq->size, SIG_EVERY, false))
 			return -1;
@@ -869,6 +927,8 @@ static int serve_one(struct rdma_event_channel *ch, struct rdma_cm_event *ev)
 	switch (rq.kind) {
 	case TEST_LAT:
 		ret = serve_lat(&c, &rq);
+		if (!ret && rq.size == LAT_SMALL)
+			ret = stamps_write(true);
 		break;
 	case TEST_RATE:
 		ret = serve_rate(&c, &rq);
@@ -2048,10 +2108,12 @@ static int run_lat(struct conn *c, const struct opts *o, uint32_t size)
 	for (i = 0; i < rq.count; i++) {
 		put_seq(c->buf, size, i);
 		t0 = now_ns();
+		stamp(size, STAMP_POST, t0);
 		if (post_sends(c, 1, IBV_WR_SEND, size, SIG_EVERY, false) ||
 		    poll_recvs(c, &wc, 1, true, size) < 0)
 			goto out_close;
 		t1 = now_ns();
+		stamp(size, STAMP_POLL, t1);
 		if (check_seq(recv_slot(c, wc.wr_id), size, i))
 			goto out_close;
 		slot = wc.wr_id;
@@ -2066,7 +2128,7 @@ static int run_lat(struct conn *c, const struct opts *o, uint32_t size)
 	printf("lat_%u_median_us %.2f\n", size, med / 2000.0);
 	printf("lat_%u_p99_us %.2f\n", size, p99 / 2000.0);
 	fflush(stdout);
-	ret = 0;
+	ret = size == LAT_SMALL ? stamps_write(false) : 0;
 out_close:
 	client_close(c);
 out:
@@ -2380,6 +2442,11 @@ static void usage(FILE *f)
 "  -r, --ready FILE        server: create FILE once listening\n"
 "  -t, --timeout SEC       client: keep retrying a connection that finds\n"
 "                          no listener for SEC seconds (default 60)\n"
+"      --stamps FILE       write to FILE, once the 8 B ping-pong ended, when\n"
+"                          this side posted each of its messages and when\n"
+"                          its poll returned each it received:\n"
+"                          \"NS post|poll client|server PID\" lines, NS on\n"
+"                          CLOCK_MONOTONIC (make bench-breakdown)\n"
 "  COUNTS (client; each test runs its warm-up first, unmeasured):\n"
 "      --lat-iters N       ping-pongs measured per size (default 3000)\n"
 "      --lat-warmup N      (default 300)\n"
@@ -2439,7 +2506,7 @@ int main(int argc, char **argv)
 {
 	enum { O_LAT_ITERS = 256, O_LAT_WARMUP, O_RATE_MSGS, O_RATE_WARMUP,
 	       O_WRITE_MSGS, O_WRITE_WARMUP, O_SENDBW_MSGS, O_SENDBW_WARMUP,
-	       O_SCALE, O_IDS, O_BUDGET };
+	       O_SCALE, O_IDS, O_BUDGET, O_STAMPS };
 	static const struct option lo[] = {
 		{ "server", no_argument, NULL, 's' },
 		{ "addr", required_argument, NULL, 'a' },
@@ -2457,6 +2524,7 @@ int main(int argc, char **argv)
 		{ "scale", required_argument, NULL, O_SCALE },
 		{ "ids", required_argument, NULL, O_IDS },
 		{ "budget", required_argument, NULL, O_BUDGET },
+		{ "stamps", required_argument, NULL, O_STAMPS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -2515,6 +2583,9 @@ int main(int argc, char **argv)
 			bad |= parse_u64(optarg, 0, &v) || v > 86400;
 			o.budget = v;
 			break;
+		case O_STAMPS:
+			o.stamps = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -2529,5 +2600,6 @@ int main(int argc, char **argv)
 	}
 	if (o.scale || o.ids)
 		return scale_main(&o) ? 1 : 0;
+	stamps.path = o.stamps;
 	return (o.server ? server(&o) : client(&o)) ? 1 : 0;
 }
