@@ -16,6 +16,10 @@
 #                                   softirq, C3 to the publish)
 #   D  CQE visible -> poll returns  the receiver's poll comes back with it
 # A trip missing a point is left out of that stage, not of the others.
+# Two more rows: D for the trips whose receiver was inside a doorbell
+# system call of its own (a post, either queue) when the CQE became
+# visible, and how long such a call takes; a line under the table says
+# how many trips that was.
 # Prints the medians (the median over rounds of each round's median over
 # its trips), kept in build/vm/NAME-breakdown/out/breakdown-table.txt, and
 # the same as JSON in breakdown.json beside it.  BREAKDOWN_ITERS (default
@@ -62,7 +66,14 @@ for t in "$out"/bd-*-*.trace; do
 	events "$base" | sort -n -s -k1,1 | awk -v file="${base##*/}" '
 	function reset() { s = 0; t0 = ta = t1 = t2 = th = tp = t3 = "" }
 	function put(k, v) { if (v != "") print file, k, v }
+	# The processes inside a system call when the CQE became visible.
+	function busy(   p) { split("", was); for (p in insys) if (insys[p] != "") was[p] = 1 }
 	BEGIN { reset(); kqp = file ~ /^bd-kqp-/ }
+	# Who is inside a doorbell system call, and for how long it was.
+	$2 == "k_ioctl" || $2 == "k_write" { insys[$3] = $1 }
+	($2 == "k_ioctl_ret" || $2 == "k_write_ret") && insys[$3] != "" {
+		print file, "syscall", $1 - insys[$3]; insys[$3] = ""
+	}
 	$2 == "post" {
 		if (s) dropped++
 		reset(); s = 1; t0 = $1; pid = $3; side = $4; next
@@ -71,10 +82,10 @@ for t in "$out"/bd-*-*.trace; do
 	s == 1 && ($2 == "k_ioctl" || $2 == "k_write") && $3 == pid && ta == "" { ta = $1; next }
 	s == 1 && $2 == "drv_post" { t1 = $1; s = 2; next }
 	s == 2 && $2 == "drv_cqe" { t2 = $1; s = 3; next }
-	s == 3 && !kqp && $2 == "drv_cqe_ret" { t3 = $1; s = 4; next }
+	s == 3 && !kqp && $2 == "drv_cqe_ret" { t3 = $1; s = 4; busy(); next }
 	s == 3 && kqp && $2 == "k_handler" && th == "" { th = $1; next }
 	s == 3 && kqp && $2 == "k_poll" && th != "" && tp == "" { tp = $1; next }
-	s == 3 && kqp && $2 == "kqp_cq_publish" { t3 = $1; s = 4; next }
+	s == 3 && kqp && $2 == "kqp_cq_publish" { t3 = $1; s = 4; busy(); next }
 	s == 4 && $2 == "poll" && $4 != side {
 		put("A1", ta != "" ? ta - t0 : "")
 		put("A2", ta != "" ? t1 - ta : "")
@@ -84,16 +95,20 @@ for t in "$out"/bd-*-*.trace; do
 			put("C1", th - t2); put("C2", tp - th); put("C3", t3 - tp)
 		}
 		put("D", $1 - t3)
+		if ($3 in was) { put("D_insys", $1 - t3); insys_trips++ }
 		put("total", $1 - t0)
 		trips++
 		reset()
 	}
-	END { print file, "trips", trips + 0; print file, "dropped", dropped + 0 }'
+	END {
+		print file, "trips", trips + 0; print file, "dropped", dropped + 0
+		print file, "insys", insys_trips + 0
+	}'
 done > "$out/breakdown-trips.txt"
 
 # Each round's median per stage ("VARIANT STAGE US"), from values sorted
 # by round and stage; then median.awk's median() over rounds.
-grep -v ' trips \| dropped ' "$out/breakdown-trips.txt" |
+grep -v ' trips \| dropped \| insys ' "$out/breakdown-trips.txt" |
 	sort -k1,1 -k2,2 -k3,3g | awk '
 	function flush() { if (c) print v, k, c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2 }
 	$1 != f || $2 != k { flush(); f = $1; k = $2; c = 0
@@ -103,14 +118,14 @@ grep -v ' trips \| dropped ' "$out/breakdown-trips.txt" |
 awk "$(cat "$here/median.awk")"'
 FNR == NR {
 	v = $1; sub(/^bd-/, "", v); sub(/-[0-9]+$/, "", v)
-	if ($2 == "trips" || $2 == "dropped") cnt[v, $2] += $3
+	if ($2 == "trips" || $2 == "dropped" || $2 == "insys") cnt[v, $2] += $3
 	if ($2 == "trips") nr[v]++
 	next
 }
 { n[$1, $2]++; val[$1, $2, n[$1, $2]] = $3 }
 function us(x) { return x == "" ? "-" : sprintf("%.1f", x) }
 END {
-	split("A1 A2 B C C1 C2 C3 D total", st, " ")
+	split("A1 A2 B C C1 C2 C3 D D_insys total syscall", st, " ")
 	lab["A1"] = "A1 post call -> kernel entry"
 	lab["A2"] = "A2 kernel entry -> driver post"
 	lab["B"] = "B  driver post -> peer driver CQE"
@@ -119,7 +134,9 @@ END {
 	lab["C2"] = "   C2 -> kqp softirq"
 	lab["C3"] = "   C3 -> ring tail published"
 	lab["D"] = "D  CQE visible -> poll returns"
+	lab["D_insys"] = "   D, receiver in its own syscall"
 	lab["total"] = "one way: post call -> peer poll"
+	lab["syscall"] = "a doorbell system call, send or recv"
 	printf "8 B RC SEND ping-pong on rxe, one way, us: the median over rounds of\n"
 	printf "each round median (rounds: rdma-core %d, kqp %d; trips: %d, %d;\n",
 	       nr["rdmacm"], nr["kqp"], cnt["rdmacm", "trips"], cnt["kqp", "trips"]
@@ -127,7 +144,7 @@ END {
 	       cnt["rdmacm", "dropped"], cnt["kqp", "dropped"]
 	printf "%-36s %9s %9s %9s\n", "stage", "rdma-core", "kqp", "kqp - rc"
 	json = "{"
-	for (i = 1; i <= 9; i++) {
+	for (i = 1; i <= 11; i++) {
 		s = median("rdmacm", st[i]); q = median("kqp", st[i])
 		printf "%-36s %9s %9s %9s\n", lab[st[i]], us(s), us(q),
 		       (s == "" || q == "") ? "-" : sprintf("%+.1f", q - s)
@@ -135,6 +152,9 @@ END {
 				    i > 1 ? ", " : "", st[i], s == "" ? "null" : s,
 				    q == "" ? "null" : q)
 	}
+	for (v in nr)
+		printf "%s: the receiver was inside a system call of its own when %d of %d CQEs became visible\n",
+		       v == "kqp" ? "kqp" : "rdma-core", cnt[v, "insys"], cnt[v, "trips"]
 	print json "}" > jsonfile
 }' jsonfile="$out/breakdown.json" "$out/breakdown-trips.txt" \
 	"$out/breakdown-rounds.txt" | tee "$out/breakdown-table.txt"

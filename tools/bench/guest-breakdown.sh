@@ -11,6 +11,7 @@
 #   drv_post      rdma_rxe's rxe_post_send(): the driver takes the send
 #   k_ioctl       kqp_fops_ioctl(): libkqp's doorbell enters the kernel
 #   k_write       ib_uverbs_write(): rdma-core's doorbell enters the kernel
+#   k_*_ret       the same calls' returns
 #   drv_cqe       rxe_cq_post() of a receive completion (op == IB_WC_RECV,
 #                 which ib_uverbs_wc's opcode shares)
 #   drv_cqe_ret   rxe_cq_post()'s return: rdma-core's CQE is in the
@@ -66,7 +67,9 @@ probes=(
 	"p:kqpbd/drv_cqe rxe_cq_post op=+12(%si):u32"
 	"r:kqpbd/drv_cqe_ret rxe_cq_post"
 	"p:kqpbd/k_ioctl kqp:kqp_fops_ioctl"
+	"r:kqpbd/k_ioctl_ret kqp:kqp_fops_ioctl"
 	"p:kqpbd/k_write ib_uverbs:ib_uverbs_write"
+	"r:kqpbd/k_write_ret ib_uverbs:ib_uverbs_write"
 	"p:kqpbd/k_handler kqp:kqp_cq_comp_handler"
 	"p:kqpbd/k_poll kqp:kqp_cq_poll"
 )
