@@ -708,6 +708,8 @@ int kqp_connect_ioctl(struct kqp_ucmd *ucmd)
 	ctx = kqp_conn_lock(ucmd, cmd->id, &cmd->param, &param, pdata);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
+	if (ctx->qp)
+		kqp_qp_peer_rnr(ctx->qp, ctx->cm_id, param.rnr_retry_count);
 	ret = rdma_connect(ctx->cm_id, &param);
 	kqp_cm_id_unlock(ctx);
 	return ret;
@@ -733,6 +735,8 @@ int kqp_accept_ioctl(struct kqp_ucmd *ucmd)
 	 * waiting for its answer, rdma_accept() fails and rejects, and the
 	 * REJ leaves the id's REQ retrying.
 	 */
+	if (ctx->qp)
+		kqp_qp_peer_rnr(ctx->qp, ctx->cm_id, param.rnr_retry_count);
 	rdma_lock_handler(ctx->cm_id);
 	ret = -EINVAL;
 	if (ctx->answer == KQP_ANSWER_REQUEST)

@@ -179,7 +179,8 @@ static const struct kqp_ioctl_op kqp_ioctl_ops[] = {
 		     struct kqp_flush_cq, __reserved, 0),
 	KQP_IOCTL_OP_RF(KQP_IOCTL_CREATE_QP, kqp_create_qp_ioctl,
 			struct kqp_create_qp, out_recv_ring,
-			KQP_CREATE_QP_SQ_SIG_ALL | KQP_CREATE_QP_RINGS),
+			KQP_CREATE_QP_SQ_SIG_ALL | KQP_CREATE_QP_RINGS |
+			KQP_CREATE_QP_RECV_ASYNC),
 	KQP_IOCTL_OP(KQP_IOCTL_DESTROY_QP, kqp_destroy_qp_ioctl,
 		     struct kqp_destroy_qp, out_recv_cq_events, 0),
 	KQP_IOCTL_OP(KQP_IOCTL_MODIFY_QP, kqp_modify_qp_ioctl,

@@ -46,7 +46,8 @@ extern struct workqueue_struct *kqp_wq;
  *					by address, kqp_lock_two())
  *     kqp_device.hw_rwsem		read: using hardware; write: removal
  *					and destroying a verbs object
- *       kqp_qp.sq_mutex, rq_mutex	posting, and draining a ring (ring.c)
+ *       kqp_qp.sq_mutex		posting, and draining the send ring
+ *         kqp_qp.rq_mutex		receives; under sq_mutex only to reset
  *       kqp_srq.post_mutex		posting to an SRQ, resizing it
  *         kqp_srq.lock		(spin, irq) an SRQ's slots
  *       kqp_qp.mcast_mutex		a QP's group list
@@ -74,7 +75,8 @@ extern struct workqueue_struct *kqp_wq;
  *
  * A QP's drain_work (ring.c) runs on its user's ordered workqueue
  * (kqp_user_wq(); kqp_wq for a QP of no table) and takes hw_rwsem (read),
- * then sq_mutex, as a doorbell does; it holds a reference to the QP,
+ * then rq_mutex, then, rq_mutex released, sq_mutex, as a doorbell does;
+ * a RESET alone holds rq_mutex under sq_mutex.  It holds a reference to the QP,
  * which its destroy waits for.  The completion path queues it, under
  * kqp_cq.lock and kqp_qp.lock, and never waits for it.
  *
@@ -619,11 +621,19 @@ struct kqp_ring {
  *	kernel stays committed without a signaled send.  Written by the
  *	poller under @sq_mutex and @lock, read under either
  * @rq_polled: the poller serves the receive ring, under @rq_mutex
+ * @rq_async: the receive ring is drained after receive completions
+ *	(KQP_QP_RINGS_RECV_ASYNC); set before the QP is published
+ * @rq_committed: under @lock: the receive ring's NEED_DOORBELL is clear,
+ *	and a receive completion queues @drain_work (ring.c)
+ * @rq_low: with @rq_async, the receives the device must hold for the
+ *	kernel to stay committed to the receive ring
+ * @rq_peer_waits: the peer retries an RNR NAK for ever (the id's CONNECT
+ *	or ACCEPT said so): only then does the kernel commit (ring.c)
  * @sq_ready: under @sq_mutex: the device took a send chain since the QP
  *	was made or last reset, so it is in a state that sends; only then
  *	does the poller commit to the send ring (ring.c)
- * @drain_work: drains the send ring after completions, holding a
- *	reference to the QP
+ * @drain_work: drains the rings after completions, holding a reference
+ *	to the QP
  * @async_reported: async events read for the QP
  * @mcast_mutex: protects @mcasts and @nr_mcasts
  * @mcasts: struct kqp_qp_mcast, the groups the QP is attached to; they are
@@ -662,6 +672,10 @@ struct kqp_qp {
 	bool sq_committed;
 	bool sq_polled;
 	bool rq_polled;
+	bool rq_async;
+	bool rq_committed;
+	bool rq_peer_waits;
+	u32 rq_low;
 	bool sq_ready;
 	struct work_struct drain_work;
 	u32 async_reported;
@@ -992,7 +1006,11 @@ u32 kqp_post_chain(struct kqp_qp *qp, bool recv, union kqp_kwr *kwrs,
 int kqp_qp_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma);
 
 /* ring.c */
-void kqp_qp_rings_init(struct kqp_qp *qp);
+void kqp_qp_rings_init(struct kqp_qp *qp, bool recv_async);
+void kqp_rq_retired(struct kqp_qp *qp);
+void kqp_qp_peer_rnr(struct kqp_qp *qp, struct rdma_cm_id *cm_id,
+		     u8 rnr_retry);
+void kqp_rq_commit(struct kqp_qp *qp, bool commit);
 void kqp_qp_rings_free(struct kqp_qp *qp);
 void kqp_qp_rings_to_user(const struct kqp_qp *qp,
 			  struct kqp_qp_ring_info *info);

@@ -140,18 +140,42 @@ static void kqp_qp_retire_sends(struct kqp_qp *qp, u32 n)
 /*
  * The QP went to RESET, which discards its work without completions:
  * its slots are free again (a late completion for one is stale and
- * dropped), nothing signaled is outstanding, and a send ring that failed
- * (ring.c) posts requests again, not placeholders that a QP able to send
- * would send.  Called with sq_mutex held, the transition made under it,
- * so no drain sees the QP between the two.
+ * dropped), nothing signaled is outstanding, no receive either, an
+ * asynchronous receive ring's unposted entries are dropped, and a ring
+ * that failed (ring.c) posts requests again, not placeholders that a QP
+ * able to send would send.  Called with sq_mutex and rq_mutex held,
+ * the transition made under them, so no drain sees the QP between the
+ * two.
  */
 static void kqp_qp_reset(struct kqp_qp *qp)
 {
-	struct kqp_ring *r = &qp->sq_ring;
+	struct kqp_ring *r = &qp->sq_ring, *rr = &qp->rq_ring;
 
 	r->failed = false;
 	r->fail_status = 0;
+	rr->failed = false;
+	rr->fail_status = 0;
 	qp->sq_ready = false;
+	/*
+	 * What an asynchronous receive ring holds unposted was posted as far
+	 * as the process knows: it goes with the queue, as a device's
+	 * receives do, and does not reach the QP's next connection.  The
+	 * tail is read once and checked, as a drain reads it; the slots move
+	 * with the ring, so that @retired keeps counting ring entries.
+	 */
+	if (qp->rq_async) {
+		u32 n = READ_ONCE(rr->hdr->tail) - rr->head;
+
+		if (n > rr->nr)
+			n = 0;
+		WRITE_ONCE(rr->head, rr->head + n);
+		rr->stopped = false;
+		spin_lock_irq(&qp->lock);
+		qp->rq.head += n;
+		spin_unlock_irq(&qp->lock);
+		/* Pairs with kqp_wq_consumed() (lib/ring.h), as a drain's. */
+		smp_store_release(&rr->hdr->head, rr->head);
+	}
 	spin_lock_irq(&qp->lock);
 	qp->sq.tail = qp->sq.head;
 	if (!qp->srq)
@@ -160,6 +184,11 @@ static void kqp_qp_reset(struct kqp_qp *qp)
 	kqp_sq_commit(qp, false);
 	if (r->nr)
 		smp_store_release(&r->hdr->retired, qp->sq.tail);
+	/* No receive is left to drain the ring after: it is rung again. */
+	if (qp->rq_async) {
+		kqp_rq_commit(qp, false);
+		smp_store_release(&rr->hdr->retired, qp->rq.tail);
+	}
 	spin_unlock_irq(&qp->lock);
 }
 
@@ -210,10 +239,13 @@ void kqp_qp_complete(struct kqp_ucontext *uctx, struct ib_wc *wc,
 
 	/* Completions come in order: everything before it is done too. */
 	n = ((idx - wq->tail) & KQP_WRID_SLOT_MASK) + 1;
-	if (!recv)
+	if (!recv) {
 		kqp_qp_retire_sends(qp, n);
-	else
+	} else {
 		wq->tail += n;
+		if (qp->rq_async)
+			kqp_rq_retired(qp);
+	}
 	*report = true;
 unlock:
 	spin_unlock(&qp->lock);
@@ -324,8 +356,10 @@ static void kqp_qp_destroy_hw(struct kqp_vobj *vobj)
 	}
 	/* Nor does the poller post receives: a receive rings, and learns. */
 	if (qp->rq_ring.nr) {
-		qp->rq_polled = false;
-		WRITE_ONCE(qp->rq_ring.hdr->flags, KQP_WQ_RING_NEED_DOORBELL);
+		WRITE_ONCE(qp->rq_polled, false);
+		spin_lock_irq(&qp->lock);
+		kqp_rq_commit(qp, false);
+		spin_unlock_irq(&qp->lock);
 	}
 
 	if (cm_id && cm_id->qp == qp->qp) {
@@ -950,7 +984,7 @@ int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
 		ret = kqp_wq_init(&qp->rq, qp->srq ? 0 : qp->cap.max_recv_wr);
 	/* Without them (memory, max_queue_bytes) it posts with the ioctls. */
 	if (!ret && (cmd->flags & KQP_CREATE_QP_RINGS))
-		kqp_qp_rings_init(qp);
+		kqp_qp_rings_init(qp, cmd->flags & KQP_CREATE_QP_RECV_ASYNC);
 	if (!ret)
 		ret = kqp_create_qp_respond(ucmd, qp, &us);
 	if (ret) {
@@ -1182,11 +1216,13 @@ int kqp_modify_qp_ioctl(struct kqp_ucmd *ucmd)
 	if (ret)
 		goto out;
 	if ((mask & IB_QP_STATE) && attr.qp_state == IB_QPS_RESET) {
-		/* With the send ring's drains out (kqp_qp_reset()). */
+		/* With the rings' drains out (kqp_qp_reset()). */
 		mutex_lock(&qp->sq_mutex);
+		mutex_lock(&qp->rq_mutex);
 		ret = ib_modify_qp(qp->qp, &attr, mask);
 		if (!ret)
 			kqp_qp_reset(qp);
+		mutex_unlock(&qp->rq_mutex);
 		mutex_unlock(&qp->sq_mutex);
 	} else {
 		ret = ib_modify_qp(qp->qp, &attr, mask);

@@ -102,7 +102,7 @@ static size_t kqp_ring_stage_bytes(const struct kqp_ring *r)
  * find no memory, gets none and posts with the ioctls: the flag asks for
  * speed, not for different semantics.
  */
-void kqp_qp_rings_init(struct kqp_qp *qp)
+void kqp_qp_rings_init(struct kqp_qp *qp, bool recv_async)
 {
 	struct kqp_ring *sq = &qp->sq_ring, *rq = &qp->rq_ring;
 	u64 send_bytes, bytes, charged = qp->vobj.queue_bytes;
@@ -145,8 +145,14 @@ void kqp_qp_rings_init(struct kqp_qp *qp)
 	rq->entries = sq->entries + (size_t)sq->nr * sq->entry_size;
 	/* Nothing drains unprompted: every publish must be rung. */
 	sq->hdr->flags = KQP_WQ_RING_NEED_DOORBELL;
-	if (rq->nr)
+	if (rq->nr) {
 		rq->hdr->flags = KQP_WQ_RING_NEED_DOORBELL;
+		/* Refused entries are consumed as an RC send ring's are. */
+		qp->rq_async = recv_async && qp->qp_type == IB_QPT_RC;
+		qp->rq_low = max(qp->cap.max_recv_wr / 2, 1U);
+		/* Off an id, the flag is the caller's word for it. */
+		qp->rq_peer_waits = qp->rq_async && !qp->cm;
+	}
 	return;
 
 err:
@@ -189,7 +195,8 @@ void kqp_qp_rings_to_user(const struct kqp_qp *qp,
 		return;
 	info->mmap_offset = (u64)qp->vobj.obj.id << PAGE_SHIFT;
 	info->mmap_size = qp->ring_bytes;
-	info->flags = KQP_QP_RINGS_SEND_ASYNC;
+	info->flags = KQP_QP_RINGS_SEND_ASYNC |
+		      (qp->rq_async ? KQP_QP_RINGS_RECV_ASYNC : 0);
 	kqp_ring_info(qp, &qp->sq_ring, &info->sq);
 	kqp_ring_info(qp, &qp->rq_ring, &info->rq);
 }
@@ -233,19 +240,20 @@ static bool kqp_sq_outstanding(struct kqp_qp *qp)
 }
 
 /*
- * A send entry the kernel refused.  The process was told nothing when it
+ * An entry of @r the kernel refused: an RC send, or a receive of an
+ * asynchronous receive ring.  The process was told nothing when it
  * published it (it may not even have rung), so it learns as it would from
  * a device: the QP goes to ERR, the entry completes with @status and every
  * later one with a flush.  Each takes its slot as a zero-length signaled
- * SEND posted to the QP in ERR, which the device flushes without sending
- * anything (IBTA: work posted in the Error state completes in error);
- * kqp_qp_complete() reports @status for the first.  Returns 0, or the
- * errno of a device that refused the transition, in which case the drain
- * stops at the entry as a receive drain does.
+ * SEND, or a receive without SGEs, posted to the QP in ERR, which the
+ * device flushes without sending or writing anything (IBTA: work posted in
+ * the Error state completes in error); kqp_qp_complete() reports @status
+ * for the first.  Returns 0, or the errno of a device that refused the
+ * transition, in which case the drain stops at the entry as a receive
+ * drain does.
  */
-static int kqp_ring_fail_send(struct kqp_qp *qp, u8 status)
+static int kqp_ring_fail(struct kqp_qp *qp, struct kqp_ring *r, u8 status)
 {
-	struct kqp_ring *r = &qp->sq_ring;
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 	int ret;
 
@@ -257,8 +265,9 @@ static int kqp_ring_fail_send(struct kqp_qp *qp, u8 status)
 	return 0;
 }
 
-/* Staging slot @j becomes the placeholder of a refused send entry. */
-static void kqp_ring_placeholder(struct kqp_ring *r, u32 j, u8 *status)
+/* Staging slot @j becomes the placeholder of a refused entry. */
+static void kqp_ring_placeholder(struct kqp_ring *r, bool recv, u32 j,
+				 u8 *status)
 {
 	struct ib_send_wr *wr = &r->kwrs[j].send;
 
@@ -267,8 +276,10 @@ static void kqp_ring_placeholder(struct kqp_ring *r, u32 j, u8 *status)
 		r->ahs[j] = NULL;
 	}
 	memset(&r->kwrs[j], 0, sizeof(r->kwrs[j]));
-	wr->opcode = IB_WR_SEND;
-	wr->send_flags = IB_SEND_SIGNALED;
+	if (!recv) {
+		wr->opcode = IB_WR_SEND;
+		wr->send_flags = IB_SEND_SIGNALED;
+	}
 	*status = r->fail_status;
 	/* Only the first reports its own status; the device flushes the rest. */
 	r->fail_status = 0;
@@ -280,11 +291,12 @@ static void kqp_ring_placeholder(struct kqp_ring *r, u32 j, u8 *status)
  * KQP_RING_DRAIN_MAX entries: the device's hw_rwsem, which every destroy
  * on the device waits for, is held no longer than a post ioctl's largest
  * list holds it.  A receive drain stops at the first entry that fails,
- * which the head then names, and so does a UD send drain.  An RC send
- * entry the kernel's checks refuse is consumed (kqp_ring_fail_send()),
- * once the signaled sends before it have completed: until then the drain
- * stops there without an error, and the ring stays committed, so their
- * completion drains it again.  An RC send drain fails only where the
+ * which the head then names, and so does a UD send drain, unless the
+ * receive ring is asynchronous.  An RC send entry the kernel's checks
+ * refuse is consumed (kqp_ring_fail()), once the signaled sends before it
+ * have completed: until then the drain stops there without an error, and
+ * the ring stays committed, so their completion drains it again.  So is
+ * a receive entry of an asynchronous ring, at once.  An RC send drain fails only where the
  * device refuses.  Called with the queue's mutex and hw_rwsem (read)
  * held.
  */
@@ -320,31 +332,35 @@ static int kqp_ring_drain(struct kqp_qp *qp, bool recv)
 					     &opcodes[built]);
 			if (!err && !r->failed)
 				continue;
-			/* A placeholder would need an AH: UD stops, as receives. */
-			if (recv || qp->qp_type != IB_QPT_RC) {
+			/*
+			 * A UD send's placeholder would need an AH: it stops,
+			 * as a receive of a synchronous ring does.
+			 */
+			if (recv ? !qp->rq_async : qp->qp_type != IB_QPT_RC) {
 				ret = err;
 				break;
 			}
 			if (!r->failed) {
 				/*
 				 * What comes before it goes to the device first,
-				 * and completes, as on a device: the entry is
-				 * copied and built again after them.
+				 * and a send completes, as on a device: the entry
+				 * is copied and built again after them.  The
+				 * receives before a refused one are flushed.
 				 */
 				if (built)
 					break;
-				if (kqp_sq_outstanding(qp)) {
+				if (!recv && kqp_sq_outstanding(qp)) {
 					waiting = true;
 					break;
 				}
-				ret = kqp_ring_fail_send(qp,
+				ret = kqp_ring_fail(qp, r,
 						opcodes[built] == U32_MAX ?
 						IB_WC_LOC_QP_OP_ERR :
 						IB_WC_LOC_PROT_ERR);
 				if (ret)
 					break;
 			}
-			kqp_ring_placeholder(r, built, &status[built]);
+			kqp_ring_placeholder(r, recv, built, &status[built]);
 		}
 		/* An entry not in the chain keeps no AH. */
 		if (built < m && r->ahs[built]) {
@@ -352,8 +368,8 @@ static int kqp_ring_drain(struct kqp_qp *qp, bool recv)
 			r->ahs[built] = NULL;
 		}
 		posted = built ? kqp_post_chain(qp, recv, r->kwrs, wr_ids,
-						opcodes, recv ? NULL : status,
-						built, &err) : 0;
+						opcodes, status, built,
+						&err) : 0;
 		/* An entry the device refused comes before one that failed. */
 		if (posted < built)
 			ret = err;
@@ -397,34 +413,136 @@ void kqp_sq_commit(struct kqp_qp *qp, bool commit)
 }
 
 /*
- * A receive ring's flags, under rq_mutex: it always asks for the
- * doorbell, and says whether the poller posts what is published meanwhile
- * (kqp_qp_poll()).  A stopped ring is not polled.
+ * With qp->lock held: whether the kernel is committed to drain the
+ * receive ring unprompted (only ever with @rq_async), and the ring's
+ * flags, which say so: NEED_DOORBELL when it is not, and POLLED while
+ * the poller posts what is published (kqp_qp_poll()).  A stopped ring is
+ * not polled.  @rq_polled and the ring's @stopped are written under
+ * rq_mutex, whose holder settles after changing them: flags written here
+ * from a completion with a stale copy are written again then.
  */
-static void kqp_rq_flags(struct kqp_qp *qp)
+void kqp_rq_commit(struct kqp_qp *qp, bool commit)
 {
 	struct kqp_ring *r = &qp->rq_ring;
+	bool polled = READ_ONCE(qp->rq_polled) && !READ_ONCE(r->stopped);
 
-	lockdep_assert_held(&qp->rq_mutex);
-	WRITE_ONCE(r->hdr->flags, KQP_WQ_RING_NEED_DOORBELL |
-		   (qp->rq_polled && !r->stopped ? KQP_WQ_RING_POLLED : 0));
+	lockdep_assert_held(&qp->lock);
+	WRITE_ONCE(qp->rq_committed, commit);
+	WRITE_ONCE(r->hdr->flags, (commit ? 0 : KQP_WQ_RING_NEED_DOORBELL) |
+		   (polled ? KQP_WQ_RING_POLLED : 0));
 }
 
 /*
- * Drain the receive ring, with rq_mutex held, and note the outcome: a
- * ring that stopped on an entry is drained again only by a doorbell (the
- * process may rewind its tail past it meanwhile), and its flags say
- * whether the poller serves it.  Returns the drain's errno.
+ * After a drain of the receive ring, under rq_mutex: decide whether the
+ * process must ring for what it publishes next.  An asynchronous ring is
+ * committed while the device holds @rq_low of its receives or more: the
+ * completion that takes it below, which must come before the device runs
+ * out, queues drain_work (kqp_rq_retired()).  The decision and the count are
+ * both under qp->lock, so a completion either comes after it and sees
+ * it, or came before and left the count it read.  Not committed,
+ * NEED_DOORBELL is set, then the tail is read once more, as
+ * kqp_sq_settle() does and for the same reason; the smp_mb() pairs with
+ * the fence in kqp_wq_need_doorbell() (lib/ring.h).  Returns true when
+ * nothing is left behind, false when the caller must drain again.
  */
-static int kqp_rq_drain(struct kqp_qp *qp)
+static bool kqp_rq_settle(struct kqp_qp *qp)
 {
-	int ret = kqp_ring_drain(qp, true);
+	struct kqp_ring *r = &qp->rq_ring;
+	bool commit;
 
-	if (qp->rq_ring.nr) {
-		qp->rq_ring.stopped = ret;
-		kqp_rq_flags(qp);
-	}
-	return ret;
+	spin_lock_irq(&qp->lock);
+	commit = qp->rq_async && READ_ONCE(qp->rq_peer_waits) && !r->stopped &&
+		 qp->rq.head - qp->rq.tail >= qp->rq_low;
+	kqp_rq_commit(qp, commit);
+	spin_unlock_irq(&qp->lock);
+	/* A synchronous ring is always rung: nothing can be left behind. */
+	if (commit || r->stopped || !qp->rq_async)
+		return true;
+	smp_mb();
+	return READ_ONCE(r->hdr->tail) == r->head;
+}
+
+/*
+ * Drain the receive ring and settle it, again while the process keeps
+ * publishing behind the settle, @rounds times at most.  A ring that
+ * stopped on an entry is drained again only by a doorbell (the process
+ * may rewind its tail past it meanwhile).  Returns the drain's errno, 0,
+ * or -EAGAIN when entries were left for another round.  Called with
+ * rq_mutex and hw_rwsem (read) held.
+ */
+static int kqp_rq_drain_settle(struct kqp_qp *qp, unsigned int rounds)
+{
+	int ret;
+
+	do {
+		ret = kqp_ring_drain(qp, true);
+		if (!qp->rq_ring.nr)
+			return ret;
+		/*
+		 * A doorbell cut short by a fatal signal stops nothing that
+		 * a post already returned from: drain_work takes the rest.
+		 */
+		if (ret == -EINTR && qp->rq_async)
+			ret = 0;
+		WRITE_ONCE(qp->rq_ring.stopped, ret);
+		if (kqp_rq_settle(qp))
+			return ret;
+		cond_resched();
+	} while (--rounds);
+	return -EAGAIN;
+}
+
+/*
+ * CONNECT or ACCEPT of @qp's id, with the id's lock, and @rnr_retry the
+ * caller's rnr_retry_count.  The CM hands it to the peer (in the REQ or
+ * the REP), whose QP then retries that often when it finds no receive
+ * of ours: 7 is for ever.  Only then may a receive ring leave receives
+ * for later (kqp_rq_settle()): a peer that sends faster than the kernel
+ * posts them meets an RNR NAK and tries again, where with fewer retries
+ * its QP would fail, as cmatose's do (rnr_retry_count 0) when a burst
+ * overtakes the kworker.  iWARP has no RNR NAK: a missing receive is
+ * fatal there.  A QP not on an id (the caller connects it itself) never
+ * learns its peer's count, and keeps its receive ring synchronous.
+ */
+void kqp_qp_peer_rnr(struct kqp_qp *qp, struct rdma_cm_id *cm_id,
+		     u8 rnr_retry)
+{
+	WRITE_ONCE(qp->rq_peer_waits,
+		   rnr_retry >= 7 &&
+		   !rdma_protocol_iwarp(cm_id->device, cm_id->port_num));
+}
+
+/*
+ * A receive of an asynchronous ring completed, with qp->lock held
+ * (kqp_qp_complete()): publish how far the receives retired.  While the
+ * device still holds @rq_low or more, nothing else: what was published
+ * waits for the QP's next doorbell (libkqp's send doorbells carry the
+ * receive ring) or for the completion that takes the device below
+ * @rq_low, which ends the commitment and queues a drain if anything was
+ * published, with @rq_low - 1 receives left in the device meanwhile.  So
+ * a ping-pong, whose receives ride on its sends' doorbells, wakes no
+ * kworker.  The smp_mb() pairs with the fence in kqp_wq_need_doorbell(),
+ * as kqp_rq_settle()'s does: an entry published before the process saw
+ * NEED_DOORBELL is seen here.  The head is read without rq_mutex: a
+ * drain that holds it settles after it moves the head, under qp->lock,
+ * so it decides on its own head.
+ */
+void kqp_rq_retired(struct kqp_qp *qp)
+{
+	struct kqp_ring *r = &qp->rq_ring;
+
+	lockdep_assert_held(&qp->lock);
+	/*
+	 * Pairs with the acquire load in kqp_wq_retired() (lib/ring.h): the
+	 * slots below it are free.
+	 */
+	smp_store_release(&r->hdr->retired, qp->rq.tail);
+	if (!qp->rq_committed || qp->rq.head - qp->rq.tail >= qp->rq_low)
+		return;
+	kqp_rq_commit(qp, false);
+	smp_mb();
+	if (READ_ONCE(r->hdr->tail) != READ_ONCE(r->head))
+		kqp_qp_queue_drain(qp);
 }
 
 /*
@@ -545,31 +663,44 @@ void kqp_qp_queue_drain(struct kqp_qp *qp)
 }
 
 /*
- * Drain a send ring the kernel committed to drain: what the process
- * published after a signaled send and without ringing.  One round, then
- * it queues itself again if the process is still publishing behind the
- * settle: it runs on behalf of the process, outside its own context.  A
- * refused entry fails the QP (kqp_ring_fail_send()).  A device that
- * refuses the chain stops the ring, with NEED_DOORBELL set, and the next
- * doorbell drains it again and returns the errno; nothing drains a
+ * Drain the rings the kernel committed to drain: what the process
+ * published after a signaled send, or behind the receives of an
+ * asynchronous receive ring, without ringing.  The receive ring first,
+ * as a doorbell does; only a ring with something published.  One round
+ * each, then it queues itself again if the process is still publishing
+ * behind a settle: it runs on behalf of the process, outside its own
+ * context.  A refused entry fails the QP (kqp_ring_fail()).  A device
+ * that refuses the chain stops the ring, with NEED_DOORBELL set, and the
+ * next doorbell drains it again and returns the errno; nothing drains a
  * stopped ring before that, so the process may take back its entries.
+ * The heads are read without the mutexes only to skip an empty ring: a
+ * drain that moved one settled after it.
  */
 void kqp_qp_drain_work(struct work_struct *work)
 {
 	struct kqp_qp *qp = container_of(work, struct kqp_qp, drain_work);
 	struct rw_semaphore *hw_rwsem = &qp->vobj.kdev->hw_rwsem;
-	int ret = 0;
+	struct kqp_ring *rq = &qp->rq_ring, *sq = &qp->sq_ring;
+	int ret = 0, rret = 0;
 
 	down_read(hw_rwsem);
-	if (!qp->vobj.hw_gone) {
+	if (!qp->vobj.hw_gone && qp->rq_async &&
+	    READ_ONCE(rq->hdr->tail) != READ_ONCE(rq->head)) {
+		mutex_lock(&qp->rq_mutex);
+		if (!rq->stopped)
+			rret = kqp_rq_drain_settle(qp, 1);
+		mutex_unlock(&qp->rq_mutex);
+	}
+	if (!qp->vobj.hw_gone &&
+	    READ_ONCE(sq->hdr->tail) != READ_ONCE(sq->head)) {
 		mutex_lock(&qp->sq_mutex);
-		if (!qp->sq_ring.stopped)
+		if (!sq->stopped)
 			ret = kqp_sq_drain_settle(qp, 1);
 		mutex_unlock(&qp->sq_mutex);
 	}
 	up_read(hw_rwsem);
 	/* Still being fed: let other work run, then go on. */
-	if (ret == -EAGAIN)
+	if (ret == -EAGAIN || rret == -EAGAIN)
 		kqp_qp_queue_drain(qp);
 	kqp_object_put(&qp->vobj.obj);
 }
@@ -587,8 +718,9 @@ void kqp_qp_drain_work(struct work_struct *work)
  * ends the poller's commitment: with @sq_polled cleared first, under
  * sq_mutex and qp->lock, it sets NEED_DOORBELL unless a signaled send
  * keeps the kernel committed, then reads the tail again (smp_mb(), paired
- * with kqp_wq_need_doorbell() in lib/ring.h).  A receive ring needs no
- * such pair: userspace waits for @head and rings if it does not move.
+ * with kqp_wq_need_doorbell() in lib/ring.h).  A synchronous receive
+ * ring needs no such pair: userspace waits for @head and rings if it
+ * does not move.  An asynchronous one settles as after any drain.
  */
 u32 kqp_qp_poll(struct kqp_qp *qp, bool polled)
 {
@@ -605,13 +737,14 @@ u32 kqp_qp_poll(struct kqp_qp *qp, bool polled)
 	r = &qp->rq_ring;
 	if (r->nr) {
 		mutex_lock(&qp->rq_mutex);
-		qp->rq_polled = polled;
-		if (!r->stopped && READ_ONCE(r->hdr->tail) != r->head) {
+		WRITE_ONCE(qp->rq_polled, polled);
+		if (!r->stopped) {
 			head = r->head;
-			kqp_rq_drain(qp);
+			if (kqp_rq_drain_settle(qp, 1) == -EAGAIN)
+				took++;
 			took += r->head - head;
 		} else {
-			kqp_rq_flags(qp);
+			kqp_rq_settle(qp);
 		}
 		mutex_unlock(&qp->rq_mutex);
 	}
@@ -655,8 +788,13 @@ static int kqp_doorbell_one(struct kqp_ucontext *uctx, u32 handle, u32 flags)
 	}
 	if (flags & KQP_DB_RECV) {
 		mutex_lock(&qp->rq_mutex);
-		ret = kqp_rq_drain(qp);
+		ret = kqp_rq_drain_settle(qp, KQP_RING_WORK_ROUNDS);
 		mutex_unlock(&qp->rq_mutex);
+		/* As for sends below. */
+		if (ret == -EAGAIN) {
+			kqp_qp_queue_drain(qp);
+			ret = 0;
+		}
 	}
 	if (!ret && (flags & KQP_DB_SEND)) {
 		mutex_lock(&qp->sq_mutex);

@@ -356,6 +356,8 @@ static inline size_t kqp_recv_wr_len(const struct kqp_recv_wr *k)
  * @type: the QP's type (an SRQ's receives: IBV_QPT_RC, unused)
  * @gone: the kernel's QP went with its id
  * @wq: the queue's ring, or NULL: post with the ioctl
+ * @rq: for a send, the QP's asynchronous receive ring, drained by the
+ *	send's doorbell too; or NULL
  */
 struct kqp_post_target {
 	int fd;
@@ -363,6 +365,7 @@ struct kqp_post_target {
 	enum ibv_qp_type type;
 	bool gone;
 	struct kqp_lwq *wq;
+	struct kqp_lwq *rq;
 };
 
 struct kqp_post_target kqp_qp_target(struct ibv_qp *qp, bool recv);

@@ -29,25 +29,36 @@ void kqp_qp_cmd_init(struct kqp_create_qp *cmd, struct kqp_lqp *qp,
 		     const struct ibv_qp_cap *cap)
 {
 	const char *rings = getenv("KQP_RINGS");
+	const char *recv = getenv("KQP_RECV_ASYNC");
 
 	cmd->qp_type = type == IBV_QPT_RC ? KQP_QPT_RC : KQP_QPT_UD;
 	cmd->flags = sq_sig_all ? KQP_CREATE_QP_SQ_SIG_ALL : 0;
-	/* KQP_RINGS=0: post with the ioctls, for comparisons. */
-	if (!rings || strcmp(rings, "0"))
+	/*
+	 * KQP_RINGS=0: post with the ioctls; KQP_RECV_ASYNC=0: ring for
+	 * every receive; both for comparisons.
+	 */
+	if (!rings || strcmp(rings, "0")) {
 		cmd->flags |= KQP_CREATE_QP_RINGS;
+		if (!recv || strcmp(recv, "0"))
+			cmd->flags |= KQP_CREATE_QP_RECV_ASYNC;
+	}
 	cmd->uid = (uintptr_t)qp;
 	kqp_qp_cap_to_kern(&cmd->cap, cap);
 }
 
 /*
- * KQP_IOCTL_CREATE_QP; a kernel without submission rings is asked again
- * without them.  0 or -errno.
+ * KQP_IOCTL_CREATE_QP; a kernel without asynchronous receive rings, or
+ * without submission rings, is asked again without them.  0 or -errno.
  */
 int kqp_create_qp_cmd(int fd, struct kqp_create_qp *cmd)
 {
 	int ret;
 
 	ret = kqp_ioctl(fd, KQP_IOCTL_CREATE_QP, cmd);
+	if (ret == -EOPNOTSUPP && (cmd->flags & KQP_CREATE_QP_RECV_ASYNC)) {
+		cmd->flags &= ~KQP_CREATE_QP_RECV_ASYNC;
+		ret = kqp_ioctl(fd, KQP_IOCTL_CREATE_QP, cmd);
+	}
 	if (ret == -EOPNOTSUPP && (cmd->flags & KQP_CREATE_QP_RINGS)) {
 		cmd->flags &= ~KQP_CREATE_QP_RINGS;
 		ret = kqp_ioctl(fd, KQP_IOCTL_CREATE_QP, cmd);
@@ -129,7 +140,8 @@ static bool kqp_qp_rings(struct kqp_lqp *qp)
 				     info->flags & KQP_QP_RINGS_SEND_ASYNC);
 			kqp_lwq_init(&qp->rq, ring, &info->rq,
 				     qp->cap.max_recv_sge, 0,
-				     qp->cap.max_recv_wr, false);
+				     qp->cap.max_recv_wr,
+				     info->flags & KQP_QP_RINGS_RECV_ASYNC);
 			state = KQP_RINGS_MAPPED;
 		}
 		__atomic_store_n(&qp->ring_state, state, __ATOMIC_RELEASE);
@@ -197,6 +209,12 @@ static int kqp_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
 	if (!qp)
 		return -ENOMEM;
 	kqp_qp_cmd_init(&cmd, qp, attr->qp_type, attr->sq_sig_all, &attr->cap);
+	/*
+	 * The flag would assert that the peer retries RNR NAKs for ever: the
+	 * kernel learns that from an id's connection, the library cannot
+	 * know it of a QP the program connects itself.
+	 */
+	cmd.flags &= ~KQP_CREATE_QP_RECV_ASYNC;
 	cmd.pd = pd->handle;
 	cmd.send_cq = attr->send_cq->handle;
 	cmd.recv_cq = attr->recv_cq->handle;
@@ -472,21 +490,50 @@ static void kqp_send_wr_fill(void *p, enum ibv_qp_type type,
 	}
 }
 
-/* One doorbell for one of a QP's rings; the QP's errno, or the call's. */
+/*
+ * Has an asynchronous receive ring entries the kernel has not taken?  A
+ * stale answer costs a drain, or leaves them to the kernel, which is
+ * committed to drain them anyway: relaxed loads suffice.
+ */
+static bool kqp_rq_published(const struct kqp_lwq *rq)
+{
+	return rq && __atomic_load_n(&rq->hdr->tail, __ATOMIC_RELAXED) !=
+		     __atomic_load_n(&rq->hdr->head, __ATOMIC_RELAXED);
+}
+
+/*
+ * One doorbell for one of a QP's rings; the QP's errno, or the call's.
+ * A send's also drains the receives an asynchronous receive ring holds,
+ * as an entry of its own, whose errno is not the send's: a ping-pong's
+ * receive then reaches the device in the send's system call, with no
+ * kworker to wake after the next completion.  Only with the receive
+ * queue's lock, taken without waiting: a receive post that holds it may
+ * be taking back entries a refused doorbell left (kqp_ring_post()),
+ * which no other drain may post meanwhile.
+ */
 static int kqp_ring_doorbell(const struct kqp_post_target *t, bool recv)
 {
-	struct kqp_doorbell_entry e = {
-		.qp = t->handle,
-		.flags = recv ? KQP_DB_RECV : KQP_DB_SEND,
+	struct kqp_doorbell_entry e[2] = {
+		{ .qp = t->handle, .flags = KQP_DB_RECV },
+		{ .qp = t->handle, .flags = KQP_DB_SEND },
 	};
 	struct kqp_doorbell db = {
 		.size = sizeof(db),
 		.flags = kqp_session_poller() ? KQP_DOORBELL_WAKE_POLLER : 0,
 		.count = 1,
-		.entry_size = sizeof(e),
-		.entries = (uintptr_t)&e,
+		.entry_size = sizeof(e[0]),
+		.entries = (uintptr_t)&e[recv ? 0 : 1],
 	};
+	struct kqp_doorbell_entry *mine = recv ? &e[0] : &e[1];
+	bool rq_locked = false;
 	int ret;
+
+	if (!recv && kqp_rq_published(t->rq) &&
+	    !pthread_mutex_trylock(&t->rq->lock)) {
+		rq_locked = true;
+		db.count = 2;
+		db.entries = (uintptr_t)e;
+	}
 
 	ret = kqp_ioctl(t->fd, KQP_IOCTL_DOORBELL, &db);
 	/*
@@ -499,7 +546,9 @@ static int kqp_ring_doorbell(const struct kqp_post_target *t, bool recv)
 		db.flags = 0;
 		ret = kqp_ioctl(t->fd, KQP_IOCTL_DOORBELL, &db);
 	}
-	return ret ? ret : -e.out_errno;
+	if (rq_locked)
+		pthread_mutex_unlock(&t->rq->lock);
+	return ret ? ret : -mine->out_errno;
 }
 
 /*
@@ -633,7 +682,10 @@ static uint32_t kqp_lwq_busy(const struct kqp_lwq *wq)
  * posted them: a receive is there for a message that follows our
  * return.  The kernel stops at one it refuses; those it did not take are
  * withdrawn by moving the tail back, under the queue's lock, so nobody
- * else's entries are lost.
+ * else's entries are lost.  An asynchronous receive ring (@wq->async) is
+ * rung for only when the kernel asks: while the device holds half the
+ * queue it posts them at the next doorbell (kqp_ring_doorbell()), or
+ * once the device is down to fewer, and fails the QP at one it refuses.
  *
  * On a send ring the kernel drains after completions (@wq->async),
  * sends are rung for only when the kernel asks (NEED_DOORBELL): while a
@@ -690,7 +742,17 @@ static int kqp_ring_post(const struct kqp_post_target *t, bool recv,
 		goto out;
 	wq->tail = start + n;
 	kqp_wq_publish(&wq->hdr->tail, wq->tail);
-	if (wq->async) {
+	if (wq->async && recv) {
+		/*
+		 * Committed: the kernel drains at the next doorbell, or after
+		 * the completion that leaves the device fewer than half the
+		 * queue, before it runs out; or the poller does.
+		 */
+		if (!kqp_wq_need_doorbell(&wq->hdr->flags,
+					  KQP_WQ_RING_NEED_DOORBELL))
+			goto out;
+	}
+	if (wq->async && !recv) {
 		int err;
 
 		/*
@@ -959,12 +1021,16 @@ struct kqp_post_target kqp_qp_target(struct ibv_qp *qp, bool recv)
 	struct kqp_lqp *lqp = to_lqp(qp);
 	struct kqp_lwq *wq = recv ? &lqp->rq : &lqp->sq;
 
+	bool rings = kqp_qp_rings(lqp);
+
 	return (struct kqp_post_target){
 		.fd = qp->context->cmd_fd,
 		.handle = qp->handle,
 		.type = qp->qp_type,
 		.gone = lqp->gone,
-		.wq = kqp_qp_rings(lqp) && wq->nr ? wq : NULL,
+		.wq = rings && wq->nr ? wq : NULL,
+		.rq = rings && !recv && lqp->rq.nr && lqp->rq.async ?
+		      &lqp->rq : NULL,
 	};
 }
 

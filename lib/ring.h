@@ -88,9 +88,10 @@ static inline uint32_t kqp_wq_consumed(const uint32_t *head)
 }
 
 /*
- * Pairs with kqp_qp_retire_sends()'s smp_store_release() of the send
- * ring's retired index: the kernel's slots below it are free, so it has
- * one for every entry up to the ring's size past it.
+ * Pairs with the smp_store_release() of a ring's retired index, in
+ * kqp_qp_retire_sends() (send ring) or kqp_rq_retired() (asynchronous
+ * receive ring): the kernel's slots below it are free, so it has one for
+ * every entry up to the queue's depth past it.
  */
 static inline uint32_t kqp_wq_retired(const uint32_t *retired)
 {
@@ -100,12 +101,14 @@ static inline uint32_t kqp_wq_retired(const uint32_t *retired)
 /*
  * After kqp_wq_publish(): must we ring?  The fence orders our store of
  * the tail before the load of the flags.  It pairs with the smp_mb() in
- * kqp_sq_settle() (kernel/ring.c), between the kernel's store of
+ * kqp_sq_settle() (kernel/ring.c), or for a receive ring kqp_rq_settle()
+ * and kqp_rq_retired(), between the kernel's store of
  * NEED_DOORBELL and its load of the tail: a store-buffering pair, so
  * either the kernel sees our tail and drains it, or we see the flag and
  * ring.  A clear flag means the kernel committed to drain again (a
- * signaled send is outstanding, or the poller serves the ring, and then
- * KQP_WQ_RING_POLLED is set).  The poller's last look before it sleeps
+ * signaled send is outstanding, the device holds half the receive
+ * queue, or the poller serves the ring, and then KQP_WQ_RING_POLLED is
+ * set).  The poller's last look before it sleeps
  * (kqp_qp_poll()) is a settle too, so the same pair covers it.  The load
  * itself can be relaxed: the flags guard no data we read.
  */

@@ -1560,6 +1560,19 @@ struct kqp_qp_cap {
  * posted to with the ioctls, which check the same things.
  */
 #define KQP_CREATE_QP_RINGS		(1U << 1)
+/*
+ * With KQP_CREATE_QP_RINGS, on an RC QP with a receive queue of its own:
+ * let the kernel drain the receive ring after receive completions, as it
+ * drains the send ring (KQP_QP_RINGS_RECV_ASYNC says when it was given).
+ * It does so only while the peer retries an RNR NAK for ever, as a
+ * receive may then reach the device after the post returns: on an id,
+ * once the id's CONNECT or ACCEPT gave an rnr_retry_count of 7 (which the
+ * CM hands to the peer's QP); on a QP the caller connects itself, the
+ * flag is the caller's word for it.  A kernel without it refuses the
+ * flag with EOPNOTSUPP; a QP that cannot have it (UD, an SRQ, no rings)
+ * is made without it.
+ */
+#define KQP_CREATE_QP_RECV_ASYNC	(1U << 2)
 
 /**
  * struct kqp_wq_ring_hdr - the header of a QP's send or receive ring
@@ -1569,9 +1582,10 @@ struct kqp_qp_cap {
  * @head: consumer index, written by the kernel: entries below it were
  *	taken (posted to the device)
  * @flags: KQP_WQ_RING_*, written by the kernel
- * @retired: send ring: requests completed (or flushed) so far, written by
- *	the kernel; the kernel has a slot for every entry up to @entries
- *	past it, so userspace publishes no further (receive ring: 0)
+ * @retired: send ring, and receive ring with KQP_QP_RINGS_RECV_ASYNC:
+ *	requests completed (or flushed) so far, written by the kernel; the
+ *	kernel has a slot for every entry up to @entries past it, so
+ *	userspace publishes no further (other receive rings: 0)
  * @__pad1: keeps the consumer's half on its own line; zero when the ring
  *	is made, and the kernel may give the bytes a meaning later
  *
@@ -1609,6 +1623,24 @@ struct kqp_qp_cap {
  * IBV_WC_WR_FLUSH_ERR; nothing of them reaches the wire.  Moving the QP
  * to RESET ends that.  An RC send drain stops only where the device
  * refuses a request, and the doorbell returns that errno.
+ *
+ * A receive ring with KQP_QP_RINGS_RECV_ASYNC is an RC send ring's twin.
+ * While the peer retries RNR NAKs for ever (KQP_CREATE_QP_RECV_ASYNC),
+ * the kernel keeps NEED_DOORBELL clear while the device holds at least
+ * half the QP's max_recv_wr (at least one) of its receives.  What is
+ * published meanwhile is drained by the QP's next doorbell of either
+ * ring, or, in a kworker of the user's, after the receive completion
+ * that leaves the device fewer than that, which also sets NEED_DOORBELL.
+ * A receive published then reaches the device before the device has used
+ * up the receives it had, unless that many more messages arrive before
+ * the kworker runs: the peer then meets an RNR NAK and tries again.  The receives it counts are those whose completions
+ * it has not yet reaped: while the receive CQ's ring is in overflow,
+ * published entries wait for KQP_IOCTL_FLUSH_CQ or a doorbell.  RESET
+ * drops the entries not yet taken, as it drops the device's receives.
+ * An entry the kernel refuses is consumed as an RC send entry is, at
+ * once: the QP goes to ERR, every receive the device had completes with
+ * IBV_WC_WR_FLUSH_ERR, then the entry with IBV_WC_LOC_PROT_ERR, then every
+ * later one with a flush; the doorbell returns 0.
  */
 struct kqp_wq_ring_hdr {
 	__u32 tail;
@@ -1622,7 +1654,7 @@ struct kqp_wq_ring_hdr {
 /*
  * Set while the kernel will not drain the ring on its own: userspace
  * must ring KQP_IOCTL_DOORBELL after publishing entries.  A receive ring
- * always has it, and so does a UD QP's send ring.  An RC QP's send ring
+ * has it unless KQP_QP_RINGS_RECV_ASYNC, and a UD QP's send ring always.  An RC QP's send ring
  * has it clear while a signaled send is outstanding: its completion makes
  * the kernel drain the ring, so entries published then need no doorbell.
  */
@@ -1636,7 +1668,8 @@ struct kqp_wq_ring_hdr {
  * send is outstanding, then, with a full barrier, @tail again).  A send
  * ring is served only once the device has taken a send from it since the
  * QP was made or reset, so a QP that cannot send yet still rings and its
- * post fails at once.  A receive ring keeps NEED_DOORBELL: a receive must
+ * post fails at once.  A receive ring not committed as above (struct
+ * kqp_wq_ring_hdr) keeps NEED_DOORBELL: a receive must
  * be in the device before ibv_post_recv() returns, so userspace may wait
  * for @head to cover its entries (the poller posts them), and rings if
  * that takes too long, or once this flag is clear (a drain stopped on an
@@ -1667,6 +1700,11 @@ struct kqp_wq_ring_info {
  * only when rung, stops at a refused send, and leaves @retired zero.
  */
 #define KQP_QP_RINGS_SEND_ASYNC	(1U << 0)
+/*
+ * The receive ring keeps @retired and is drained after receive
+ * completions (KQP_CREATE_QP_RECV_ASYNC, struct kqp_wq_ring_hdr).
+ */
+#define KQP_QP_RINGS_RECV_ASYNC	(1U << 1)
 
 /**
  * struct kqp_qp_ring_info - how to map a QP's rings

@@ -361,7 +361,8 @@ static const struct abi_case cases[KQP_CMD_MAX - KQP_CMD_BASE] = {
 	ABI_CASE_F(KQP_CMD_CREATE_QP, KQP_IOCTL_CREATE_QP, struct kqp_create_qp,
 		   out_recv_ring, RSV2(struct kqp_create_qp), NONE,
 		   prep_create_qp, ENOENT, true,
-		   KQP_CREATE_QP_SQ_SIG_ALL | KQP_CREATE_QP_RINGS),
+		   KQP_CREATE_QP_SQ_SIG_ALL | KQP_CREATE_QP_RINGS |
+		   KQP_CREATE_QP_RECV_ASYNC),
 	ABI_CASE(KQP_CMD_DESTROY_QP, KQP_IOCTL_DESTROY_QP,
 		 struct kqp_destroy_qp, out_recv_cq_events, NORSV, NONE,
 		 prep_id0, ENOENT, true),

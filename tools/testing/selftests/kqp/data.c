@@ -35,6 +35,8 @@ enum {
 	PORT_VERBS_RC,
 	PORT_VERBS_UD,
 	PORT_RECV_THEN_TELL,
+	PORT_RECV_HALF_FULL,
+	PORT_RECV_BURST,
 	PORT_SQ_FULL,
 };
 
@@ -1187,6 +1189,170 @@ TEST_F_TIMEOUT(data, receive_there_before_peer_is_told, 120)
 		ASSERT_EQ(IBV_WC_SUCCESS, wc.status)
 			TH_LOG("round %d: %s", i, ibv_wc_status_str(wc.status));
 		ASSERT_EQ((uint64_t)(2000 + i), wc.wr_id);
+	}
+}
+
+/* RNR NAKs the requesters of @qp's device received, or -1. */
+static long long rnr_naks(struct ibv_qp *qp)
+{
+	char path[256];
+	long long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/rcvd_rnr_err",
+		 ibv_get_device_name(qp->context->device));
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &n) != 1)
+		n = -1;
+	fclose(f);
+	return n;
+}
+
+/*
+ * 6c. The same with the receive queue half full or more, and a peer that
+ * retries RNR NAKs for ever (rnr_retry_count 7 on both sides), where
+ * libkqp may leave a receive for the kernel to post after
+ * ibv_post_recv() returns (kqp(7): the next doorbell posts it, or the
+ * kernel once the device is down to less than half).  A message still
+ * meets a receive, the oldest, and the receives posted since reach the
+ * device before the ones it held run out: not one RNR NAK, as with
+ * rdma-core, which posts each receive at once.
+ */
+TEST_F_TIMEOUT(data, receives_keep_up_with_queue_half_full, 120)
+{
+	struct rdma_conn_param cp = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct qp_pair *p = &self->p;
+	struct ibv_sge csge, ssge;
+	struct ibv_send_wr swr = {
+		.sg_list = &csge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	};
+	struct ibv_recv_wr srwr = { .sg_list = &ssge, .num_sge = 1 }, *brw;
+	struct tell_peer t = { .p = p, .swr = &swr };
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	long long rnr_before, rnr_after;
+	struct ibv_wc wc;
+	uint32_t i, held;
+	pthread_t th;
+	char *cbuf, *sbuf, c = 1;
+	int step;
+
+	step = qp_pair_connect_with(p, PORT_RECV_HALF_FULL, NULL, &cp);
+	ASSERT_EQ(0, step) TH_LOG("step %d: %s", step, strerror(errno));
+	cbuf = data_buf(self, 0, p->cid->pd, 64, IBV_ACCESS_LOCAL_WRITE);
+	sbuf = data_buf(self, 1, p->sid->pd, 64, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NE(NULL, cbuf);
+	ASSERT_NE(NULL, sbuf);
+	csge = (struct ibv_sge){ (uintptr_t)cbuf, 64, self->mr[0]->lkey };
+	ssge = (struct ibv_sge){ (uintptr_t)sbuf, 64, self->mr[1]->lkey };
+	ASSERT_EQ(0, ibv_query_qp(p->sid->qp, &attr, IBV_QP_CAP, &init));
+	/* One more than half the queue: one receive short of full. */
+	held = attr.cap.max_recv_wr / 2 + 1;
+	ASSERT_LT(held, attr.cap.max_recv_wr);
+	rnr_before = rnr_naks(p->sid->qp);
+	ASSERT_LE(0, rnr_before) TH_LOG("no rcvd_rnr_err counter");
+	for (i = 0; i < held; i++) {
+		srwr.wr_id = i;
+		ASSERT_EQ(0, ibv_post_recv(p->sid->qp, &srwr, &brw));
+	}
+
+	ASSERT_EQ(0, pipe(t.go));
+	ASSERT_EQ(0, pthread_create(&th, NULL, tell_peer_sender, &t));
+	for (i = 0; i < TELL_ROUNDS && !t.fails; i++) {
+		srwr.wr_id = held + i;
+		ASSERT_EQ(0, ibv_post_recv(p->sid->qp, &srwr, &brw));
+		ASSERT_EQ(1, write(t.go[1], &c, 1));
+		ASSERT_EQ(1, qp_poll(p->sid->recv_cq, &wc, 1, POLL_MS))
+			TH_LOG("round %d: sender failed %d", i, t.fails);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status)
+			TH_LOG("round %d: %s", i, ibv_wc_status_str(wc.status));
+		ASSERT_EQ((uint64_t)i, wc.wr_id);
+	}
+	c = 0;
+	ASSERT_EQ(1, write(t.go[1], &c, 1));
+	pthread_join(th, NULL);
+	close(t.go[0]);
+	close(t.go[1]);
+	EXPECT_EQ(0, t.fails);
+	EXPECT_EQ(TELL_ROUNDS, t.rounds);
+	rnr_after = rnr_naks(p->sid->qp);
+	EXPECT_EQ(rnr_before, rnr_after);
+}
+
+/*
+ * 6d. A peer that does not retry RNR NAKs (rnr_retry_count 0, as
+ * cmatose's) sends as many messages as the receiver posted receives, all
+ * at once, once told.  Each must meet one: every receive that
+ * ibv_post_recv() returned from is in the device, however full the
+ * queue.
+ */
+TEST_F_TIMEOUT(data, burst_meets_every_receive, 60)
+{
+	struct rdma_conn_param cp = { .retry_count = 7, .rnr_retry_count = 0 };
+	struct qp_pair *p = &self->p;
+	struct ibv_sge csge, ssge;
+	struct ibv_send_wr swr[16], *bsw;
+	struct ibv_recv_wr srwr = { .sg_list = &ssge, .num_sge = 1 }, *brw;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	struct ibv_wc wc[16];
+	char *cbuf, *sbuf;
+	uint32_t i, n;
+	int step, got;
+
+	step = qp_pair_connect_with(p, PORT_RECV_BURST, NULL, &cp);
+	ASSERT_EQ(0, step) TH_LOG("step %d: %s", step, strerror(errno));
+	cbuf = data_buf(self, 0, p->cid->pd, 64, IBV_ACCESS_LOCAL_WRITE);
+	sbuf = data_buf(self, 1, p->sid->pd, 64, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NE(NULL, cbuf);
+	ASSERT_NE(NULL, sbuf);
+	csge = (struct ibv_sge){ (uintptr_t)cbuf, 64, self->mr[0]->lkey };
+	ssge = (struct ibv_sge){ (uintptr_t)sbuf, 64, self->mr[1]->lkey };
+	ASSERT_EQ(0, ibv_query_qp(p->sid->qp, &attr, IBV_QP_CAP, &init));
+	n = attr.cap.max_recv_wr < 16 ? attr.cap.max_recv_wr : 16;
+	ASSERT_LE(4, n);
+	ASSERT_EQ(0, ibv_query_qp(p->cid->qp, &attr, IBV_QP_CAP, &init));
+	ASSERT_LE(n, attr.cap.max_send_wr);
+
+	/* One receive per call, as cmatose posts them. */
+	for (i = 0; i < n; i++) {
+		srwr.wr_id = i;
+		ASSERT_EQ(0, ibv_post_recv(p->sid->qp, &srwr, &brw));
+	}
+	for (i = 0; i < n; i++)
+		swr[i] = (struct ibv_send_wr){
+			.wr_id = 100 + i, .sg_list = &csge, .num_sge = 1,
+			.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+			.next = i + 1 < n ? &swr[i + 1] : NULL,
+		};
+	ASSERT_EQ(0, ibv_post_send(p->cid->qp, swr, &bsw));
+	for (got = 0; got < (int)n;) {
+		int k = qp_poll(p->cid->send_cq, wc + got, (int)n - got,
+				POLL_MS);
+
+		ASSERT_LT(0, k);
+		got += k;
+	}
+	for (i = 0; i < n; i++)
+		EXPECT_EQ(IBV_WC_SUCCESS, wc[i].status)
+			TH_LOG("send %llu: %s", (unsigned long long)wc[i].wr_id,
+			       ibv_wc_status_str(wc[i].status));
+	for (got = 0; got < (int)n;) {
+		int k = qp_poll(p->sid->recv_cq, wc + got, (int)n - got,
+				POLL_MS);
+
+		ASSERT_LT(0, k);
+		got += k;
+	}
+	for (i = 0; i < n; i++) {
+		EXPECT_EQ(IBV_WC_SUCCESS, wc[i].status);
+		EXPECT_EQ((uint64_t)i, wc[i].wr_id);
 	}
 }
 

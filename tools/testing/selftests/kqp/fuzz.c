@@ -8,8 +8,8 @@
  * rather than lone calls: a handle a call returns (an id, PD, CQ, QP, MR,
  * AH, membership, channel fd, ring mapping) goes into a pool that later
  * calls draw from, because random handles never get past the lookup.
- * QPs are made with submission rings now and then; their rings are
- * mapped, filled with requests built as for POST_SEND/RECV, with random
+ * QPs are made with submission rings now and then, some with receive
+ * rings the kernel drains after completions; their rings are mapped, filled with requests built as for POST_SEND/RECV, with random
  * bytes and with random tails, and rung (KQP_IOCTL_DOORBELL).
  * Every field mixes valid values with boundary ones (0, 1, max, max + 1,
  * 2^31, 2^32 - 1, 2^64 - 1) and random ones; sizes are the struct's, or
@@ -574,7 +574,7 @@ static const struct cmd_info cmds[KQP_CMD_MAX - KQP_CMD_BASE] = {
 	CMD(KQP_CMD_CREATE_CQ, KQP_IOCTL_CREATE_CQ, struct kqp_create_cq, out_ring, 0, 0),
 	CMD(KQP_CMD_DESTROY_CQ, KQP_IOCTL_DESTROY_CQ, struct kqp_destroy_cq, __reserved, 0, 0),
 	CMD(KQP_CMD_FLUSH_CQ, KQP_IOCTL_FLUSH_CQ, struct kqp_flush_cq, __reserved, 0, 0),
-	CMD(KQP_CMD_CREATE_QP, KQP_IOCTL_CREATE_QP, struct kqp_create_qp, out_recv_ring, KQP_CREATE_QP_SQ_SIG_ALL | KQP_CREATE_QP_RINGS, 0),
+	CMD(KQP_CMD_CREATE_QP, KQP_IOCTL_CREATE_QP, struct kqp_create_qp, out_recv_ring, KQP_CREATE_QP_SQ_SIG_ALL | KQP_CREATE_QP_RINGS | KQP_CREATE_QP_RECV_ASYNC, 0),
 	CMD(KQP_CMD_DESTROY_QP, KQP_IOCTL_DESTROY_QP, struct kqp_destroy_qp, out_recv_cq_events, 0, 0),
 	CMD(KQP_CMD_MODIFY_QP, KQP_IOCTL_MODIFY_QP, struct kqp_modify_qp, attr, 0, 0),
 	CMD(KQP_CMD_QUERY_QP, KQP_IOCTL_QUERY_QP, struct kqp_query_qp, out_sq_sig_all, 0, 0),
@@ -1021,6 +1021,8 @@ static int gen_cmd(struct rng *r, struct thread *t, int op, void *arg,
 		c->flags = chance(r, 20) ? KQP_CREATE_QP_SQ_SIG_ALL : 0;
 		if (chance(r, 40))
 			c->flags |= KQP_CREATE_QP_RINGS;
+		if (chance(r, 50))
+			c->flags |= KQP_CREATE_QP_RECV_ASYNC;
 		c->qp_type = chance(r, 50) ? KQP_QPT_RC : KQP_QPT_UD;
 		if (chance(r, 5))
 			c->qp_type = num32(r, 8);
@@ -2004,6 +2006,9 @@ static void do_ring_qp(struct rng *r, struct thread *t)
 	c.cap.max_inline_data = below(r, 128);
 	if (chance(r, 20))
 		c.flags |= KQP_CREATE_QP_SQ_SIG_ALL;
+	/* Receive rings drained after completions, as libkqp makes them. */
+	if (chance(r, 60))
+		c.flags |= KQP_CREATE_QP_RECV_ASYNC;
 	if (xioctl(fd, KQP_IOCTL_CREATE_QP, &c))
 		return;
 	learn(KQP_CMD_CREATE_QP - KQP_CMD_BASE, fd, &c);

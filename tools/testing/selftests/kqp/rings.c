@@ -200,6 +200,59 @@ TEST_F(v, no_rings_without_flag)
 	EXPECT_EQ(0, rt_qp_destroy(&q));
 }
 
+/*
+ * KQP_CREATE_QP_RECV_ASYNC is given where a receive ring can be drained
+ * after completions: an RC QP with rings and a receive queue of its own.
+ * Asked for elsewhere, the QP is made without it.  It starts asking for
+ * the doorbell: the device holds no receive yet.
+ */
+TEST_F(v, recv_async_only_where_it_can_be)
+{
+	struct kqp_create_srq s = {
+		.size = sizeof(s), .pd = self->pd,
+		.attr = { .max_wr = 8, .max_sge = 1 },
+	};
+	struct kqp_destroy_srq ds = { .size = sizeof(ds) };
+	struct kqp_create_qp c;
+	struct rt_qp q;
+
+	v_req(self, &c);
+	c.flags |= KQP_CREATE_QP_RECV_ASYNC;
+	ASSERT_EQ(0, rt_qp_make(self->fd, &c, &q));
+	EXPECT_EQ(KQP_QP_RINGS_SEND_ASYNC | KQP_QP_RINGS_RECV_ASYNC,
+		  q.c.out_rings.flags);
+	EXPECT_EQ(KQP_WQ_RING_NEED_DOORBELL,
+		  rt_rq_hdr(&q)->flags & KQP_WQ_RING_NEED_DOORBELL);
+	EXPECT_EQ(0, rt_qp_destroy(&q));
+
+	/* Without rings. */
+	v_req(self, &c);
+	c.flags = KQP_CREATE_QP_RECV_ASYNC;
+	ASSERT_EQ(0, rt_qp_make(self->fd, &c, &q));
+	EXPECT_EQ(0, q.c.out_rings.mmap_size);
+	EXPECT_EQ(0, q.c.out_rings.flags);
+	EXPECT_EQ(0, rt_qp_destroy(&q));
+
+	/* UD. */
+	v_req(self, &c);
+	c.flags |= KQP_CREATE_QP_RECV_ASYNC;
+	c.qp_type = KQP_QPT_UD;
+	ASSERT_EQ(0, rt_qp_make(self->fd, &c, &q));
+	EXPECT_EQ(KQP_QP_RINGS_SEND_ASYNC, q.c.out_rings.flags);
+	EXPECT_EQ(0, rt_qp_destroy(&q));
+
+	/* On an SRQ: no receive ring at all. */
+	ASSERT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_CREATE_SRQ, &s));
+	v_req(self, &c);
+	c.flags |= KQP_CREATE_QP_RECV_ASYNC;
+	c.srq = s.out_srq;
+	ASSERT_EQ(0, rt_qp_make(self->fd, &c, &q));
+	EXPECT_EQ(KQP_QP_RINGS_SEND_ASYNC, q.c.out_rings.flags);
+	EXPECT_EQ(0, rt_qp_destroy(&q));
+	ds.srq = s.out_srq;
+	EXPECT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_DESTROY_SRQ, &ds));
+}
+
 /* A QP on an SRQ has a send ring and no receive ring. */
 TEST_F(v, srq_qp_has_no_recv_ring)
 {
@@ -1451,6 +1504,217 @@ TEST_F_TIMEOUT(gone, device_removed_under_rings, 120)
 	rt_cq_free(&cq);
 	close(fd);
 	free(mem);
+}
+
+/* ------------------------------------------------------------------ */
+/* Receive rings drained after completions (KQP_CREATE_QP_RECV_ASYNC)  */
+
+FIXTURE(ra) {
+	struct rt_pair p;
+	uint32_t low;	/* receives b's device must hold for no doorbell */
+};
+
+FIXTURE_SETUP(ra)
+{
+	struct kqp_create_qp c;
+
+	rt_qp_req(&c, 0, 0, 0);
+	c.flags |= KQP_CREATE_QP_RECV_ASYNC;
+	ASSERT_EQ(0, rt_pair_make(&self->p, &c, 7));
+	ASSERT_TRUE(self->p.b.c.out_rings.flags & KQP_QP_RINGS_RECV_ASYNC);
+	self->low = self->p.b.c.cap.max_recv_wr / 2;
+	ASSERT_LE(2, self->low);
+	ASSERT_GE(30, self->low);
+}
+
+FIXTURE_TEARDOWN(ra)
+{
+	rt_pair_free(&self->p);
+}
+
+/* NEED_DOORBELL on b's receive ring is @want, waited for up to @ms. */
+static bool b_rq_needs_doorbell(struct rt_pair *p, bool want, int ms)
+{
+	uint32_t need = KQP_WQ_RING_NEED_DOORBELL;
+
+	return rt_flags_become(rt_rq_hdr(&p->b), need, want ? need : 0, ms) ?
+	       want : !want;
+}
+
+/* Receive @wr_id at b for up to 256 bytes, at slot @slot of b's half. */
+static void b_recv_at(struct rt_pair *p, uint64_t wr_id, uint32_t slot,
+		      uint32_t lkey)
+{
+	struct rt_recv r = rt_recv1(wr_id, rt_bbuf(p, slot * 256), 256, lkey);
+
+	rt_rq_put(&p->b, &r, RT_RECV1_LEN);
+}
+
+/*
+ * The kernel asks for the doorbell until the device holds half of
+ * max_recv_wr of b's receives, then commits: a receive published without
+ * a doorbell waits in the ring, and the receive completion that leaves
+ * the device below the mark (here the first) has it drained, so a message
+ * past the ones the device held still finds it.
+ * Once the device holds too few again, the doorbell is asked for again.
+ */
+TEST_F_TIMEOUT(ra, drained_after_receive_completion, 60)
+{
+	struct rt_pair *p = &self->p;
+	struct kqp_wq_ring_hdr *rh = rt_rq_hdr(&p->b);
+	uint32_t i, low = self->low;
+
+	EXPECT_TRUE(b_rq_needs_doorbell(p, true, 0));
+	for (i = 0; i < low - 1; i++)
+		b_recv_at(p, 200 + i, i, p->mr.out_lkey);
+	rt_rq_publish(&p->b);
+	ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
+	EXPECT_EQ(low - 1, rt_head(rh));
+	/* One short of the mark: still rung for. */
+	EXPECT_TRUE(b_rq_needs_doorbell(p, true, 0));
+	b_recv_at(p, 200 + i, i, p->mr.out_lkey);
+	rt_rq_publish(&p->b);
+	ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
+	EXPECT_EQ(low, rt_head(rh));
+	EXPECT_FALSE(b_rq_needs_doorbell(p, false, 0));
+
+	/* Published, never rung: nothing takes it before a completion. */
+	b_recv_at(p, 200 + low, low, p->mr.out_lkey);
+	rt_rq_publish(&p->b);
+	usleep(200000);
+	EXPECT_EQ(low, rt_head(rh));
+	EXPECT_EQ(0, __atomic_load_n(&rh->retired, __ATOMIC_ACQUIRE));
+
+	/* One message more than the device held when it was published. */
+	rt_a_sends(p, 100, (int)low + 1, 64);
+	ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
+	rt_expect_a_to_b(_metadata, p, 100, 200, (int)low + 1, 64);
+	rt_expect_data(_metadata, p, 100, (int)low + 1, 64);
+	EXPECT_EQ(low + 1, rt_head(rh));
+	EXPECT_EQ(low + 1, __atomic_load_n(&rh->retired, __ATOMIC_ACQUIRE));
+	/* The device holds none: ring again. */
+	EXPECT_TRUE(b_rq_needs_doorbell(p, true, 5000));
+}
+
+/*
+ * A send's doorbell drains the receives published behind the
+ * commitment too, when asked in the same call: a ping-pong's receive
+ * reaches the device in its send's system call.  Each entry of the
+ * doorbell has its own errno.
+ */
+TEST_F_TIMEOUT(ra, drained_by_a_send_doorbell, 60)
+{
+	struct rt_pair *p = &self->p;
+	struct kqp_doorbell_entry e[2] = {
+		{ .qp = p->b.c.out_qp, .flags = KQP_DB_RECV, .out_errno = -1 },
+		{ .qp = p->b.c.out_qp, .flags = KQP_DB_SEND, .out_errno = -1 },
+	};
+	uint32_t i, done = 0, low = self->low;
+
+	for (i = 0; i < low; i++)
+		b_recv_at(p, 200 + i, i, p->mr.out_lkey);
+	rt_rq_publish(&p->b);
+	ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
+	EXPECT_FALSE(b_rq_needs_doorbell(p, false, 0));
+	b_recv_at(p, 200 + low, low, p->mr.out_lkey);
+	rt_rq_publish(&p->b);
+	EXPECT_EQ(low, rt_head(rt_rq_hdr(&p->b)));
+	ASSERT_EQ(0, rt_doorbell(p->fd, e, 2, &done));
+	EXPECT_EQ(2, done);
+	EXPECT_EQ(0, e[0].out_errno);
+	EXPECT_EQ(0, e[1].out_errno);
+	EXPECT_EQ(low + 1, rt_head(rt_rq_hdr(&p->b)));
+}
+
+/*
+ * An entry the kernel refuses, published behind the commitment and never
+ * rung, fails b as a device would: the message that arrives completes its
+ * receive, the QP goes to ERR, the refused entry completes with a
+ * protection error and every other receive is flushed.  a's send
+ * completed; nothing but b's own QP is hurt, and its doorbell still
+ * answers 0.
+ */
+TEST_F_TIMEOUT(ra, refused_completes_in_error, 60)
+{
+	struct rt_pair *p = &self->p;
+	struct kqp_wq_ring_hdr *rh = rt_rq_hdr(&p->b);
+	uint32_t i, low = self->low, flushed = 0, prot = 0;
+	struct kqp_cqe wc[64];
+	int got = 0, n;
+	long long end;
+
+	for (i = 0; i < low; i++)
+		b_recv_at(p, 200 + i, i, p->mr.out_lkey);
+	rt_rq_publish(&p->b);
+	ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
+	EXPECT_FALSE(b_rq_needs_doorbell(p, false, 0));
+	/* An lkey of nothing, then a good one after it. */
+	b_recv_at(p, 999, low, p->mr.out_lkey ^ 0x5a5a00);
+	b_recv_at(p, 1000, low + 1, p->mr.out_lkey);
+	rt_rq_publish(&p->b);
+
+	rt_a_sends(p, 100, 1, 64);
+	ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
+	rt_expect_cqes(_metadata, &p->ascq, 100, 1, KQP_WC_OP_SEND, 0,
+		       p->a.c.out_qp_num);
+
+	/* 200 with the message, then low - 1 flushes, 999 and 1000. */
+	end = rt_now_ms() + 20000;
+	while (got < (int)low + 2 && rt_now_ms() < end) {
+		n = rt_cq_poll(&p->brcq, wc + got, (int)low + 2 - got, 1000);
+		if (n > 0)
+			got += n;
+	}
+	ASSERT_EQ((int)low + 2, got);
+	EXPECT_EQ(200, wc[0].wr_id);
+	EXPECT_EQ(RT_WC_SUCCESS, wc[0].status);
+	EXPECT_EQ(64, wc[0].byte_len);
+	for (i = 1; i < low + 2; i++) {
+		if (wc[i].wr_id == 999) {
+			EXPECT_EQ(RT_WC_LOC_PROT_ERR, wc[i].status);
+			prot++;
+		} else {
+			EXPECT_EQ(RT_WC_WR_FLUSH_ERR, wc[i].status);
+			flushed++;
+		}
+	}
+	EXPECT_EQ(1, prot);
+	EXPECT_EQ(low, flushed);
+	EXPECT_EQ(0, rt_cq_poll(&p->brcq, wc, 1, 200));
+	EXPECT_EQ(RT_QPS_ERR, rt_qp_state(&p->b, NULL));
+	EXPECT_EQ(low + 2, rt_head(rh));
+	EXPECT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
+	rt_expect_data(_metadata, p, 100, 1, 64);
+}
+
+/*
+ * RESET throws the receives away without completions, those the ring
+ * still held unposted too: a committed receive ring must ask for the
+ * doorbell again, with every slot free and nothing left to drain into
+ * the QP's next connection.
+ */
+TEST_F_TIMEOUT(ra, reset_asks_for_doorbell, 60)
+{
+	struct rt_pair *p = &self->p;
+	struct kqp_wq_ring_hdr *rh = rt_rq_hdr(&p->b);
+	struct kqp_qp_attr r = { .qp_state = RT_QPS_RESET };
+	uint32_t i, low = self->low;
+
+	for (i = 0; i < low; i++)
+		b_recv_at(p, 200 + i, i, p->mr.out_lkey);
+	rt_rq_publish(&p->b);
+	ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
+	EXPECT_FALSE(b_rq_needs_doorbell(p, false, 0));
+	b_recv_at(p, 200 + low, low, p->mr.out_lkey);
+	rt_rq_publish(&p->b);
+	EXPECT_EQ(low, rt_head(rh));
+	ASSERT_EQ(0, rt_modify(p->fd, p->b.c.out_qp, RT_QP_STATE, &r));
+	EXPECT_TRUE(b_rq_needs_doorbell(p, true, 0));
+	EXPECT_EQ(low + 1, rt_head(rh));
+	EXPECT_EQ(low + 1, __atomic_load_n(&rh->retired, __ATOMIC_ACQUIRE));
+	/* Nothing is left: a doorbell now posts nothing to the QP in RESET. */
+	EXPECT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
+	EXPECT_EQ(low + 1, rt_head(rh));
 }
 
 TEST_HARNESS_MAIN
