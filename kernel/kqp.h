@@ -76,8 +76,8 @@ extern struct workqueue_struct *kqp_wq;
  * A QP's drain_work (ring.c) runs on its user's ordered workqueue
  * (kqp_user_wq(); kqp_wq for a QP of no table) and takes hw_rwsem (read),
  * then rq_mutex, then, rq_mutex released, sq_mutex, as a doorbell does;
- * a RESET alone holds rq_mutex under sq_mutex.  It holds a reference to the QP,
- * which its destroy waits for.  The completion path queues it, under
+ * a RESET alone holds rq_mutex under sq_mutex.  It holds a reference to
+ * the QP, which its destroy waits for.  The completion path queues it, under
  * kqp_cq.lock and kqp_qp.lock, and never waits for it.
  *
  * hw_rwsem is also taken for writing under kqp_cm_id.mutex (a QP on an

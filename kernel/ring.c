@@ -296,9 +296,9 @@ static void kqp_ring_placeholder(struct kqp_ring *r, bool recv, u32 j,
  * refuse is consumed (kqp_ring_fail()), once the signaled sends before it
  * have completed: until then the drain stops there without an error, and
  * the ring stays committed, so their completion drains it again.  So is
- * a receive entry of an asynchronous ring, at once.  An RC send drain fails only where the
- * device refuses.  Called with the queue's mutex and hw_rwsem (read)
- * held.
+ * a receive entry of an asynchronous ring, at once.  An RC send drain
+ * fails only where the device refuses.  Called with the queue's mutex and
+ * hw_rwsem (read) held.
  */
 static int kqp_ring_drain(struct kqp_qp *qp, bool recv)
 {

@@ -491,32 +491,39 @@ static void kqp_send_wr_fill(void *p, enum ibv_qp_type type,
 }
 
 /*
+ * A quarter of the queue, at most 16: the sends in flight that keep the
+ * device busy through a kworker's wakeup, and the receives a send's
+ * doorbell takes along (kqp_rq_published()).
+ */
+static uint32_t kqp_lwq_busy(const struct kqp_lwq *wq)
+{
+	uint32_t busy = wq->depth / 4;
+
+	return busy > 16 ? 16 : busy ? busy : 1;
+}
+
+/*
  * Has an asynchronous receive ring a batch of entries the kernel has not
- * taken: a quarter of the queue, at most 16?  A send's doorbell posts
- * them, and that work is on the send's way to the wire, so it is done a
- * batch at a time: a ping-pong pays it once in that many round trips,
- * not on each.  Fewer wait: the kernel is committed to drain them before
- * the device runs short.  A stale answer costs a drain, or leaves them
- * to the kernel: relaxed loads suffice.
+ * taken (kqp_lwq_busy())?  A send's doorbell posts them, and that work is
+ * on the send's way to the wire, so it is done a batch at a time: a
+ * ping-pong pays it once in that many round trips, not on each.  Fewer
+ * wait: the kernel is committed to drain them before the device runs
+ * short.  A stale answer costs a drain, or leaves them to the kernel:
+ * relaxed loads suffice.
  */
 static bool kqp_rq_published(const struct kqp_lwq *rq)
 {
-	uint32_t batch;
-
-	if (!rq)
-		return false;
-	batch = rq->depth / 4;
-	batch = batch > 16 ? 16 : batch ? batch : 1;
-	return __atomic_load_n(&rq->hdr->tail, __ATOMIC_RELAXED) -
-	       __atomic_load_n(&rq->hdr->head, __ATOMIC_RELAXED) >= batch;
+	return rq && __atomic_load_n(&rq->hdr->tail, __ATOMIC_RELAXED) -
+		     __atomic_load_n(&rq->hdr->head, __ATOMIC_RELAXED) >=
+		     kqp_lwq_busy(rq);
 }
 
 /*
  * One doorbell for one of a QP's rings; the QP's errno, or the call's.
  * A send's also drains the receives an asynchronous receive ring holds,
  * as an entry of its own, whose errno is not the send's: a ping-pong's
- * receive then reaches the device in the send's system call, with no
- * kworker to wake after the next completion.  Only with the receive
+ * receives then reach the device in its sends' system calls, a batch at
+ * a time, with no kworker to wake after a completion.  Only with the receive
  * queue's lock, taken without waiting: a receive post that holds it may
  * be taking back entries a refused doorbell left (kqp_ring_post()),
  * which no other drain may post meanwhile.
@@ -674,14 +681,6 @@ static bool kqp_recv_wait_poller(struct kqp_lwq *wq, uint32_t end)
 				return false;
 		}
 	}
-}
-
-/* Sends in flight that keep the device busy through a kworker's wakeup. */
-static uint32_t kqp_lwq_busy(const struct kqp_lwq *wq)
-{
-	uint32_t busy = wq->depth / 4;
-
-	return busy > 16 ? 16 : busy ? busy : 1;
 }
 
 /*
