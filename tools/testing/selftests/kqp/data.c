@@ -1112,6 +1112,66 @@ static void *tell_peer_sender(void *arg)
 	return NULL;
 }
 
+/*
+ * The pair, connected with @cp on @port, and a 64-byte buffer on each
+ * side: *@csge on the client's, *@ssge on the server's.  0, or the step
+ * that failed.
+ */
+static int tell_pair(FIXTURE_DATA(data) *self, uint16_t port,
+		     const struct rdma_conn_param *cp, struct ibv_sge *csge,
+		     struct ibv_sge *ssge)
+{
+	int step = qp_pair_connect_with(&self->p, port, NULL, cp);
+
+	if (step)
+		return step;
+	if (!data_buf(self, 0, self->p.cid->pd, 64, IBV_ACCESS_LOCAL_WRITE) ||
+	    !data_buf(self, 1, self->p.sid->pd, 64, IBV_ACCESS_LOCAL_WRITE))
+		return 100;
+	*csge = (struct ibv_sge){ (uintptr_t)self->buf[0], 64,
+				  self->mr[0]->lkey };
+	*ssge = (struct ibv_sge){ (uintptr_t)self->buf[1], 64,
+				  self->mr[1]->lkey };
+	return 0;
+}
+
+/*
+ * TELL_ROUNDS rounds of: the server posts @srwr as receive @first + i,
+ * tells @t's sender thread, which sends one message, and reaps the
+ * completion, which must be receive @first - @held + i: the oldest of
+ * the @held posted before.  Then the thread is stopped.
+ */
+static void tell_rounds(struct __test_metadata *_metadata,
+			struct tell_peer *t, struct ibv_recv_wr *srwr,
+			uint64_t first, uint64_t held)
+{
+	struct ibv_recv_wr *brw;
+	struct ibv_wc wc;
+	pthread_t th;
+	char c = 1;
+	int i;
+
+	ASSERT_EQ(0, pipe(t->go));
+	ASSERT_EQ(0, pthread_create(&th, NULL, tell_peer_sender, t));
+	for (i = 0; i < TELL_ROUNDS && !t->fails; i++) {
+		srwr->wr_id = first + i;
+		ASSERT_EQ(0, ibv_post_recv(t->p->sid->qp, srwr, &brw));
+		ASSERT_EQ(1, write(t->go[1], &c, 1));
+		ASSERT_EQ(1, qp_poll(t->p->sid->recv_cq, &wc, 1, POLL_MS))
+			TH_LOG("round %d: sender failed %d", i, t->fails);
+		ASSERT_EQ(IBV_WC_SUCCESS, wc.status)
+			TH_LOG("round %d: %s", i, ibv_wc_status_str(wc.status));
+		ASSERT_EQ(first - held + i, wc.wr_id);
+	}
+	c = 0;
+	ASSERT_EQ(1, write(t->go[1], &c, 1));
+	pthread_join(th, NULL);
+	close(t->go[0]);
+	close(t->go[1]);
+	EXPECT_EQ(0, t->fails);
+	EXPECT_EQ(TELL_ROUNDS, t->rounds);
+}
+
 TEST_F_TIMEOUT(data, receive_there_before_peer_is_told, 120)
 {
 	struct rdma_conn_param cp = { .retry_count = 7, .rnr_retry_count = 0 };
@@ -1132,39 +1192,13 @@ TEST_F_TIMEOUT(data, receive_there_before_peer_is_told, 120)
 	struct ibv_recv_wr crwr = { .sg_list = &csge, .num_sge = 1 }, *brw;
 	struct tell_peer t = { .p = p, .swr = &swr };
 	struct ibv_wc wc;
-	pthread_t th;
-	char *cbuf, *sbuf, c = 1;
 	int i, step;
 
-	step = qp_pair_connect_with(p, PORT_RECV_THEN_TELL, NULL, &cp);
+	step = tell_pair(self, PORT_RECV_THEN_TELL, &cp, &csge, &ssge);
 	ASSERT_EQ(0, step) TH_LOG("step %d: %s", step, strerror(errno));
-	cbuf = data_buf(self, 0, p->cid->pd, 64, IBV_ACCESS_LOCAL_WRITE);
-	sbuf = data_buf(self, 1, p->sid->pd, 64, IBV_ACCESS_LOCAL_WRITE);
-	ASSERT_NE(NULL, cbuf);
-	ASSERT_NE(NULL, sbuf);
-	csge = (struct ibv_sge){ (uintptr_t)cbuf, 64, self->mr[0]->lkey };
-	ssge = (struct ibv_sge){ (uintptr_t)sbuf, 64, self->mr[1]->lkey };
 
 	/* Told by another thread. */
-	ASSERT_EQ(0, pipe(t.go));
-	ASSERT_EQ(0, pthread_create(&th, NULL, tell_peer_sender, &t));
-	for (i = 0; i < TELL_ROUNDS && !t.fails; i++) {
-		srwr.wr_id = i;
-		ASSERT_EQ(0, ibv_post_recv(p->sid->qp, &srwr, &brw));
-		ASSERT_EQ(1, write(t.go[1], &c, 1));
-		ASSERT_EQ(1, qp_poll(p->sid->recv_cq, &wc, 1, POLL_MS))
-			TH_LOG("round %d: sender failed %d", i, t.fails);
-		ASSERT_EQ(IBV_WC_SUCCESS, wc.status)
-			TH_LOG("round %d: %s", i, ibv_wc_status_str(wc.status));
-		ASSERT_EQ((uint64_t)i, wc.wr_id);
-	}
-	c = 0;
-	ASSERT_EQ(1, write(t.go[1], &c, 1));
-	pthread_join(th, NULL);
-	close(t.go[0]);
-	close(t.go[1]);
-	EXPECT_EQ(0, t.fails);
-	EXPECT_EQ(TELL_ROUNDS, t.rounds);
+	tell_rounds(_metadata, &t, &srwr, 0, 0);
 
 	/*
 	 * Told by a message on the connection: the server posts its receive,
@@ -1237,20 +1271,11 @@ TEST_F_TIMEOUT(data, receives_keep_up_with_queue_half_full, 120)
 	struct ibv_qp_init_attr init;
 	struct ibv_qp_attr attr;
 	long long rnr_before, rnr_after;
-	struct ibv_wc wc;
 	uint32_t i, held;
-	pthread_t th;
-	char *cbuf, *sbuf, c = 1;
 	int step;
 
-	step = qp_pair_connect_with(p, PORT_RECV_HALF_FULL, NULL, &cp);
+	step = tell_pair(self, PORT_RECV_HALF_FULL, &cp, &csge, &ssge);
 	ASSERT_EQ(0, step) TH_LOG("step %d: %s", step, strerror(errno));
-	cbuf = data_buf(self, 0, p->cid->pd, 64, IBV_ACCESS_LOCAL_WRITE);
-	sbuf = data_buf(self, 1, p->sid->pd, 64, IBV_ACCESS_LOCAL_WRITE);
-	ASSERT_NE(NULL, cbuf);
-	ASSERT_NE(NULL, sbuf);
-	csge = (struct ibv_sge){ (uintptr_t)cbuf, 64, self->mr[0]->lkey };
-	ssge = (struct ibv_sge){ (uintptr_t)sbuf, 64, self->mr[1]->lkey };
 	ASSERT_EQ(0, ibv_query_qp(p->sid->qp, &attr, IBV_QP_CAP, &init));
 	/* One more than half the queue: one receive short of full. */
 	held = attr.cap.max_recv_wr / 2 + 1;
@@ -1262,25 +1287,7 @@ TEST_F_TIMEOUT(data, receives_keep_up_with_queue_half_full, 120)
 		ASSERT_EQ(0, ibv_post_recv(p->sid->qp, &srwr, &brw));
 	}
 
-	ASSERT_EQ(0, pipe(t.go));
-	ASSERT_EQ(0, pthread_create(&th, NULL, tell_peer_sender, &t));
-	for (i = 0; i < TELL_ROUNDS && !t.fails; i++) {
-		srwr.wr_id = held + i;
-		ASSERT_EQ(0, ibv_post_recv(p->sid->qp, &srwr, &brw));
-		ASSERT_EQ(1, write(t.go[1], &c, 1));
-		ASSERT_EQ(1, qp_poll(p->sid->recv_cq, &wc, 1, POLL_MS))
-			TH_LOG("round %d: sender failed %d", i, t.fails);
-		ASSERT_EQ(IBV_WC_SUCCESS, wc.status)
-			TH_LOG("round %d: %s", i, ibv_wc_status_str(wc.status));
-		ASSERT_EQ((uint64_t)i, wc.wr_id);
-	}
-	c = 0;
-	ASSERT_EQ(1, write(t.go[1], &c, 1));
-	pthread_join(th, NULL);
-	close(t.go[0]);
-	close(t.go[1]);
-	EXPECT_EQ(0, t.fails);
-	EXPECT_EQ(TELL_ROUNDS, t.rounds);
+	tell_rounds(_metadata, &t, &srwr, held, held);
 	rnr_after = rnr_naks(p->sid->qp);
 	EXPECT_EQ(rnr_before, rnr_after);
 }
@@ -1302,18 +1309,11 @@ TEST_F_TIMEOUT(data, burst_meets_every_receive, 60)
 	struct ibv_qp_init_attr init;
 	struct ibv_qp_attr attr;
 	struct ibv_wc wc[16];
-	char *cbuf, *sbuf;
 	uint32_t i, n;
 	int step, got;
 
-	step = qp_pair_connect_with(p, PORT_RECV_BURST, NULL, &cp);
+	step = tell_pair(self, PORT_RECV_BURST, &cp, &csge, &ssge);
 	ASSERT_EQ(0, step) TH_LOG("step %d: %s", step, strerror(errno));
-	cbuf = data_buf(self, 0, p->cid->pd, 64, IBV_ACCESS_LOCAL_WRITE);
-	sbuf = data_buf(self, 1, p->sid->pd, 64, IBV_ACCESS_LOCAL_WRITE);
-	ASSERT_NE(NULL, cbuf);
-	ASSERT_NE(NULL, sbuf);
-	csge = (struct ibv_sge){ (uintptr_t)cbuf, 64, self->mr[0]->lkey };
-	ssge = (struct ibv_sge){ (uintptr_t)sbuf, 64, self->mr[1]->lkey };
 	ASSERT_EQ(0, ibv_query_qp(p->sid->qp, &attr, IBV_QP_CAP, &init));
 	n = attr.cap.max_recv_wr < 16 ? attr.cap.max_recv_wr : 16;
 	ASSERT_LE(4, n);
