@@ -3,7 +3,8 @@
 #
 # breakdown.sh [NAME]: make bench-breakdown.  Where the one-way time of an
 # 8 B RC SEND ping-pong goes, for rdma-core and for libkqp on the same rxe
-# device: boots the bench kernel NAME (default 6.12) with
+# device, and for libkqp ringing for every receive (kqp-sync,
+# KQP_RECV_ASYNC=0): boots the bench kernel NAME (default 6.12) with
 # tools/bench/guest-breakdown.sh, which traces BREAKDOWN_ROUNDS (default 3)
 # rounds of each, then attributes each message's trip, from the sender's
 # ibv_post_send() to the receiver's ibv_poll_cq() returning it, to:
@@ -138,23 +139,28 @@ END {
 	lab["total"] = "one way: post call -> peer poll"
 	lab["syscall"] = "a doorbell system call, send or recv"
 	printf "8 B RC SEND ping-pong on rxe, one way, us: the median over rounds of\n"
-	printf "each round median (rounds: rdma-core %d, kqp %d; trips: %d, %d;\n",
-	       nr["rdmacm"], nr["kqp"], cnt["rdmacm", "trips"], cnt["kqp", "trips"]
-	printf "cut short: %d, %d).  Stage medians need not add up to the total.\n\n",
-	       cnt["rdmacm", "dropped"], cnt["kqp", "dropped"]
-	printf "%-36s %9s %9s %9s\n", "stage", "rdma-core", "kqp", "kqp - rc"
+	printf "each round median (rounds: rdma-core %d, kqp %d, kqp-sync %d;\n",
+	       nr["rdmacm"], nr["kqp"], nr["kqp-sync"]
+	printf "trips: %d, %d, %d; cut short: %d, %d, %d).\n",
+	       cnt["rdmacm", "trips"], cnt["kqp", "trips"],
+	       cnt["kqp-sync", "trips"], cnt["rdmacm", "dropped"],
+	       cnt["kqp", "dropped"], cnt["kqp-sync", "dropped"]
+	printf "kqp-sync: KQP_RECV_ASYNC=0.  Stage medians need not add up to the total.\n\n"
+	printf "%-36s %9s %9s %9s %9s\n", "stage", "rdma-core", "kqp",
+	       "kqp-sync", "kqp - rc"
 	json = "{"
 	for (i = 1; i <= 11; i++) {
 		s = median("rdmacm", st[i]); q = median("kqp", st[i])
-		printf "%-36s %9s %9s %9s\n", lab[st[i]], us(s), us(q),
-		       (s == "" || q == "") ? "-" : sprintf("%+.1f", q - s)
-		json = json sprintf("%s\"%s\": {\"rdmacm\": %s, \"kqp\": %s}",
+		y = median("kqp-sync", st[i])
+		printf "%-36s %9s %9s %9s %9s\n", lab[st[i]], us(s), us(q),
+		       us(y), (s == "" || q == "") ? "-" : sprintf("%+.1f", q - s)
+		json = json sprintf("%s\"%s\": {\"rdmacm\": %s, \"kqp\": %s, \"kqp_sync\": %s}",
 				    i > 1 ? ", " : "", st[i], s == "" ? "null" : s,
-				    q == "" ? "null" : q)
+				    q == "" ? "null" : q, y == "" ? "null" : y)
 	}
 	for (v in nr)
 		printf "%s: the receiver was inside a system call of its own when %d of %d CQEs became visible\n",
-		       v == "kqp" ? "kqp" : "rdma-core", cnt[v, "insys"], cnt[v, "trips"]
+		       v == "rdmacm" ? "rdma-core" : v, cnt[v, "insys"], cnt[v, "trips"]
 	print json "}" > jsonfile
 }' jsonfile="$out/breakdown.json" "$out/breakdown-trips.txt" \
 	"$out/breakdown-rounds.txt" | tee "$out/breakdown-table.txt"

@@ -4,8 +4,9 @@
 # make bench-breakdown, inside the guest (tools/testing/vm/run.sh --script,
 # after guest.sh made the Soft-RoCE device and exported KQP_KMOD, KQP_REPO,
 # KQP_OUT and KQP_TEST_ADDR).  Runs rcbench's 8 B RC ping-pong, built
-# against rdma-core and against libkqp, BREAKDOWN_ROUNDS times (default 3),
-# the order swapped every round, with both sides' --stamps and an ftrace of
+# against rdma-core and against libkqp (as it runs by default, and as
+# kqp-sync with KQP_RECV_ASYNC=0), BREAKDOWN_ROUNDS times (default 3), the
+# order rotated every round, with both sides' --stamps and an ftrace of
 # the points between them, all on one clock (trace_clock mono, which is
 # CLOCK_MONOTONIC):
 #   drv_post      rdma_rxe's rxe_post_send(): the driver takes the send
@@ -39,7 +40,7 @@ RUN_TIMEOUT=600
 fail=0
 
 # libkqp as it runs by default, whatever started the guest said.
-unset KQP_RINGS KQP_POLLER
+unset KQP_RINGS KQP_POLLER KQP_RECV_ASYNC
 
 tracer_off() {
 	[ -w $tr/tracing_on ] || return 0
@@ -91,18 +92,24 @@ round() {
 
 	prog=$bin/rcbench
 	[ "$v" = rdmacm ] && prog=$bin/rcbench_rdmacm
+	# kqp-sync: libkqp ringing for every receive, as before receives
+	# could wait in the ring.
+	sync=
+	[ "$v" = kqp-sync ] && sync=0
 	rm -f "$res".* "$ready"
 	echo > $tr/trace
 	echo 1 > $tr/tracing_on
-	timeout -k 5 $RUN_TIMEOUT "$prog" --server --addr "$addr" \
-		--port "$port" --ready "$ready" --stamps "$res.server" &
+	KQP_RECV_ASYNC=$sync timeout -k 5 $RUN_TIMEOUT "$prog" --server \
+		--addr "$addr" --port "$port" --ready "$ready" \
+		--stamps "$res.server" &
 	spid=$!
 	while [ ! -e "$ready" ] && kill -0 $spid 2>/dev/null && [ $t -lt 600 ]; do
 		sleep 0.1
 		t=$((t + 1))
 	done
 	# shellcheck disable=SC2086
-	timeout -k 5 $RUN_TIMEOUT "$prog" --addr "$addr" --port "$port" \
+	KQP_RECV_ASYNC=$sync timeout -k 5 $RUN_TIMEOUT "$prog" \
+		--addr "$addr" --port "$port" \
 		--lat-iters "$BREAKDOWN_ITERS" --lat-warmup 200 $SMALL \
 		--stamps "$res.client" > "$res.out"
 	crc=$?
@@ -126,7 +133,7 @@ round() {
 	grep -v '^#' $tr/trace > "$res.trace"
 }
 
-variants=(rdmacm kqp)
+variants=(rdmacm kqp kqp-sync)
 port=19515
 for r in $(seq 1 "$BREAKDOWN_ROUNDS"); do
 	for i in "${!variants[@]}"; do

@@ -1640,7 +1640,11 @@ struct kqp_qp_cap {
  * An entry the kernel refuses is consumed as an RC send entry is, at
  * once: the QP goes to ERR, every receive the device had completes with
  * IBV_WC_WR_FLUSH_ERR, then the entry with IBV_WC_LOC_PROT_ERR, then every
- * later one with a flush; the doorbell returns 0.
+ * later one with a flush; the doorbell returns 0.  As the kernel meets the
+ * entry when it drains, not when a message needs it, the QP can go to ERR
+ * between a receive's completion and the device's acknowledgment of its
+ * message: the peer's send of that message then fails with its retries
+ * exhausted.
  */
 struct kqp_wq_ring_hdr {
 	__u32 tail;

@@ -47,6 +47,7 @@
 #define RT_WC_LOC_QP_OP_ERR	2
 #define RT_WC_LOC_PROT_ERR	4
 #define RT_WC_WR_FLUSH_ERR	5
+#define RT_WC_RETRY_EXC_ERR	12
 #define RT_WC_RECV		128
 
 /* The bytes one request takes in a ring entry (struct kqp_send_wr ...). */
