@@ -150,6 +150,7 @@ static void kqp_qp_retire_sends(struct kqp_qp *qp, u32 n)
 static void kqp_qp_reset(struct kqp_qp *qp)
 {
 	struct kqp_ring *r = &qp->sq_ring, *rr = &qp->rq_ring;
+	u32 n = 0;
 
 	r->failed = false;
 	r->fail_status = 0;
@@ -164,22 +165,20 @@ static void kqp_qp_reset(struct kqp_qp *qp)
 	 * with the ring, so that @retired keeps counting ring entries.
 	 */
 	if (qp->rq_async) {
-		u32 n = READ_ONCE(rr->hdr->tail) - rr->head;
-
+		n = READ_ONCE(rr->hdr->tail) - rr->head;
 		if (n > rr->nr)
 			n = 0;
 		WRITE_ONCE(rr->head, rr->head + n);
 		rr->stopped = false;
-		spin_lock_irq(&qp->lock);
-		qp->rq.head += n;
-		spin_unlock_irq(&qp->lock);
 		/* Pairs with kqp_wq_consumed() (lib/ring.h), as a drain's. */
 		smp_store_release(&rr->hdr->head, rr->head);
 	}
 	spin_lock_irq(&qp->lock);
 	qp->sq.tail = qp->sq.head;
-	if (!qp->srq)
+	if (!qp->srq) {
+		qp->rq.head += n;
 		qp->rq.tail = qp->rq.head;
+	}
 	qp->sq_sig_out = 0;
 	kqp_sq_commit(qp, false);
 	if (r->nr)
