@@ -18,8 +18,9 @@
  * consumer can write is never read back to decide anything but the room
  * it made (head) and what it armed for (arm).
  *
- * The ring never drops a completion.  When it is full the handler stops
- * polling: the completions stay in the kernel CQ, the ring says
+ * The ring never drops a completion.  When a completion finds no room
+ * (a ring filled to its last entry is not yet full: kqp_cq_produce()),
+ * the poller stops: the completions stay in the kernel CQ, the ring says
  * KQP_CQ_RING_OVERFLOW and an IBV_EVENT_CQ_ERR async event is queued.  A
  * consumer that made room calls KQP_IOCTL_FLUSH_CQ to resume: it moves
  * what it can into the ring at once and arms the kernel CQ, or schedules
@@ -122,10 +123,36 @@ static void kqp_cq_set_ring_flags(struct kqp_cq *cq, u32 flags)
 }
 
 /*
+ * Write one kernel completion into the ring's next entry, if it is to be
+ * reported (kqp_qp_complete()); with cq->lock held and room in the ring.
+ */
+static void kqp_cq_put(struct kqp_cq *cq, struct kqp_cqe *cqes, u32 mask,
+		       struct ib_wc *wc, bool *solicited, u32 *recv)
+{
+	struct kqp_cqe *cqe = &cqes[cq->tail & mask];
+	bool report;
+
+	kqp_qp_complete(cq->uctx, wc, cqe, &report);
+	if (!report)
+		return;
+	cq->tail++;
+	*solicited |= kqp_wc_fires_solicited(wc);
+	*recv += !!(wc->opcode & IB_WC_RECV);
+}
+
+/*
  * Move up to @budget completions from the kernel CQ into the ring while
  * there is room; fire the channel if the consumer armed for one of them.
  * Called with cq->lock held.  Returns how many were polled; *@full says
- * the ring filled first.
+ * a completion is waiting that the ring has no room for.
+ *
+ * A ring filled to its last entry is not full in that sense: a consumer
+ * that keeps as many entries as it asked the CQ for (ib_send_lat polls
+ * its one-entry send CQ once per send) has overrun nothing.  So with no
+ * room left, one more completion is taken from the kernel CQ, if there
+ * is one, and held in @stash for the next entry the consumer frees: only
+ * then is the ring full.  The stash keeps the completions in order: it
+ * goes into the ring before anything else is polled.
  */
 static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 {
@@ -151,25 +178,27 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 		if (room > cq->entries)
 			room = 0;
 		if (!room) {
-			*full = true;
+			if (!cq->stashed &&
+			    ib_poll_cq(cq->cq, 1, &cq->stash) > 0) {
+				cq->stashed = true;
+				polled++;
+			}
+			*full = cq->stashed;
 			break;
+		}
+		if (cq->stashed) {
+			cq->stashed = false;
+			kqp_cq_put(cq, cqes, mask, &cq->stash, &solicited,
+				   &recv);
+			continue;
 		}
 		n = ib_poll_cq(cq->cq, min3(room, (u32)KQP_CQ_POLL_BATCH,
 					    (u32)(budget - polled)), wc);
 		if (n <= 0)
 			break;
 		polled += n;
-		for (i = 0; i < n; i++) {
-			struct kqp_cqe *cqe = &cqes[cq->tail & mask];
-			bool report;
-
-			kqp_qp_complete(cq->uctx, &wc[i], cqe, &report);
-			if (!report)
-				continue;
-			cq->tail++;
-			solicited |= kqp_wc_fires_solicited(&wc[i]);
-			recv += !!(wc[i].opcode & IB_WC_RECV);
-		}
+		for (i = 0; i < n; i++)
+			kqp_cq_put(cq, cqes, mask, &wc[i], &solicited, &recv);
 	}
 	if (cq->tail == start)
 		return polled;

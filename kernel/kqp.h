@@ -464,7 +464,10 @@ struct kqp_cq_stats {
  * @ring_flags: KQP_CQ_RING_* as the kernel set them, under @lock; the
  *	ring's copy is only ever written from it, never read back, as the
  *	consumer can write there too.  KQP_CQ_RING_OVERFLOW: the ring
- *	filled; completions wait in @cq until a flush
+ *	filled; completions wait in @cq (and @stash) until a flush
+ * @stash: a completion taken from @cq when the ring had no room, under
+ *	@lock: the next one the ring gets (kqp_cq_produce())
+ * @stashed: @stash holds one
  * @users: QPs using the CQ, under @uctx->lock
  * @auto_qp: the QP on an id the CQ was made for, which destroys it as it
  *	goes, unless other QPs use it by then: it stays for them, an
@@ -497,6 +500,8 @@ struct kqp_cq {
 	u32 tail;
 	u32 last_fired;
 	u32 ring_flags;
+	struct ib_wc stash;
+	bool stashed;
 	unsigned int users;
 	struct kqp_qp *auto_qp;
 	u32 async_reported;

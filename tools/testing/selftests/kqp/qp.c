@@ -190,6 +190,84 @@ TEST_F_TIMEOUT(cm, ud_sends_after_create, 60)
 }
 
 /*
+ * A CQ holds as many completions as it was made for: one-entry CQs whose
+ * every completion is polled before the next arrives (ib_send_lat's send
+ * CQ) never overflow, so nothing is reported on the async fd.
+ */
+TEST_F_TIMEOUT(cm, one_entry_cqs_never_overflow, 60)
+{
+	struct sockaddr_in sin = cm_addr(self->port);
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_ah_attr ah_attr = { .is_global = 1, .port_num = 1 };
+	struct ibv_recv_wr rwr = { .num_sge = 1 }, *brw;
+	struct ibv_send_wr swr = { .num_sge = 1 }, *bsw;
+	struct pollfd pfd = { .events = POLLIN };
+	char buf[64 + 40];
+	struct ibv_sge rsge, ssge;
+	struct ibv_cq *scq, *rcq;
+	struct rdma_cm_id *id;
+	struct ibv_mr *mr;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	int i;
+
+	ASSERT_EQ(0, rdma_create_id(self->cch, &id, NULL, RDMA_PS_UDP));
+	ASSERT_EQ(0, rdma_bind_addr(id, (struct sockaddr *)&sin));
+	scq = ibv_create_cq(id->verbs, 1, NULL, NULL, 0);
+	rcq = ibv_create_cq(id->verbs, 1, NULL, NULL, 0);
+	ASSERT_NE(NULL, scq);
+	ASSERT_NE(NULL, rcq);
+	attr.send_cq = scq;
+	attr.recv_cq = rcq;
+	ASSERT_EQ(0, rdma_create_qp(id, NULL, &attr));
+
+	memset(buf, 0, sizeof(buf));
+	mr = ibv_reg_mr(id->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NE(NULL, mr);
+	rsge = (struct ibv_sge){ (uintptr_t)buf, 40 + 16, mr->lkey };
+	rwr.sg_list = &rsge;
+	ah_attr.grh.dgid = id->route.addr.addr.ibaddr.sgid;
+	ah_attr.grh.sgid_index = qp_gid_index(id->verbs, 1, &ah_attr.grh.dgid);
+	ah_attr.grh.hop_limit = 64;
+	ah = ibv_create_ah(id->pd, &ah_attr);
+	ASSERT_NE(NULL, ah);
+	ssge = (struct ibv_sge){ (uintptr_t)buf + 64, 16, mr->lkey };
+	swr.sg_list = &ssge;
+	swr.opcode = IBV_WR_SEND;
+	swr.send_flags = IBV_SEND_SIGNALED;
+	swr.wr.ud.ah = ah;
+	swr.wr.ud.remote_qpn = id->qp->qp_num;
+	swr.wr.ud.remote_qkey = RDMA_UDP_QKEY;
+
+	for (i = 0; i < 16; i++) {
+		rwr.wr_id = 100 + i;
+		swr.wr_id = 200 + i;
+		ASSERT_EQ(0, ibv_post_recv(id->qp, &rwr, &brw));
+		ASSERT_EQ(0, ibv_post_send(id->qp, &swr, &bsw));
+		ASSERT_EQ(1, qp_poll(scq, &wc, 1, 10000));
+		EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+		EXPECT_EQ(200 + i, (int)wc.wr_id);
+		ASSERT_EQ(1, qp_poll(rcq, &wc, 1, 10000));
+		EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+		EXPECT_EQ(100 + i, (int)wc.wr_id);
+	}
+	/* An overflow would have been reported by now: it is queued first. */
+	pfd.fd = id->verbs->async_fd;
+	EXPECT_EQ(0, poll(&pfd, 1, 200));
+
+	EXPECT_EQ(0, ibv_destroy_ah(ah));
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
+	rdma_destroy_qp(id);
+	EXPECT_EQ(0, ibv_destroy_cq(scq));
+	EXPECT_EQ(0, ibv_destroy_cq(rcq));
+	EXPECT_EQ(0, rdma_destroy_id(id));
+}
+
+/*
  * "RC reaches RTR/RTS on connect/accept without the caller touching
  * states": both sides are RTS once established, data flows, and the side
  * that disconnects sees its QP in ERR.
