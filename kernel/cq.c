@@ -795,9 +795,16 @@ int kqp_flush_cq_ioctl(struct kqp_ucmd *ucmd)
 			if (!(cq->ring_flags & KQP_CQ_RING_OVERFLOW))
 				sched = more || kqp_cq_arm(cq);
 		}
-		spin_unlock_bh(&cq->lock);
+		/*
+		 * Scheduled with bottom halves off, the poller runs here, at
+		 * spin_unlock_bh(), in the caller's time.  Raised from task
+		 * context with them on, the softirq would only wake
+		 * ksoftirqd, a thread switch (two under a busy-polling
+		 * caller) before the completion reaches the ring.
+		 */
 		if (sched)
 			irq_poll_sched(&cq->iop);
+		spin_unlock_bh(&cq->lock);
 	}
 	up_read(&kdev->hw_rwsem);
 	kqp_object_put(&cq->vobj.obj);
