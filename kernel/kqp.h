@@ -631,7 +631,7 @@ struct kqp_ring {
  * @rq_committed: under @lock: the receive ring's NEED_DOORBELL is clear,
  *	and a receive completion queues @drain_work (ring.c)
  * @rq_low: with @rq_async, the receives the device must hold for the
- *	kernel to stay committed to the receive ring
+ *	kernel to stay committed to the receive ring: half those asked for
  * @rq_peer_waits: the peer retries an RNR NAK for ever (the id's CONNECT
  *	or ACCEPT said so): only then does the kernel commit (ring.c)
  * @sq_ready: under @sq_mutex: the device took a send chain since the QP
@@ -1011,7 +1011,7 @@ u32 kqp_post_chain(struct kqp_qp *qp, bool recv, union kqp_kwr *kwrs,
 int kqp_qp_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma);
 
 /* ring.c */
-void kqp_qp_rings_init(struct kqp_qp *qp, bool recv_async);
+void kqp_qp_rings_init(struct kqp_qp *qp, bool recv_async, u32 recv_asked);
 void kqp_rq_retired(struct kqp_qp *qp);
 void kqp_qp_peer_rnr(struct kqp_qp *qp, struct rdma_cm_id *cm_id,
 		     u8 rnr_retry);

@@ -983,7 +983,8 @@ int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
 		ret = kqp_wq_init(&qp->rq, qp->srq ? 0 : qp->cap.max_recv_wr);
 	/* Without them (memory, max_queue_bytes) it posts with the ioctls. */
 	if (!ret && (cmd->flags & KQP_CREATE_QP_RINGS))
-		kqp_qp_rings_init(qp, cmd->flags & KQP_CREATE_QP_RECV_ASYNC);
+		kqp_qp_rings_init(qp, cmd->flags & KQP_CREATE_QP_RECV_ASYNC,
+				  cmd->cap.max_recv_wr);
 	if (!ret)
 		ret = kqp_create_qp_respond(ucmd, qp, &us);
 	if (ret) {

@@ -102,7 +102,7 @@ static size_t kqp_ring_stage_bytes(const struct kqp_ring *r)
  * find no memory, gets none and posts with the ioctls: the flag asks for
  * speed, not for different semantics.
  */
-void kqp_qp_rings_init(struct kqp_qp *qp, bool recv_async)
+void kqp_qp_rings_init(struct kqp_qp *qp, bool recv_async, u32 recv_asked)
 {
 	struct kqp_ring *sq = &qp->sq_ring, *rq = &qp->rq_ring;
 	u64 send_bytes, bytes, charged = qp->vobj.queue_bytes;
@@ -149,7 +149,12 @@ void kqp_qp_rings_init(struct kqp_qp *qp, bool recv_async)
 		rq->hdr->flags = KQP_WQ_RING_NEED_DOORBELL;
 		/* Refused entries are consumed as an RC send ring's are. */
 		qp->rq_async = recv_async && qp->qp_type == IB_QPT_RC;
-		qp->rq_low = max(qp->cap.max_recv_wr / 2, 1U);
+		/*
+		 * Half the receives asked for, not of what the device made
+		 * of them (rxe makes 1023 of 512): a process keeps posting
+		 * the depth it asked for, which must be enough to commit.
+		 */
+		qp->rq_low = max(min(recv_asked, qp->cap.max_recv_wr) / 2, 1U);
 		/* Off an id, the flag is the caller's word for it. */
 		qp->rq_peer_waits = qp->rq_async && !qp->cm;
 	}

@@ -1627,7 +1627,8 @@ struct kqp_qp_cap {
  * A receive ring with KQP_QP_RINGS_RECV_ASYNC is an RC send ring's twin.
  * While the peer retries RNR NAKs for ever (KQP_CREATE_QP_RECV_ASYNC),
  * the kernel keeps NEED_DOORBELL clear while the device holds at least
- * half the QP's max_recv_wr (at least one) of its receives.  What is
+ * half the max_recv_wr asked for (at least one; not of the larger depth
+ * a device may give) of the QP's receives.  What is
  * published meanwhile is drained by the QP's next doorbell of either
  * ring, or, in a kworker of the user's, after the receive completion
  * that leaves the device fewer than that, which also sets NEED_DOORBELL.
