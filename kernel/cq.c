@@ -178,11 +178,16 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 		if (room > cq->entries)
 			room = 0;
 		if (!room) {
+			/*
+			 * Not counted in @polled: the caller's budget
+			 * bounds what reached the ring, and a full
+			 * ring must return less than the budget, or
+			 * irq_poll would take the poller for still
+			 * scheduled after irq_poll_complete().
+			 */
 			if (!cq->stashed &&
-			    ib_poll_cq(cq->cq, 1, &cq->stash) > 0) {
+			    ib_poll_cq(cq->cq, 1, &cq->stash) > 0)
 				cq->stashed = true;
-				polled++;
-			}
 			*full = cq->stashed;
 			break;
 		}

@@ -1526,10 +1526,10 @@ FIXTURE_SETUP(ra)
 	ASSERT_TRUE(self->p.b.c.out_rings.flags & KQP_QP_RINGS_RECV_ASYNC);
 	/*
 	 * Half the receives asked for, not half of what the device made of
-	 * them: a process posts the depth it asked for.  rxe makes 31 of 16,
-	 * the case where the two differ.
+	 * them: a process posts the depth it asked for.  rxe on 6.12 makes
+	 * 31 of 16, the case where the two differ; on 6.1 it makes 16.
 	 */
-	ASSERT_LT(asked, self->p.b.c.cap.max_recv_wr);
+	ASSERT_LE(asked, self->p.b.c.cap.max_recv_wr);
 	self->low = asked / 2;
 	ASSERT_LE(2, self->low);
 	ASSERT_GE(30, self->low);
