@@ -129,7 +129,6 @@ TEST_F_TIMEOUT(cm, ud_sends_after_create, 60)
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
 	char buf[64 + 40], msg[16] = "hello, ud self";
-	struct ibv_ah_attr ah_attr = { .is_global = 1, .port_num = 1 };
 	struct ibv_recv_wr rwr = { .wr_id = 0x71, .num_sge = 1 }, *brw;
 	struct ibv_send_wr swr = { .wr_id = 0x72, .num_sge = 1 }, *bsw;
 	struct ibv_sge rsge, ssge;
@@ -137,7 +136,6 @@ TEST_F_TIMEOUT(cm, ud_sends_after_create, 60)
 	struct ibv_mr *mr;
 	struct ibv_ah *ah;
 	struct ibv_wc wc;
-	int gid;
 
 	ASSERT_EQ(0, rdma_create_id(self->cch, &id, NULL, RDMA_PS_UDP));
 	ASSERT_EQ(0, rdma_bind_addr(id, (struct sockaddr *)&sin));
@@ -152,20 +150,12 @@ TEST_F_TIMEOUT(cm, ud_sends_after_create, 60)
 	rwr.sg_list = &rsge;
 	ASSERT_EQ(0, ibv_post_recv(id->qp, &rwr, &brw));
 
-	gid = qp_gid_index(id->verbs, 1, &id->route.addr.addr.ibaddr.sgid);
-	ASSERT_LE(0, gid);
-	ah_attr.grh.dgid = id->route.addr.addr.ibaddr.sgid;
-	ah_attr.grh.sgid_index = gid;
-	ah_attr.grh.hop_limit = 64;
-	ah = ibv_create_ah(id->pd, &ah_attr);
+	ASSERT_LE(0, qp_gid_index(id->verbs, 1,
+				  &id->route.addr.addr.ibaddr.sgid));
+	ah = qp_ud_self(id, &swr);
 	ASSERT_NE(NULL, ah);
 	ssge = (struct ibv_sge){ (uintptr_t)buf + 64, sizeof(msg), mr->lkey };
 	swr.sg_list = &ssge;
-	swr.opcode = IBV_WR_SEND;
-	swr.send_flags = IBV_SEND_SIGNALED;
-	swr.wr.ud.ah = ah;
-	swr.wr.ud.remote_qpn = id->qp->qp_num;
-	swr.wr.ud.remote_qkey = RDMA_UDP_QKEY;
 	/* The receive lands in the same buffer; send from its tail. */
 	ASSERT_EQ(0, ibv_post_send(id->qp, &swr, &bsw));
 
@@ -202,7 +192,6 @@ TEST_F_TIMEOUT(cm, one_entry_cqs_never_overflow, 60)
 		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
-	struct ibv_ah_attr ah_attr = { .is_global = 1, .port_num = 1 };
 	struct ibv_recv_wr rwr = { .num_sge = 1 }, *brw;
 	struct ibv_send_wr swr = { .num_sge = 1 }, *bsw;
 	struct pollfd pfd = { .events = POLLIN };
@@ -230,18 +219,10 @@ TEST_F_TIMEOUT(cm, one_entry_cqs_never_overflow, 60)
 	ASSERT_NE(NULL, mr);
 	rsge = (struct ibv_sge){ (uintptr_t)buf, 40 + 16, mr->lkey };
 	rwr.sg_list = &rsge;
-	ah_attr.grh.dgid = id->route.addr.addr.ibaddr.sgid;
-	ah_attr.grh.sgid_index = qp_gid_index(id->verbs, 1, &ah_attr.grh.dgid);
-	ah_attr.grh.hop_limit = 64;
-	ah = ibv_create_ah(id->pd, &ah_attr);
+	ah = qp_ud_self(id, &swr);
 	ASSERT_NE(NULL, ah);
 	ssge = (struct ibv_sge){ (uintptr_t)buf + 64, 16, mr->lkey };
 	swr.sg_list = &ssge;
-	swr.opcode = IBV_WR_SEND;
-	swr.send_flags = IBV_SEND_SIGNALED;
-	swr.wr.ud.ah = ah;
-	swr.wr.ud.remote_qpn = id->qp->qp_num;
-	swr.wr.ud.remote_qkey = RDMA_UDP_QKEY;
 
 	for (i = 0; i < 16; i++) {
 		rwr.wr_id = 100 + i;

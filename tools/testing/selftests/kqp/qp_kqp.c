@@ -375,7 +375,6 @@ TEST_F_TIMEOUT(cm, ring_full_loses_nothing, 90)
 		.cap = { .max_send_wr = N, .max_recv_wr = N,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
-	struct ibv_ah_attr ah_attr = { .is_global = 1, .port_num = 1 };
 	struct pollfd pfd = { .events = POLLIN };
 	static char buf[N][64];
 	struct ibv_recv_wr rwr = { .num_sge = 1 }, *brw;
@@ -411,16 +410,8 @@ TEST_F_TIMEOUT(cm, ring_full_loses_nothing, 90)
 		rwr.wr_id = 100 + i;
 		ASSERT_EQ(0, ibv_post_recv(id->qp, &rwr, &brw));
 	}
-	ah_attr.grh.dgid = id->route.addr.addr.ibaddr.sgid;
-	ah_attr.grh.sgid_index = qp_gid_index(id->verbs, 1, &ah_attr.grh.dgid);
-	ah_attr.grh.hop_limit = 64;
-	ah = ibv_create_ah(id->pd, &ah_attr);
+	ah = qp_ud_self(id, &swr);
 	ASSERT_NE(NULL, ah);
-	swr.opcode = IBV_WR_SEND;
-	swr.send_flags = IBV_SEND_SIGNALED;
-	swr.wr.ud.ah = ah;
-	swr.wr.ud.remote_qpn = id->qp->qp_num;
-	swr.wr.ud.remote_qkey = RDMA_UDP_QKEY;
 	/*
 	 * One send at a time, each completed before the next: rxe's own CQ
 	 * is only 15 deep, and a sender that outruns the CQ's poller (a
@@ -488,7 +479,6 @@ TEST_F_TIMEOUT(cm, auto_cq_async_event_acked_before_free, 90)
 		.cap = { .max_send_wr = 4 * N, .max_recv_wr = N,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
-	struct ibv_ah_attr ah_attr = { .is_global = 1, .port_num = 1 };
 	struct pollfd pfd = { .events = POLLIN };
 	static char buf[N][64];
 	struct ibv_recv_wr rwr = { .num_sge = 1 }, *brw;
@@ -509,17 +499,9 @@ TEST_F_TIMEOUT(cm, auto_cq_async_event_acked_before_free, 90)
 	ASSERT_NE(NULL, id->recv_cq);
 	mr = ibv_reg_mr(id->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 	ASSERT_NE(NULL, mr);
-	ah_attr.grh.dgid = id->route.addr.addr.ibaddr.sgid;
-	ah_attr.grh.sgid_index = qp_gid_index(id->verbs, 1, &ah_attr.grh.dgid);
-	ah_attr.grh.hop_limit = 64;
-	ah = ibv_create_ah(id->pd, &ah_attr);
+	ah = qp_ud_self(id, &swr);
 	ASSERT_NE(NULL, ah);
 	rwr.sg_list = &sge;
-	swr.opcode = IBV_WR_SEND;
-	swr.send_flags = IBV_SEND_SIGNALED;
-	swr.wr.ud.ah = ah;
-	swr.wr.ud.remote_qpn = id->qp->qp_num;
-	swr.wr.ud.remote_qkey = RDMA_UDP_QKEY;
 	pfd.fd = id->verbs->async_fd;
 
 	/* N receives a round, never polled, until the receive ring fills. */

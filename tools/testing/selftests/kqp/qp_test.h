@@ -58,6 +58,35 @@ static inline int qp_gid_index(struct ibv_context *ctx, uint8_t port,
 	return -1;
 }
 
+/*
+ * A UD self-send on @id, a bound RDMA_PS_UDP id with a QP: an AH to the
+ * id's own GID on port 1, and @swr a signaled SEND through it to the
+ * id's QP.  Returns the AH, or NULL (the GID not found, or no AH).
+ */
+static inline struct ibv_ah *qp_ud_self(struct rdma_cm_id *id,
+					struct ibv_send_wr *swr)
+{
+	struct ibv_ah_attr ah_attr = { .is_global = 1, .port_num = 1 };
+	struct ibv_ah *ah;
+	int gid;
+
+	gid = qp_gid_index(id->verbs, 1, &id->route.addr.addr.ibaddr.sgid);
+	if (gid < 0)
+		return NULL;
+	ah_attr.grh.dgid = id->route.addr.addr.ibaddr.sgid;
+	ah_attr.grh.sgid_index = gid;
+	ah_attr.grh.hop_limit = 64;
+	ah = ibv_create_ah(id->pd, &ah_attr);
+	if (!ah)
+		return NULL;
+	swr->opcode = IBV_WR_SEND;
+	swr->send_flags = IBV_SEND_SIGNALED;
+	swr->wr.ud.ah = ah;
+	swr->wr.ud.remote_qpn = id->qp->qp_num;
+	swr->wr.ud.remote_qkey = RDMA_UDP_QKEY;
+	return ah;
+}
+
 /* The state ibv_query_qp() reports. */
 static inline int qp_state(struct ibv_qp *qp)
 {
