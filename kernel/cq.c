@@ -153,6 +153,15 @@ static void kqp_cq_put(struct kqp_cq *cq, struct kqp_cqe *cqes, u32 mask,
  * is one, and held in @stash for the next entry the consumer frees: only
  * then is the ring full.  The stash keeps the completions in order: it
  * goes into the ring before anything else is polled.
+ *
+ * The stash is not looked for in the call that filled the ring: both
+ * callers arm the CQ next with IB_CQ_REPORT_MISSED_EVENTS, which reports
+ * a completion that is still waiting, and the poller's next run looks
+ * then.  Looking at once would cost every completion of a busy one-entry
+ * CQ (ib_send_lat's send CQ) a second trip through the driver's lock.
+ * A batch shorter than asked does not end the loop: under load, the next
+ * poll takes what arrived meanwhile, where arming would have the driver
+ * call back (an interrupt) for it.
  */
 static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 {
@@ -161,7 +170,7 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 	struct ib_wc wc[KQP_CQ_POLL_BATCH];
 	u32 mask = cq->entries - 1;
 	u32 head, room, arm, start = cq->tail, recv = 0;
-	bool solicited = false;
+	bool solicited = false, took = false;
 	int n, i, polled = 0;
 
 	*full = false;
@@ -178,6 +187,8 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 		if (room > cq->entries)
 			room = 0;
 		if (!room) {
+			if (took)
+				break;
 			/*
 			 * Not counted in @polled: the caller's budget
 			 * bounds what reached the ring, and a full
@@ -195,6 +206,7 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 			cq->stashed = false;
 			kqp_cq_put(cq, cqes, mask, &cq->stash, &solicited,
 				   &recv);
+			took = true;
 			continue;
 		}
 		n = ib_poll_cq(cq->cq, min3(room, (u32)KQP_CQ_POLL_BATCH,
@@ -202,6 +214,7 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 		if (n <= 0)
 			break;
 		polled += n;
+		took = true;
 		for (i = 0; i < n; i++)
 			kqp_cq_put(cq, cqes, mask, &wc[i], &solicited, &recv);
 	}
