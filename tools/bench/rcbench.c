@@ -81,6 +81,8 @@ enum test_kind {
 	TEST_WRITE,
 	TEST_QUIT,
 	TEST_SENDBW,
+	/* TEST_LAT, each side waiting for its send's completion (ib_send_lat) */
+	TEST_LAT_SIG,
 };
 
 /* Connect private data: at most 56 bytes for RC over IB/RoCE CM. */
@@ -703,6 +705,7 @@ static void conn_teardown(struct conn *c)
  */
 static int serve_lat(struct conn *c, const struct test_req *rq)
 {
+	bool sig = rq->kind == TEST_LAT_SIG;
 	struct ibv_wc wc;
 	uint32_t slot;
 	uint64_t i;
@@ -716,7 +719,9 @@ static int serve_lat(struct conn *c, const struct test_req *rq)
 		put_seq(c->buf, rq->size, i);
 		stamp(rq->size, STAMP_POST, now_ns());
 		/* The reply first: reposting is off the critical path. */
-		if (post_sends(c, 1, IBV_WR_SEND, rq->size, SIG_EVERY, false))
+		if (post_sends(c, 1, IBV_WR_SEND, rq->size,
+			       sig ? 1 : SIG_EVERY, false) ||
+		    (sig && reap_sends(c, true)))
 			return -1;
 		slot = wc.wr_id;
 		if (post_recvs(c, &slot, 1) || reap_sends(c, false))
@@ -855,6 +860,7 @@ static bool req_valid(const struct test_req *rq)
 {
 	switch (rq->kind) {
 	case TEST_LAT:
+	case TEST_LAT_SIG:
 		return rq->size >= sizeof(uint64_t) &&
 		       rq->size <= SLOT_SIZE && rq->count;
 	case TEST_RATE:
@@ -926,8 +932,9 @@ static int serve_one(struct rdma_event_channel *ch, struct rdma_cm_event *ev)
 		goto out;
 	switch (rq.kind) {
 	case TEST_LAT:
+	case TEST_LAT_SIG:
 		ret = serve_lat(&c, &rq);
-		if (!ret && rq.size == LAT_SMALL)
+		if (!ret && rq.kind == TEST_LAT && rq.size == LAT_SMALL)
 			ret = stamps_write(true);
 		break;
 	case TEST_RATE:
@@ -2088,11 +2095,18 @@ static int cmp_u64(const void *a, const void *b)
  * Ping-pong: send @size bytes, wait for the server's @size-byte reply.
  * Reports half the round trip, as one-way latency.
  */
-static int run_lat(struct conn *c, const struct opts *o, uint32_t size)
+/*
+ * The ping-pong.  With @sig, every send is signaled and each side waits
+ * for its completion before it polls for the reply, as perftest's
+ * ib_send_lat does: a round trip then carries four completions, not two.
+ */
+static int run_lat(struct conn *c, const struct opts *o, uint32_t size,
+		   bool sig)
 {
+	const char *key = sig ? "lat_sig" : "lat";
 	struct test_req rq = {
 		.magic = BENCH_MAGIC,
-		.kind = TEST_LAT,
+		.kind = sig ? TEST_LAT_SIG : TEST_LAT,
 		.size = size,
 		.list = 1,
 		.count = o->lat_warmup + o->lat_iters,
@@ -2109,7 +2123,9 @@ static int run_lat(struct conn *c, const struct opts *o, uint32_t size)
 		put_seq(c->buf, size, i);
 		t0 = now_ns();
 		stamp(size, STAMP_POST, t0);
-		if (post_sends(c, 1, IBV_WR_SEND, size, SIG_EVERY, false) ||
+		if (post_sends(c, 1, IBV_WR_SEND, size, sig ? 1 : SIG_EVERY,
+			       false) ||
+		    (sig && reap_sends(c, true)) ||
 		    poll_recvs(c, &wc, 1, true, size) < 0)
 			goto out_close;
 		t1 = now_ns();
@@ -2125,10 +2141,10 @@ static int run_lat(struct conn *c, const struct opts *o, uint32_t size)
 	qsort(samples, o->lat_iters, sizeof(*samples), cmp_u64);
 	med = samples[o->lat_iters / 2];
 	p99 = samples[(o->lat_iters * 99 + 99) / 100 - 1];
-	printf("lat_%u_median_us %.2f\n", size, med / 2000.0);
-	printf("lat_%u_p99_us %.2f\n", size, p99 / 2000.0);
+	printf("%s_%u_median_us %.2f\n", key, size, med / 2000.0);
+	printf("%s_%u_p99_us %.2f\n", key, size, p99 / 2000.0);
 	fflush(stdout);
-	ret = size == LAT_SMALL ? stamps_write(false) : 0;
+	ret = size == LAT_SMALL && !sig ? stamps_write(false) : 0;
 out_close:
 	client_close(c);
 out:
@@ -2394,8 +2410,9 @@ static int client(const struct opts *o)
 	print_counts("sendbw_msgs", o->sendbw_msgs,
 		     "sendbw_warmup", o->sendbw_warmup);
 	fflush(stdout);
-	if (run_lat(&c, o, LAT_SMALL) ||
-	    run_lat(&c, o, LAT_LARGE) ||
+	if (run_lat(&c, o, LAT_SMALL, false) ||
+	    run_lat(&c, o, LAT_LARGE, false) ||
+	    run_lat(&c, o, LAT_SMALL, true) ||
 	    run_rate(&c, o, 1) ||
 	    run_rate(&c, o, 16) ||
 	    run_write(&c, o) ||
@@ -2415,9 +2432,10 @@ static void usage(FILE *f)
 "       rcbench [-a ADDR] [-p PORT] [-t SEC] [COUNTS]\n"
 "       rcbench --scale N[,N...] [--ids N[,N...]] [--budget SEC] [-a ADDR] [-p PORT]\n"
 "\n"
-"RC SEND ping-pong latency (8 B and 4 KB), 64 B SEND message rate (post\n"
-"lists of 1 and 16), and 64 KB RDMA WRITE and SEND bandwidth, between a\n"
-"server and a client connected with rdma_cm.  Both sides busy-poll their\n"
+"RC SEND ping-pong latency (8 B and 4 KB, and 8 B with each side waiting\n"
+"for its own send's completion, as ib_send_lat does), 64 B SEND message\n"
+"rate (post lists of 1 and 16), and 64 KB RDMA WRITE and SEND bandwidth,\n"
+"between a server and a client connected with rdma_cm.  Both sides busy-poll their\n"
 "CQs, except the server of the RDMA WRITE test, which sleeps on a\n"
 "completion channel.  Each test is a connection of its own; the server\n"
 "serves tests until the client's last request, then exits 0.\n"
@@ -2425,6 +2443,8 @@ static void usage(FILE *f)
 "The client prints what it measured as \"key value\" lines on stdout, and\n"
 "its settings as \"# ...\" lines:\n"
 "  lat_SIZE_median_us, lat_SIZE_p99_us   one-way latency (half the round trip)\n"
+"  lat_sig_8_median_us, lat_sig_8_p99_us the same, each send signaled and\n"
+"                                        awaited before the reply is polled\n"
 "  rate_64_listN_kmsgs                   thousands of messages per second\n"
 "  write_65536_mbs, send_65536_mbs       MB/s (10^6 bytes per second)\n"
 "\n"

@@ -195,6 +195,9 @@ END {
 	row("lat_8_p99_us", "RC SEND latency 8 B, p99", "us", "lower")
 	row("lat_4096_median_us", "RC SEND latency 4 KB, median", "us", "lower")
 	row("lat_4096_p99_us", "RC SEND latency 4 KB, p99", "us", "lower")
+	row("lat_sig_8_median_us", "8 B, sends awaited (ib_send_lat)", "us",
+	    "lower")
+	row("lat_sig_8_p99_us", "8 B, sends awaited, p99", "us", "lower")
 	row("rate_64_list1_kmsgs", "64 B SEND rate, 1 WR/post", "Kmsg/s", "higher")
 	row("rate_64_list16_kmsgs", "64 B SEND rate, 16 WRs/post", "Kmsg/s", "higher")
 	row("write_65536_mbs", "64 KB RDMA WRITE bandwidth", "MB/s", "higher")
