@@ -43,7 +43,7 @@ void kqp_device_put(struct kqp_device *kdev)
 }
 
 /* The device with this index, referenced, or NULL. */
-struct kqp_device *kqp_device_get(u32 index)
+static struct kqp_device *kqp_device_get(u32 index)
 {
 	struct kqp_device *kdev;
 

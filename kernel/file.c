@@ -111,6 +111,10 @@ struct kqp_ioctl_op {
 #define KQP_IOCTL_OP_NT(_ioctl, _fn, _struct, _last, _flags)		\
 	__KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, true, false)
 
+/* The file's own commands, defined below the table. */
+static int kqp_attach_ioctl(struct kqp_ucmd *ucmd);
+static int kqp_ctx_info_ioctl(struct kqp_ucmd *ucmd);
+
 static const struct kqp_ioctl_op kqp_ioctl_ops[] = {
 	KQP_IOCTL_OP_NT(KQP_IOCTL_QUERY, kqp_query_ioctl, struct kqp_query,
 			__reserved, 0),
@@ -332,7 +336,7 @@ static long kqp_fops_ioctl(struct file *filp, unsigned int cmd,
  * other command use it without a lock.  Only the table's owner may
  * attach to it (EPERM).
  */
-int kqp_attach_ioctl(struct kqp_ucmd *ucmd)
+static int kqp_attach_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_attach *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx;
@@ -371,7 +375,7 @@ out:
 }
 
 /* Is @uctx the calling process's? */
-bool kqp_uctx_is_callers(struct kqp_ucontext *uctx)
+static bool kqp_uctx_is_callers(struct kqp_ucontext *uctx)
 {
 	return uctx->mm == current->mm;
 }
@@ -400,7 +404,7 @@ struct kqp_ucontext *kqp_file_uctx(struct kqp_file *kfile)
 	return uctx;
 }
 
-int kqp_ctx_info_ioctl(struct kqp_ucmd *ucmd)
+static int kqp_ctx_info_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_ctx_info *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;

@@ -874,7 +874,6 @@ int kqp_ucmd_fault_in(struct kqp_ucmd *ucmd, size_t cmd_len);
 int kqp_device_init(void);
 void kqp_device_exit(void);
 int kqp_query_ioctl(struct kqp_ucmd *ucmd);
-struct kqp_device *kqp_device_get(u32 index);
 struct kqp_device *kqp_device_get_user(u32 index);
 struct kqp_device *kqp_device_of(struct ib_device *ibdev);
 struct seq_file;
@@ -887,10 +886,7 @@ int kqp_query_pkey_ioctl(struct kqp_ucmd *ucmd);
 
 /* file.c */
 extern const struct file_operations kqp_fops;
-int kqp_attach_ioctl(struct kqp_ucmd *ucmd);
 struct kqp_ucontext *kqp_file_uctx(struct kqp_file *kfile);
-bool kqp_uctx_is_callers(struct kqp_ucontext *uctx);
-int kqp_ctx_info_ioctl(struct kqp_ucmd *ucmd);
 
 /* object.c */
 void kqp_file_destroy_objects(struct kqp_file *kfile);
@@ -941,7 +937,6 @@ struct kqp_pd *kqp_pd_get_default_locked(struct kqp_ucontext *uctx,
 					 struct kqp_device *kdev);
 struct kqp_pd *kqp_pd_take(struct kqp_ucontext *uctx, u32 handle);
 void kqp_pd_put_user(struct kqp_pd *pd);
-void kqp_pd_put_default_ref(struct kqp_pd *pd);
 void kqp_pd_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 
 /* channel.c */
@@ -994,7 +989,6 @@ int kqp_detach_mcast_ioctl(struct kqp_ucmd *ucmd);
 void kqp_qp_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 void kqp_qp_attr_to_user(struct ib_device *ibdev, struct kqp_qp_attr *dst,
 			 struct ib_qp_attr *src);
-void kqp_qp_cap_to_user(struct kqp_qp_cap *dst, const struct ib_qp_cap *src);
 void kqp_qp_complete(struct kqp_ucontext *uctx, struct ib_wc *wc,
 		     struct kqp_cqe *cqe, bool *report);
 void kqp_wc_to_cqe(const struct ib_wc *wc, struct kqp_cqe *cqe, u64 wr_id,
@@ -1005,6 +999,8 @@ void kqp_qp_put_hw(struct kqp_qp *qp);
 long kqp_build_send(struct kqp_qp *qp, struct kqp_object **ah,
 		    const void *p, size_t len, union kqp_kwr *kwr,
 		    struct ib_sge *ksge, u32 *opcode);
+long kqp_build_recv(struct kqp_pd *pd, u32 max_sge, const void *p,
+		    size_t len, struct ib_recv_wr *wr, struct ib_sge *ksge);
 u32 kqp_post_chain(struct kqp_qp *qp, bool recv, union kqp_kwr *kwrs,
 		   const u64 *wr_ids, const u32 *opcodes, const u8 *err_status,
 		   u32 n, int *err);
@@ -1022,7 +1018,6 @@ void kqp_qp_rings_to_user(const struct kqp_qp *qp,
 void kqp_qp_drain_work(struct work_struct *work);
 void kqp_sq_retired(struct kqp_qp *qp);
 void kqp_sq_commit(struct kqp_qp *qp, bool commit);
-void kqp_qp_queue_drain(struct kqp_qp *qp);
 int kqp_doorbell_ioctl(struct kqp_ucmd *ucmd);
 u32 kqp_qp_poll(struct kqp_qp *qp, bool polled);
 
@@ -1032,8 +1027,6 @@ int kqp_poller_alive(struct kqp_ucontext *uctx);
 int kqp_poller_wake(struct kqp_ucontext *uctx);
 void kqp_poller_info(struct kqp_ucontext *uctx, struct kqp_ctx_info *info);
 void kqp_poller_stop(struct kqp_ucontext *uctx);
-long kqp_build_recv(struct kqp_pd *pd, u32 max_sge, const void *p,
-		    size_t len, struct ib_recv_wr *wr, struct ib_sge *ksge);
 
 /* srq.c */
 int kqp_create_srq_ioctl(struct kqp_ucmd *ucmd);

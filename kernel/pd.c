@@ -192,7 +192,7 @@ void kqp_pd_put_user(struct kqp_pd *pd)
 		kqp_pd_destroy(uctx, &pd->vobj.obj);
 }
 
-void kqp_pd_put_default_ref(struct kqp_pd *pd)
+static void kqp_pd_put_default_ref(struct kqp_pd *pd)
 {
 	struct kqp_ucontext *uctx = pd->uctx;
 	bool destroy;

@@ -810,7 +810,7 @@ err_kdev:
 	return ret;
 }
 
-void kqp_qp_cap_to_user(struct kqp_qp_cap *dst, const struct ib_qp_cap *src)
+static void kqp_qp_cap_to_user(struct kqp_qp_cap *dst, const struct ib_qp_cap *src)
 {
 	memset(dst, 0, sizeof(*dst));
 	dst->max_send_wr = src->max_send_wr;

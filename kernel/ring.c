@@ -518,6 +518,34 @@ void kqp_qp_peer_rnr(struct kqp_qp *qp, struct rdma_cm_id *cm_id,
 }
 
 /*
+ * Queue @qp's drain_work, with a reference the work drops: the QP's
+ * destroy (kqp_object_drain()) waits for it.  Any context; nothing is
+ * queued for a QP being destroyed.
+ *
+ * The work runs in a kworker, whose CPU time is nobody's: it is the one
+ * part of posting that escapes the process's accounting (its rusage, its
+ * cgroup's CPU controller).  So it is bounded per user: each user's
+ * drains go to an ordered workqueue of its own, one at a time over all
+ * its tables, each one round of at most the ring's entries before it
+ * queues itself again behind the user's others.  Whatever a user's
+ * processes do, this costs the host one CPU at most, and only while they
+ * keep publishing behind signaled sends without ringing.  A ring the
+ * poller serves has none of it: the poller, a thread of the process,
+ * drains it itself while awake (kqp_sq_retired()).
+ */
+static void kqp_qp_queue_drain(struct kqp_qp *qp)
+{
+	struct kqp_object *obj = &qp->vobj.obj;
+	struct workqueue_struct *wq = qp->uctx ? kqp_user_wq(qp->uctx) :
+						 kqp_wq;
+
+	if (READ_ONCE(obj->dying) || !refcount_inc_not_zero(&obj->users))
+		return;
+	if (!queue_work(wq, &qp->drain_work))
+		kqp_object_put(obj);
+}
+
+/*
  * A receive of an asynchronous ring completed, with qp->lock held
  * (kqp_qp_complete()): publish how far the receives retired.  While the
  * device still holds @rq_low or more, nothing else: what was published
@@ -637,34 +665,6 @@ void kqp_sq_retired(struct kqp_qp *qp)
 	}
 	if (READ_ONCE(r->hdr->tail) != READ_ONCE(r->head))
 		kqp_qp_queue_drain(qp);
-}
-
-/*
- * Queue @qp's drain_work, with a reference the work drops: the QP's
- * destroy (kqp_object_drain()) waits for it.  Any context; nothing is
- * queued for a QP being destroyed.
- *
- * The work runs in a kworker, whose CPU time is nobody's: it is the one
- * part of posting that escapes the process's accounting (its rusage, its
- * cgroup's CPU controller).  So it is bounded per user: each user's
- * drains go to an ordered workqueue of its own, one at a time over all
- * its tables, each one round of at most the ring's entries before it
- * queues itself again behind the user's others.  Whatever a user's
- * processes do, this costs the host one CPU at most, and only while they
- * keep publishing behind signaled sends without ringing.  A ring the
- * poller serves has none of it: the poller, a thread of the process,
- * drains it itself while awake (kqp_sq_retired()).
- */
-void kqp_qp_queue_drain(struct kqp_qp *qp)
-{
-	struct kqp_object *obj = &qp->vobj.obj;
-	struct workqueue_struct *wq = qp->uctx ? kqp_user_wq(qp->uctx) :
-						 kqp_wq;
-
-	if (READ_ONCE(obj->dying) || !refcount_inc_not_zero(&obj->users))
-		return;
-	if (!queue_work(wq, &qp->drain_work))
-		kqp_object_put(obj);
 }
 
 /*
