@@ -170,7 +170,7 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 	struct ib_wc wc[KQP_CQ_POLL_BATCH];
 	u32 mask = cq->entries - 1;
 	u32 head, room, arm, start = cq->tail, recv = 0;
-	bool solicited = false, took = false;
+	bool solicited = false;
 	int n, i, polled = 0;
 
 	*full = false;
@@ -187,7 +187,8 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 		if (room > cq->entries)
 			room = 0;
 		if (!room) {
-			if (took)
+			/* This call filled it: the next run looks (above). */
+			if (cq->tail != start)
 				break;
 			/*
 			 * Not counted in @polled: the caller's budget
@@ -206,7 +207,6 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 			cq->stashed = false;
 			kqp_cq_put(cq, cqes, mask, &cq->stash, &solicited,
 				   &recv);
-			took = true;
 			continue;
 		}
 		n = ib_poll_cq(cq->cq, min3(room, (u32)KQP_CQ_POLL_BATCH,
@@ -214,7 +214,6 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 		if (n <= 0)
 			break;
 		polled += n;
-		took = true;
 		for (i = 0; i < n; i++)
 			kqp_cq_put(cq, cqes, mask, &wc[i], &solicited, &recv);
 	}
