@@ -2093,12 +2093,10 @@ static int cmp_u64(const void *a, const void *b)
 
 /*
  * Ping-pong: send @size bytes, wait for the server's @size-byte reply.
- * Reports half the round trip, as one-way latency.
- */
-/*
- * The ping-pong.  With @sig, every send is signaled and each side waits
- * for its completion before it polls for the reply, as perftest's
- * ib_send_lat does: a round trip then carries four completions, not two.
+ * Reports half the round trip, as one-way latency.  With @sig, every send
+ * is signaled and each side waits for its completion before it polls for
+ * the reply, as perftest's ib_send_lat does: a round trip then carries
+ * four completions, not two.
  */
 static int run_lat(struct conn *c, const struct opts *o, uint32_t size,
 		   bool sig)
@@ -2435,9 +2433,9 @@ static void usage(FILE *f)
 "RC SEND ping-pong latency (8 B and 4 KB, and 8 B with each side waiting\n"
 "for its own send's completion, as ib_send_lat does), 64 B SEND message\n"
 "rate (post lists of 1 and 16), and 64 KB RDMA WRITE and SEND bandwidth,\n"
-"between a server and a client connected with rdma_cm.  Both sides busy-poll their\n"
-"CQs, except the server of the RDMA WRITE test, which sleeps on a\n"
-"completion channel.  Each test is a connection of its own; the server\n"
+"between a server and a client connected with rdma_cm.  Both sides\n"
+"busy-poll their CQs, except the server of the RDMA WRITE test, which\n"
+"sleeps on a completion channel.  Each test is a connection of its own; the server\n"
 "serves tests until the client's last request, then exits 0.\n"
 "\n"
 "The client prints what it measured as \"key value\" lines on stdout, and\n"
