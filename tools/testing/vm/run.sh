@@ -140,7 +140,13 @@ if [ ! -e "$initrd" ] || [ "$here/init" -nt "$initrd" ] ||
 fi
 
 # launch DIR APPEND [QEMU ARGS...]: one guest in the background, its
-# console in DIR/console.log, its pid in $!.
+# console in DIR/console.log, its pid in $!.  tsc=reliable: under TCG on
+# a busy host, the clocksource watchdog takes a descheduled vCPU for a
+# skewed TSC, marks it unstable some seconds after boot and moves
+# timekeeping to the emulated HPET, where every clock read (ktime_get(),
+# a vDSO clock_gettime()) is an emulated device access.  Runs then
+# measured different clocks depending on when the switch came, and the
+# switch itself patches sched_clock's static key on a live guest.
 launch() {
 	local dir=$1 app=$2
 	shift 2
@@ -149,7 +155,7 @@ launch() {
 		-nodefaults -no-reboot -display none -monitor none \
 		-serial "file:$dir/console.log" \
 		-kernel "$VMLINUZ" -initrd "$initrd" \
-		-append "console=ttyS0 quiet panic=-1 $APPEND kqp_out=$out kqp_repo=$repo kqp_guest=$here/guest.sh kqp_kmod=$kmod/kqp.ko kqp_mode=$mode kqp_script=$script kqp_tests=$only kqp_bench=$name $app" \
+		-append "console=ttyS0 quiet panic=-1 tsc=reliable $APPEND kqp_out=$out kqp_repo=$repo kqp_guest=$here/guest.sh kqp_kmod=$kmod/kqp.ko kqp_mode=$mode kqp_script=$script kqp_tests=$only kqp_bench=$name $app" \
 		-fsdev local,id=root,path=/,readonly=on,multidevs=remap,security_model=none \
 		-device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
 		-fsdev "local,id=out,path=$out,security_model=none" \
