@@ -35,6 +35,7 @@
  * completions.
  */
 #include <linux/mm.h>
+#include <linux/sched/clock.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -293,15 +294,22 @@ static int kqp_cq_poll(struct irq_poll *iop, int budget)
 {
 	struct kqp_cq *cq = container_of(iop, struct kqp_cq, iop);
 	bool more, missed = false;
-	u64 dt;
+	u64 now, cb;
 	int done;
 
 	spin_lock(&cq->lock);
 	done = kqp_cq_drain(cq, budget, &more);
 	if (done) {
-		/* From the callback to the entries being in the ring. */
-		dt = ktime_get_ns() - READ_ONCE(cq->cb_ns);
-		kqp_cq_stats_poll(dt);
+		/*
+		 * From the callback to the entries being in the ring, on
+		 * this CPU's clock: the irq_work and the poller run where
+		 * the callback ran.  A poller scheduled elsewhere (by an arm
+		 * that reported a missed completion) may read an earlier
+		 * time than the callback's, and counts 0.
+		 */
+		now = local_clock();
+		cb = READ_ONCE(cq->cb_ns);
+		kqp_cq_stats_poll(now > cb ? now - cb : 0);
 	}
 	spin_unlock(&cq->lock);
 
@@ -395,7 +403,13 @@ static void kqp_cq_comp_handler(struct ib_cq *ibcq, void *cq_context)
 	rcu_read_lock();
 	if (READ_ONCE(cq->abandoned))
 		goto out;
-	WRITE_ONCE(cq->cb_ns, ktime_get_ns());
+	/*
+	 * local_clock(), not ktime_get_ns(): the CPU's sched_clock (the TSC
+	 * on x86) whatever the clocksource, where ktime_get_ns() reads the
+	 * clocksource, a device access on a machine that keeps time with
+	 * the HPET.
+	 */
+	WRITE_ONCE(cq->cb_ns, local_clock());
 	if (in_task())
 		irq_work_queue(&cq->kick);
 	else

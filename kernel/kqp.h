@@ -456,7 +456,8 @@ struct kqp_cq_stats {
  * @iop: the softirq poller the completion handler schedules
  * @kick: schedules @iop from a hard interrupt (on PREEMPT_RT, from the
  *	irq_work thread), for handlers in task context
- * @cb_ns: when the completion handler last ran, for @stats
+ * @cb_ns: when the completion handler last ran (local_clock()), for the
+ *	completion path's statistics
  * @lock: serialises the producer (the poller and flushes), arming the
  *	kernel CQ, and @dying
  * @tail: the producer index; the ring's copy is only ever written
