@@ -355,14 +355,12 @@ static int kqp_cq_poll(struct irq_poll *iop, int budget)
  * preemption on, so the RT branch alone may enable bottom halves.  A
  * softirq raised in a thread with bottom halves enabled is left to
  * ksoftirqd, an ordinary thread that waits behind whatever busy-polls
- * that CPU: measured on the 6.12-rt bench guest, a median of about
- * 260 us from the callback to the ring, and 8 ms at the 99th percentile.
- * Raised with bottom halves off, it runs in this thread instead, at
- * local_bh_enable(), as a threaded interrupt handler's do
- * (irq_forced_thread_fn()): 131 us and 524 us then.  The price is a
- * thread switch per callback, and so per completion or two, where
- * ksoftirqd's delay had batched them: the bench's message rate halved
- * on RT (doc/design/rings.md, 1.3).  Every softirq pending on this CPU
+ * that CPU, for milliseconds at the tail.  Raised with bottom halves
+ * off, it runs in this thread instead, at local_bh_enable(), as a
+ * threaded interrupt handler's do (irq_forced_thread_fn()).  The price
+ * is a thread switch per callback, and so per completion or two, where
+ * ksoftirqd's delay had batched them (doc/design/rings.md says what
+ * that costs a message rate).  Every softirq pending on this CPU
  * then runs at the thread's priority, for 2 ms at most before the rest
  * goes to ksoftirqd (handle_softirqs()), as it does in a threaded
  * interrupt handler.

@@ -86,10 +86,9 @@ static void kqp_lwq_init(struct kqp_lwq *wq, void *ring,
 /*
  * Note the rings the kernel gave the QP, if any; they are mapped when the
  * QP is first posted to.  A mapping costs a QP's creation and destruction
- * more than the rings themselves (mmap() and munmap() took about 55 and
- * 65 us each under the bench's TCG guest, CREATE_QP 270 us), and a
- * connection that never posts, or posts only through its peer, never
- * needs it.
+ * more than the rings themselves (an mmap() and a munmap() together cost
+ * about half a CREATE_QP), and a connection that never posts, or posts
+ * only through its peer, never needs it.
  */
 static void kqp_qp_offer_rings(struct kqp_lqp *qp,
 			       const struct kqp_create_qp *cmd)
