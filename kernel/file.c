@@ -100,129 +100,27 @@ struct kqp_ioctl_op {
 	}
 
 /* A command on the file's table: ucmd->uctx is set, and the caller's. */
-#define KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags)		\
+#define KQP_IOCTL_OP_TABLE(_ioctl, _fn, _struct, _last, _flags)		\
 	__KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, false, false)
 /* One that answers under a lock, and is run again after EFAULT. */
-#define KQP_IOCTL_OP_RF(_ioctl, _fn, _struct, _last, _flags)		\
+#define KQP_IOCTL_OP_REFAULT(_ioctl, _fn, _struct, _last, _flags)	\
 	__KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, false,	\
 		       true + BUILD_BUG_ON_ZERO(sizeof(union kqp_refault_buffer) < \
 						sizeof(_struct)))
 /* A command that uses no table (device queries, a new channel). */
-#define KQP_IOCTL_OP_NT(_ioctl, _fn, _struct, _last, _flags)		\
+#define KQP_IOCTL_OP_NO_TABLE(_ioctl, _fn, _struct, _last, _flags)	\
 	__KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, true, false)
 
 /* The file's own commands, defined below the table. */
 static int kqp_attach_ioctl(struct kqp_ucmd *ucmd);
 static int kqp_ctx_info_ioctl(struct kqp_ucmd *ucmd);
 
+/* Every command, indexed by its number, from the one list. */
 static const struct kqp_ioctl_op kqp_ioctl_ops[] = {
-	KQP_IOCTL_OP_NT(KQP_IOCTL_QUERY, kqp_query_ioctl, struct kqp_query,
-			__reserved, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_CREATE_ID, kqp_create_id_ioctl,
-		     struct kqp_create_id, __reserved, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_DESTROY_ID, kqp_destroy_id_ioctl,
-		     struct kqp_destroy_id, out_events_reported, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_BIND_ADDR, kqp_bind_addr_ioctl,
-		     struct kqp_bind_addr, addr, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_RESOLVE_ADDR, kqp_resolve_addr_ioctl,
-		     struct kqp_resolve_addr, dst_addr, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_RESOLVE_ROUTE, kqp_resolve_route_ioctl,
-		     struct kqp_resolve_route, timeout_ms, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_QUERY_ID, kqp_query_id_ioctl,
-		     struct kqp_query_id, out_paths, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_LISTEN, kqp_listen_ioctl, struct kqp_listen,
-		     backlog, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_CONNECT, kqp_connect_ioctl, struct kqp_connect,
-		     param, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_ACCEPT, kqp_accept_ioctl, struct kqp_accept,
-		     param, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_REJECT, kqp_reject_ioctl, struct kqp_reject,
-		     private_data, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_DISCONNECT, kqp_disconnect_ioctl,
-		     struct kqp_id_cmd, __reserved, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_SET_OPTION, kqp_set_option_ioctl,
-		     struct kqp_set_option, optval, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_INIT_QP_ATTR, kqp_init_qp_attr_ioctl,
-		     struct kqp_init_qp_attr, out_attr, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_NOTIFY, kqp_notify_ioctl, struct kqp_notify,
-		     event, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_ESTABLISH, kqp_establish_ioctl,
-		     struct kqp_id_cmd, __reserved, 0),
-	KQP_IOCTL_OP_RF(KQP_IOCTL_JOIN_MCAST, kqp_join_mcast_ioctl,
-			struct kqp_join_mcast, addr, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_LEAVE_MCAST, kqp_leave_mcast_ioctl,
-		     struct kqp_leave_mcast, __reserved, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_MIGRATE_ID, kqp_migrate_id_ioctl,
-		     struct kqp_migrate_id, out_events_reported, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_GET_EVENT, kqp_get_event_ioctl,
-		     struct kqp_get_event, out_private_data, 0),
-	KQP_IOCTL_OP_NT(KQP_IOCTL_ATTACH, kqp_attach_ioctl, struct kqp_attach,
-			__reserved, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_CTX_INFO, kqp_ctx_info_ioctl,
-		     struct kqp_ctx_info, out_files, 0),
-	KQP_IOCTL_OP_NT(KQP_IOCTL_QUERY_DEVICE, kqp_query_device_ioctl,
-			struct kqp_query_device, out_phys_port_cnt, 0),
-	KQP_IOCTL_OP_NT(KQP_IOCTL_QUERY_PORT, kqp_query_port_ioctl,
-			struct kqp_query_port, __reserved, 0),
-	KQP_IOCTL_OP_NT(KQP_IOCTL_QUERY_GID, kqp_query_gid_ioctl,
-			struct kqp_query_gid, out_gid, 0),
-	KQP_IOCTL_OP_NT(KQP_IOCTL_QUERY_PKEY, kqp_query_pkey_ioctl,
-			struct kqp_query_pkey, out_pkey, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_ALLOC_PD, kqp_alloc_pd_ioctl,
-		     struct kqp_alloc_pd, out_pd, KQP_ALLOC_PD_DEFAULT),
-	KQP_IOCTL_OP(KQP_IOCTL_DEALLOC_PD, kqp_dealloc_pd_ioctl,
-		     struct kqp_dealloc_pd, __reserved, 0),
-	KQP_IOCTL_OP_NT(KQP_IOCTL_CREATE_COMP_CHANNEL,
-			kqp_create_comp_channel_ioctl,
-			struct kqp_create_comp_channel, __reserved, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_CREATE_CQ, kqp_create_cq_ioctl,
-		     struct kqp_create_cq, out_ring, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_DESTROY_CQ, kqp_destroy_cq_ioctl,
-		     struct kqp_destroy_cq, __reserved, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_FLUSH_CQ, kqp_flush_cq_ioctl,
-		     struct kqp_flush_cq, __reserved, 0),
-	KQP_IOCTL_OP_RF(KQP_IOCTL_CREATE_QP, kqp_create_qp_ioctl,
-			struct kqp_create_qp, out_recv_ring,
-			KQP_CREATE_QP_SQ_SIG_ALL | KQP_CREATE_QP_RINGS |
-			KQP_CREATE_QP_RECV_ASYNC),
-	KQP_IOCTL_OP(KQP_IOCTL_DESTROY_QP, kqp_destroy_qp_ioctl,
-		     struct kqp_destroy_qp, out_recv_cq_events, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_MODIFY_QP, kqp_modify_qp_ioctl,
-		     struct kqp_modify_qp, attr, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_QUERY_QP, kqp_query_qp_ioctl,
-		     struct kqp_query_qp, out_sq_sig_all, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_POST_SEND, kqp_post_send_ioctl, struct kqp_post,
-		     out_posted, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_POST_RECV, kqp_post_recv_ioctl, struct kqp_post,
-		     out_posted, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_CREATE_ASYNC_FD, kqp_create_async_fd_ioctl,
-		     struct kqp_create_async_fd, __reserved, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_REG_MR, kqp_reg_mr_ioctl, struct kqp_reg_mr,
-		     __reserved, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_DEREG_MR, kqp_dereg_mr_ioctl,
-		     struct kqp_dereg_mr, __reserved, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_CREATE_AH, kqp_create_ah_ioctl,
-		     struct kqp_create_ah, __reserved2, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_DESTROY_AH, kqp_destroy_ah_ioctl,
-		     struct kqp_destroy_ah, __reserved, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_ATTACH_MCAST, kqp_attach_mcast_ioctl,
-		     struct kqp_mcast_attach, gid, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_DETACH_MCAST, kqp_detach_mcast_ioctl,
-		     struct kqp_mcast_attach, gid, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_CREATE_SRQ, kqp_create_srq_ioctl,
-		     struct kqp_create_srq, __reserved2, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_DESTROY_SRQ, kqp_destroy_srq_ioctl,
-		     struct kqp_destroy_srq, out_events_reported, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_MODIFY_SRQ, kqp_modify_srq_ioctl,
-		     struct kqp_modify_srq, attr, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_QUERY_SRQ, kqp_query_srq_ioctl,
-		     struct kqp_query_srq, out_attr, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_POST_SRQ_RECV, kqp_post_srq_recv_ioctl,
-		     struct kqp_post, out_posted, 0),
-	KQP_IOCTL_OP(KQP_IOCTL_DOORBELL, kqp_doorbell_ioctl,
-		     struct kqp_doorbell, __reserved, KQP_DOORBELL_WAKE_POLLER),
-	KQP_IOCTL_OP(KQP_IOCTL_CREATE_POLLER, kqp_create_poller_ioctl,
-		     struct kqp_create_poller, __reserved, 0),
+#define KQP_CMD(_name, _fn, _struct, _last, _flags, _kind)		\
+	KQP_IOCTL_OP_##_kind(KQP_IOCTL_##_name, kqp_##_fn##_ioctl,	\
+			     _struct, _last, _flags),
+#include <kqp/cmds.h>
 };
 
 static_assert(ARRAY_SIZE(kqp_ioctl_ops) == KQP_CMD_MAX - KQP_CMD_BASE);

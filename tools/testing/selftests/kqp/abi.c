@@ -229,31 +229,39 @@ static void prep_reg_mr(int fd, void *arg)
 }
 
 /*
- * RSV() expands to two designators, so it travels last, as __VA_ARGS__,
- * where its comma cannot shift the other arguments.
+ * Each command's argument, the end of its first version and its flags,
+ * from the one list (include/kqp/cmds.h): abi_NAME_t, abi_NAME_min and
+ * abi_NAME_flags.
  */
-#define ABI_BODY(_cmd, _ioctl, _struct, _last, _uptr, _prep, _expect,	\
-		 _writes, _flags, ...)					\
-	[_cmd - KQP_CMD_BASE] = {					\
-		.name = #_ioctl,					\
-		.ioctl_num = _ioctl,					\
-		.size = sizeof(_struct),				\
-		.min_size = offsetofend(_struct, _last),		\
+#define KQP_CMD(_name, _fn, _struct, _last, _known, _kind)		\
+	typedef _struct abi_##_name##_t;				\
+	enum {								\
+		abi_##_name##_min = offsetofend(_struct, _last),	\
+		abi_##_name##_flags = _known,				\
+	};
+#include <kqp/cmds.h>
+
+/*
+ * ABI_CASE(NAME, reserved, user pointer, prep, errno, writes back): the
+ * test's own facts about command NAME.  RSV() expands to two designators,
+ * so it travels last, as __VA_ARGS__, where its comma cannot shift the
+ * other arguments.
+ */
+#define ABI_BODY(_name, _uptr, _prep, _expect, _writes, ...)		\
+	[KQP_CMD_##_name - KQP_CMD_BASE] = {				\
+		.name = "KQP_IOCTL_" #_name,				\
+		.ioctl_num = KQP_IOCTL_##_name,				\
+		.size = sizeof(abi_##_name##_t),			\
+		.min_size = abi_##_name##_min,				\
 		__VA_ARGS__,						\
 		.uptr_off = _uptr,					\
-		.valid_flags = _flags,					\
+		.valid_flags = abi_##_name##_flags,			\
 		.prep = _prep,						\
 		.expect = _expect,					\
 		.writes = _writes,					\
 	}
-#define ABI_CASE_F(_cmd, _ioctl, _struct, _last, _rsv, _uptr, _prep,	\
-		   _expect, _writes, _flags)				\
-	ABI_BODY(_cmd, _ioctl, _struct, _last, _uptr, _prep, _expect,	\
-		 _writes, _flags, _rsv)
-#define ABI_CASE(_cmd, _ioctl, _struct, _last, _rsv, _uptr, _prep, _expect, \
-		 _writes)						\
-	ABI_BODY(_cmd, _ioctl, _struct, _last, _uptr, _prep, _expect,	\
-		 _writes, 0, _rsv)
+#define ABI_CASE(_name, _rsv, _uptr, _prep, _expect, _writes)		\
+	ABI_BODY(_name, _uptr, _prep, _expect, _writes, _rsv)
 #define RSV(_struct) .reserved_off = offsetof(_struct, __reserved),	\
 	.reserved_size = sizeof(((_struct *)0)->__reserved)
 #define RSV2(_struct) .reserved_off = offsetof(_struct, __reserved2), \
@@ -262,165 +270,97 @@ static void prep_reg_mr(int fd, void *arg)
 #define NONE (-1)
 
 static const struct abi_case cases[KQP_CMD_MAX - KQP_CMD_BASE] = {
-	ABI_CASE(KQP_CMD_QUERY, KQP_IOCTL_QUERY, struct kqp_query, __reserved,
-		 RSV(struct kqp_query), offsetof(struct kqp_query, devices),
-		 prep_query, 0, true),
-	ABI_CASE(KQP_CMD_CREATE_ID, KQP_IOCTL_CREATE_ID, struct kqp_create_id,
-		 __reserved, RSV(struct kqp_create_id), NONE, prep_create_id,
-		 0, true),
-	ABI_CASE(KQP_CMD_DESTROY_ID, KQP_IOCTL_DESTROY_ID,
-		 struct kqp_destroy_id, out_events_reported, NORSV, NONE,
-		 prep_id0, ENOENT, true),
-	ABI_CASE(KQP_CMD_BIND_ADDR, KQP_IOCTL_BIND_ADDR, struct kqp_bind_addr,
-		 addr, RSV(struct kqp_bind_addr), NONE, prep_bind, ENOENT,
+	ABI_CASE(QUERY, RSV(struct kqp_query),
+		 offsetof(struct kqp_query, devices), prep_query, 0, true),
+	ABI_CASE(CREATE_ID, RSV(struct kqp_create_id), NONE, prep_create_id, 0,
+		 true),
+	ABI_CASE(DESTROY_ID, NORSV, NONE, prep_id0, ENOENT, true),
+	ABI_CASE(BIND_ADDR, RSV(struct kqp_bind_addr), NONE, prep_bind, ENOENT,
 		 false),
-	ABI_CASE(KQP_CMD_RESOLVE_ADDR, KQP_IOCTL_RESOLVE_ADDR,
-		 struct kqp_resolve_addr, dst_addr, NORSV, NONE,
-		 prep_resolve_addr, ENOENT, false),
-	ABI_CASE(KQP_CMD_RESOLVE_ROUTE, KQP_IOCTL_RESOLVE_ROUTE,
-		 struct kqp_resolve_route, timeout_ms, NORSV, NONE, prep_id0,
-		 ENOENT, false),
-	ABI_CASE(KQP_CMD_QUERY_ID, KQP_IOCTL_QUERY_ID, struct kqp_query_id,
-		 out_paths, NORSV, NONE, prep_id0, ENOENT, true),
-	ABI_CASE(KQP_CMD_LISTEN, KQP_IOCTL_LISTEN, struct kqp_listen, backlog,
-		 NORSV, NONE, prep_id0, ENOENT, false),
-	ABI_CASE(KQP_CMD_CONNECT, KQP_IOCTL_CONNECT, struct kqp_connect, param,
-		 RSV(struct kqp_connect),
+	ABI_CASE(RESOLVE_ADDR, NORSV, NONE, prep_resolve_addr, ENOENT, false),
+	ABI_CASE(RESOLVE_ROUTE, NORSV, NONE, prep_id0, ENOENT, false),
+	ABI_CASE(QUERY_ID, NORSV, NONE, prep_id0, ENOENT, true),
+	ABI_CASE(LISTEN, NORSV, NONE, prep_id0, ENOENT, false),
+	ABI_CASE(CONNECT, RSV(struct kqp_connect),
 		 offsetof(struct kqp_connect, param.private_data), prep_connect,
 		 ENOENT, false),
-	ABI_CASE(KQP_CMD_ACCEPT, KQP_IOCTL_ACCEPT, struct kqp_accept, param,
-		 RSV(struct kqp_accept),
+	ABI_CASE(ACCEPT, RSV(struct kqp_accept),
 		 offsetof(struct kqp_accept, param.private_data), prep_accept,
 		 ENOENT, false),
-	ABI_CASE(KQP_CMD_REJECT, KQP_IOCTL_REJECT, struct kqp_reject,
-		 private_data, NORSV, offsetof(struct kqp_reject, private_data),
+	ABI_CASE(REJECT, NORSV, offsetof(struct kqp_reject, private_data),
 		 prep_reject, ENOENT, false),
-	ABI_CASE(KQP_CMD_DISCONNECT, KQP_IOCTL_DISCONNECT, struct kqp_id_cmd,
-		 __reserved, RSV(struct kqp_id_cmd), NONE, prep_id0, ENOENT,
+	ABI_CASE(DISCONNECT, RSV(struct kqp_id_cmd), NONE, prep_id0, ENOENT,
 		 false),
-	ABI_CASE(KQP_CMD_SET_OPTION, KQP_IOCTL_SET_OPTION,
-		 struct kqp_set_option, optval, NORSV,
-		 offsetof(struct kqp_set_option, optval), prep_set_option,
-		 ENOENT, false),
-	ABI_CASE(KQP_CMD_INIT_QP_ATTR, KQP_IOCTL_INIT_QP_ATTR,
-		 struct kqp_init_qp_attr, out_attr,
-		 RSV(struct kqp_init_qp_attr), NONE, prep_id0, ENOENT, true),
-	ABI_CASE(KQP_CMD_NOTIFY, KQP_IOCTL_NOTIFY, struct kqp_notify, event,
-		 NORSV, NONE, prep_id0, ENOENT, false),
-	ABI_CASE(KQP_CMD_ESTABLISH, KQP_IOCTL_ESTABLISH, struct kqp_id_cmd,
-		 __reserved, RSV(struct kqp_id_cmd), NONE, prep_id0, ENOENT,
+	ABI_CASE(SET_OPTION, NORSV, offsetof(struct kqp_set_option, optval),
+		 prep_set_option, ENOENT, false),
+	ABI_CASE(INIT_QP_ATTR, RSV(struct kqp_init_qp_attr), NONE, prep_id0,
+		 ENOENT, true),
+	ABI_CASE(NOTIFY, NORSV, NONE, prep_id0, ENOENT, false),
+	ABI_CASE(ESTABLISH, RSV(struct kqp_id_cmd), NONE, prep_id0, ENOENT,
 		 false),
-	ABI_CASE(KQP_CMD_JOIN_MCAST, KQP_IOCTL_JOIN_MCAST,
-		 struct kqp_join_mcast, addr, RSV(struct kqp_join_mcast), NONE,
-		 prep_join, ENOENT, true),
-	ABI_CASE(KQP_CMD_LEAVE_MCAST, KQP_IOCTL_LEAVE_MCAST,
-		 struct kqp_leave_mcast, __reserved,
-		 RSV(struct kqp_leave_mcast), NONE, prep_id0, ENOENT, true),
-	ABI_CASE(KQP_CMD_MIGRATE_ID, KQP_IOCTL_MIGRATE_ID,
-		 struct kqp_migrate_id, out_events_reported, NORSV, NONE,
-		 prep_migrate, ENOENT, true),
-	/* The fixture's file is O_NONBLOCK and has no events. */
-	ABI_CASE(KQP_CMD_GET_EVENT, KQP_IOCTL_GET_EVENT, struct kqp_get_event,
-		 out_private_data, RSV(struct kqp_get_event), NONE, prep_id0,
-		 EAGAIN, true),
-	ABI_CASE(KQP_CMD_ATTACH, KQP_IOCTL_ATTACH, struct kqp_attach,
-		 __reserved, RSV(struct kqp_attach), NONE, prep_attach, EBADF,
-		 false),
-	ABI_CASE(KQP_CMD_CTX_INFO, KQP_IOCTL_CTX_INFO, struct kqp_ctx_info,
-		 out_files, RSV(struct kqp_ctx_info), NONE, prep_id0, 0, true),
-	ABI_CASE(KQP_CMD_QUERY_DEVICE, KQP_IOCTL_QUERY_DEVICE,
-		 struct kqp_query_device, out_phys_port_cnt,
-		 RSV(struct kqp_query_device), NONE, prep_no_device, ENODEV,
+	ABI_CASE(JOIN_MCAST, RSV(struct kqp_join_mcast), NONE, prep_join,
+		 ENOENT, true),
+	ABI_CASE(LEAVE_MCAST, RSV(struct kqp_leave_mcast), NONE, prep_id0,
+		 ENOENT, true),
+	ABI_CASE(MIGRATE_ID, NORSV, NONE, prep_migrate, ENOENT, true),
+	ABI_CASE(GET_EVENT, RSV(struct kqp_get_event), NONE, prep_id0, EAGAIN,
 		 true),
-	ABI_CASE(KQP_CMD_QUERY_PORT, KQP_IOCTL_QUERY_PORT,
-		 struct kqp_query_port, __reserved, RSV(struct kqp_query_port),
-		 NONE, prep_no_device, ENODEV, true),
-	ABI_CASE(KQP_CMD_QUERY_GID, KQP_IOCTL_QUERY_GID, struct kqp_query_gid,
-		 out_gid, NORSV, NONE, prep_no_device, ENODEV, true),
-	ABI_CASE(KQP_CMD_QUERY_PKEY, KQP_IOCTL_QUERY_PKEY,
-		 struct kqp_query_pkey, out_pkey, NORSV, NONE, prep_no_device,
+	ABI_CASE(ATTACH, RSV(struct kqp_attach), NONE, prep_attach, EBADF,
+		 false),
+	ABI_CASE(CTX_INFO, RSV(struct kqp_ctx_info), NONE, prep_id0, 0, true),
+	ABI_CASE(QUERY_DEVICE, RSV(struct kqp_query_device), NONE,
+		 prep_no_device, ENODEV, true),
+	ABI_CASE(QUERY_PORT, RSV(struct kqp_query_port), NONE, prep_no_device,
 		 ENODEV, true),
-	ABI_CASE_F(KQP_CMD_ALLOC_PD, KQP_IOCTL_ALLOC_PD, struct kqp_alloc_pd,
-		   out_pd, RSV(struct kqp_alloc_pd), NONE, prep_no_device,
-		   ENODEV, true,
-		   KQP_ALLOC_PD_DEFAULT),
-	ABI_CASE(KQP_CMD_DEALLOC_PD, KQP_IOCTL_DEALLOC_PD,
-		 struct kqp_dealloc_pd, __reserved, RSV(struct kqp_dealloc_pd),
-		 NONE, prep_id0, ENOENT, false),
-	ABI_CASE(KQP_CMD_CREATE_COMP_CHANNEL, KQP_IOCTL_CREATE_COMP_CHANNEL,
-		 struct kqp_create_comp_channel, __reserved,
-		 RSV(struct kqp_create_comp_channel), NONE, prep_id0, 0, true),
-	ABI_CASE(KQP_CMD_CREATE_CQ, KQP_IOCTL_CREATE_CQ, struct kqp_create_cq,
-		 out_ring, NORSV, NONE, prep_create_cq, ENODEV, true),
-	ABI_CASE(KQP_CMD_DESTROY_CQ, KQP_IOCTL_DESTROY_CQ,
-		 struct kqp_destroy_cq, __reserved, RSV(struct kqp_destroy_cq),
-		 NONE, prep_id0, ENOENT, true),
-	ABI_CASE(KQP_CMD_FLUSH_CQ, KQP_IOCTL_FLUSH_CQ, struct kqp_flush_cq,
-		 __reserved, RSV(struct kqp_flush_cq), NONE, prep_id0, ENOENT,
+	ABI_CASE(QUERY_GID, NORSV, NONE, prep_no_device, ENODEV, true),
+	ABI_CASE(QUERY_PKEY, NORSV, NONE, prep_no_device, ENODEV, true),
+	ABI_CASE(ALLOC_PD, RSV(struct kqp_alloc_pd), NONE, prep_no_device,
+		 ENODEV, true),
+	ABI_CASE(DEALLOC_PD, RSV(struct kqp_dealloc_pd), NONE, prep_id0, ENOENT,
 		 false),
-	ABI_CASE_F(KQP_CMD_CREATE_QP, KQP_IOCTL_CREATE_QP, struct kqp_create_qp,
-		   out_recv_ring, RSV2(struct kqp_create_qp), NONE,
-		   prep_create_qp, ENOENT, true,
-		   KQP_CREATE_QP_SQ_SIG_ALL | KQP_CREATE_QP_RINGS |
-		   KQP_CREATE_QP_RECV_ASYNC),
-	ABI_CASE(KQP_CMD_DESTROY_QP, KQP_IOCTL_DESTROY_QP,
-		 struct kqp_destroy_qp, out_recv_cq_events, NORSV, NONE,
-		 prep_id0, ENOENT, true),
-	ABI_CASE(KQP_CMD_MODIFY_QP, KQP_IOCTL_MODIFY_QP, struct kqp_modify_qp,
-		 attr, NORSV, NONE, prep_id0, ENOENT, false),
-	ABI_CASE(KQP_CMD_QUERY_QP, KQP_IOCTL_QUERY_QP, struct kqp_query_qp,
-		 out_sq_sig_all, NORSV, NONE, prep_id0, ENOENT, true),
-	ABI_CASE(KQP_CMD_POST_SEND, KQP_IOCTL_POST_SEND, struct kqp_post,
-		 out_posted, NORSV, offsetof(struct kqp_post, wrs), prep_post,
+	ABI_CASE(CREATE_COMP_CHANNEL, RSV(struct kqp_create_comp_channel), NONE,
+		 prep_id0, 0, true),
+	ABI_CASE(CREATE_CQ, NORSV, NONE, prep_create_cq, ENODEV, true),
+	ABI_CASE(DESTROY_CQ, RSV(struct kqp_destroy_cq), NONE, prep_id0, ENOENT,
+		 true),
+	ABI_CASE(FLUSH_CQ, RSV(struct kqp_flush_cq), NONE, prep_id0, ENOENT,
+		 false),
+	ABI_CASE(CREATE_QP, RSV2(struct kqp_create_qp), NONE, prep_create_qp,
 		 ENOENT, true),
-	ABI_CASE(KQP_CMD_POST_RECV, KQP_IOCTL_POST_RECV, struct kqp_post,
-		 out_posted, NORSV, offsetof(struct kqp_post, wrs), prep_post,
+	ABI_CASE(DESTROY_QP, NORSV, NONE, prep_id0, ENOENT, true),
+	ABI_CASE(MODIFY_QP, NORSV, NONE, prep_id0, ENOENT, false),
+	ABI_CASE(QUERY_QP, NORSV, NONE, prep_id0, ENOENT, true),
+	ABI_CASE(POST_SEND, NORSV, offsetof(struct kqp_post, wrs), prep_post,
 		 ENOENT, true),
-	/* The fixture made the file's async fd already. */
-	ABI_CASE(KQP_CMD_CREATE_ASYNC_FD, KQP_IOCTL_CREATE_ASYNC_FD,
-		 struct kqp_create_async_fd, __reserved,
-		 RSV(struct kqp_create_async_fd), NONE, prep_id0, EBUSY, true),
-	ABI_CASE(KQP_CMD_REG_MR, KQP_IOCTL_REG_MR, struct kqp_reg_mr,
-		 __reserved, RSV(struct kqp_reg_mr), NONE, prep_reg_mr, ENOENT,
+	ABI_CASE(POST_RECV, NORSV, offsetof(struct kqp_post, wrs), prep_post,
+		 ENOENT, true),
+	ABI_CASE(CREATE_ASYNC_FD, RSV(struct kqp_create_async_fd), NONE,
+		 prep_id0, EBUSY, true),
+	ABI_CASE(REG_MR, RSV(struct kqp_reg_mr), NONE, prep_reg_mr, ENOENT,
 		 true),
-	ABI_CASE(KQP_CMD_DEREG_MR, KQP_IOCTL_DEREG_MR, struct kqp_dereg_mr,
-		 __reserved, RSV(struct kqp_dereg_mr), NONE, prep_id0, ENOENT,
+	ABI_CASE(DEREG_MR, RSV(struct kqp_dereg_mr), NONE, prep_id0, ENOENT,
 		 false),
-	ABI_CASE(KQP_CMD_CREATE_AH, KQP_IOCTL_CREATE_AH, struct kqp_create_ah,
-		 __reserved2, RSV(struct kqp_create_ah), NONE, prep_id0, ENOENT,
+	ABI_CASE(CREATE_AH, RSV(struct kqp_create_ah), NONE, prep_id0, ENOENT,
 		 true),
-	ABI_CASE(KQP_CMD_DESTROY_AH, KQP_IOCTL_DESTROY_AH,
-		 struct kqp_destroy_ah, __reserved, RSV(struct kqp_destroy_ah),
-		 NONE, prep_id0, ENOENT, false),
-	ABI_CASE(KQP_CMD_ATTACH_MCAST, KQP_IOCTL_ATTACH_MCAST,
-		 struct kqp_mcast_attach, gid, RSV(struct kqp_mcast_attach),
-		 NONE, prep_id0, ENOENT, false),
-	ABI_CASE(KQP_CMD_DETACH_MCAST, KQP_IOCTL_DETACH_MCAST,
-		 struct kqp_mcast_attach, gid, RSV(struct kqp_mcast_attach),
-		 NONE, prep_id0, ENOENT, false),
-	ABI_CASE(KQP_CMD_CREATE_SRQ, KQP_IOCTL_CREATE_SRQ,
-		 struct kqp_create_srq, __reserved2, RSV(struct kqp_create_srq),
-		 NONE, prep_create_srq, ENOENT, true),
-	ABI_CASE(KQP_CMD_DESTROY_SRQ, KQP_IOCTL_DESTROY_SRQ,
-		 struct kqp_destroy_srq, out_events_reported, NORSV, NONE,
-		 prep_id0, ENOENT, true),
-	ABI_CASE(KQP_CMD_MODIFY_SRQ, KQP_IOCTL_MODIFY_SRQ,
-		 struct kqp_modify_srq, attr, NORSV, NONE, prep_id0, ENOENT,
+	ABI_CASE(DESTROY_AH, RSV(struct kqp_destroy_ah), NONE, prep_id0, ENOENT,
 		 false),
-	ABI_CASE(KQP_CMD_QUERY_SRQ, KQP_IOCTL_QUERY_SRQ, struct kqp_query_srq,
-		 out_attr, RSV(struct kqp_query_srq), NONE, prep_id0, ENOENT,
+	ABI_CASE(ATTACH_MCAST, RSV(struct kqp_mcast_attach), NONE, prep_id0,
+		 ENOENT, false),
+	ABI_CASE(DETACH_MCAST, RSV(struct kqp_mcast_attach), NONE, prep_id0,
+		 ENOENT, false),
+	ABI_CASE(CREATE_SRQ, RSV(struct kqp_create_srq), NONE, prep_create_srq,
+		 ENOENT, true),
+	ABI_CASE(DESTROY_SRQ, NORSV, NONE, prep_id0, ENOENT, true),
+	ABI_CASE(MODIFY_SRQ, NORSV, NONE, prep_id0, ENOENT, false),
+	ABI_CASE(QUERY_SRQ, RSV(struct kqp_query_srq), NONE, prep_id0, ENOENT,
 		 true),
-	ABI_CASE(KQP_CMD_POST_SRQ_RECV, KQP_IOCTL_POST_SRQ_RECV,
-		 struct kqp_post, out_posted, NORSV,
-		 offsetof(struct kqp_post, wrs), prep_post, ENOENT, true),
-	ABI_CASE_F(KQP_CMD_DOORBELL, KQP_IOCTL_DOORBELL, struct kqp_doorbell,
-		   __reserved, RSV(struct kqp_doorbell),
-		   offsetof(struct kqp_doorbell, entries), prep_doorbell, 0,
-		   true, KQP_DOORBELL_WAKE_POLLER),
-	ABI_CASE(KQP_CMD_CREATE_POLLER, KQP_IOCTL_CREATE_POLLER,
-		 struct kqp_create_poller, __reserved,
-		 RSV(struct kqp_create_poller), NONE, prep_create_poller,
-		 EINVAL, false),
+	ABI_CASE(POST_SRQ_RECV, NORSV, offsetof(struct kqp_post, wrs),
+		 prep_post, ENOENT, true),
+	ABI_CASE(DOORBELL, RSV(struct kqp_doorbell),
+		 offsetof(struct kqp_doorbell, entries), prep_doorbell, 0,
+		 true),
+	ABI_CASE(CREATE_POLLER, RSV(struct kqp_create_poller), NONE,
+		 prep_create_poller, EINVAL, false),
 };
 
 #define for_each_case(c) \

@@ -537,63 +537,18 @@ struct cmd_info {
 	bool no_table;
 };
 
-#define CMD(_nr, _ioctl, _struct, _last, _flags, _nt)			\
-	[_nr - KQP_CMD_BASE] = { #_ioctl + 10, _ioctl, sizeof(_struct),	\
-				 offsetofend(_struct, _last), _flags, _nt }
+/* Whether a command uses the caller's table, by its kind (include/kqp/cmds.h). */
+#define NT_TABLE	false
+#define NT_REFAULT	false
+#define NT_NO_TABLE	true
 
 static const struct cmd_info cmds[KQP_CMD_MAX - KQP_CMD_BASE] = {
-	CMD(KQP_CMD_QUERY, KQP_IOCTL_QUERY, struct kqp_query, __reserved, 0, 1),
-	CMD(KQP_CMD_CREATE_ID, KQP_IOCTL_CREATE_ID, struct kqp_create_id, __reserved, 0, 0),
-	CMD(KQP_CMD_DESTROY_ID, KQP_IOCTL_DESTROY_ID, struct kqp_destroy_id, out_events_reported, 0, 0),
-	CMD(KQP_CMD_BIND_ADDR, KQP_IOCTL_BIND_ADDR, struct kqp_bind_addr, addr, 0, 0),
-	CMD(KQP_CMD_RESOLVE_ADDR, KQP_IOCTL_RESOLVE_ADDR, struct kqp_resolve_addr, dst_addr, 0, 0),
-	CMD(KQP_CMD_RESOLVE_ROUTE, KQP_IOCTL_RESOLVE_ROUTE, struct kqp_resolve_route, timeout_ms, 0, 0),
-	CMD(KQP_CMD_QUERY_ID, KQP_IOCTL_QUERY_ID, struct kqp_query_id, out_paths, 0, 0),
-	CMD(KQP_CMD_LISTEN, KQP_IOCTL_LISTEN, struct kqp_listen, backlog, 0, 0),
-	CMD(KQP_CMD_CONNECT, KQP_IOCTL_CONNECT, struct kqp_connect, param, 0, 0),
-	CMD(KQP_CMD_ACCEPT, KQP_IOCTL_ACCEPT, struct kqp_accept, param, 0, 0),
-	CMD(KQP_CMD_REJECT, KQP_IOCTL_REJECT, struct kqp_reject, private_data, 0, 0),
-	CMD(KQP_CMD_DISCONNECT, KQP_IOCTL_DISCONNECT, struct kqp_id_cmd, __reserved, 0, 0),
-	CMD(KQP_CMD_SET_OPTION, KQP_IOCTL_SET_OPTION, struct kqp_set_option, optval, 0, 0),
-	CMD(KQP_CMD_INIT_QP_ATTR, KQP_IOCTL_INIT_QP_ATTR, struct kqp_init_qp_attr, out_attr, 0, 0),
-	CMD(KQP_CMD_NOTIFY, KQP_IOCTL_NOTIFY, struct kqp_notify, event, 0, 0),
-	CMD(KQP_CMD_ESTABLISH, KQP_IOCTL_ESTABLISH, struct kqp_id_cmd, __reserved, 0, 0),
-	CMD(KQP_CMD_JOIN_MCAST, KQP_IOCTL_JOIN_MCAST, struct kqp_join_mcast, addr, 0, 0),
-	CMD(KQP_CMD_LEAVE_MCAST, KQP_IOCTL_LEAVE_MCAST, struct kqp_leave_mcast, __reserved, 0, 0),
-	CMD(KQP_CMD_MIGRATE_ID, KQP_IOCTL_MIGRATE_ID, struct kqp_migrate_id, out_events_reported, 0, 0),
-	CMD(KQP_CMD_GET_EVENT, KQP_IOCTL_GET_EVENT, struct kqp_get_event, out_private_data, 0, 0),
-	CMD(KQP_CMD_ATTACH, KQP_IOCTL_ATTACH, struct kqp_attach, __reserved, 0, 1),
-	CMD(KQP_CMD_CTX_INFO, KQP_IOCTL_CTX_INFO, struct kqp_ctx_info, out_files, 0, 0),
-	CMD(KQP_CMD_QUERY_DEVICE, KQP_IOCTL_QUERY_DEVICE, struct kqp_query_device, out_phys_port_cnt, 0, 1),
-	CMD(KQP_CMD_QUERY_PORT, KQP_IOCTL_QUERY_PORT, struct kqp_query_port, __reserved, 0, 1),
-	CMD(KQP_CMD_QUERY_GID, KQP_IOCTL_QUERY_GID, struct kqp_query_gid, out_gid, 0, 1),
-	CMD(KQP_CMD_QUERY_PKEY, KQP_IOCTL_QUERY_PKEY, struct kqp_query_pkey, out_pkey, 0, 1),
-	CMD(KQP_CMD_ALLOC_PD, KQP_IOCTL_ALLOC_PD, struct kqp_alloc_pd, out_pd, KQP_ALLOC_PD_DEFAULT, 0),
-	CMD(KQP_CMD_DEALLOC_PD, KQP_IOCTL_DEALLOC_PD, struct kqp_dealloc_pd, __reserved, 0, 0),
-	CMD(KQP_CMD_CREATE_COMP_CHANNEL, KQP_IOCTL_CREATE_COMP_CHANNEL, struct kqp_create_comp_channel, __reserved, 0, 1),
-	CMD(KQP_CMD_CREATE_CQ, KQP_IOCTL_CREATE_CQ, struct kqp_create_cq, out_ring, 0, 0),
-	CMD(KQP_CMD_DESTROY_CQ, KQP_IOCTL_DESTROY_CQ, struct kqp_destroy_cq, __reserved, 0, 0),
-	CMD(KQP_CMD_FLUSH_CQ, KQP_IOCTL_FLUSH_CQ, struct kqp_flush_cq, __reserved, 0, 0),
-	CMD(KQP_CMD_CREATE_QP, KQP_IOCTL_CREATE_QP, struct kqp_create_qp, out_recv_ring, KQP_CREATE_QP_SQ_SIG_ALL | KQP_CREATE_QP_RINGS | KQP_CREATE_QP_RECV_ASYNC, 0),
-	CMD(KQP_CMD_DESTROY_QP, KQP_IOCTL_DESTROY_QP, struct kqp_destroy_qp, out_recv_cq_events, 0, 0),
-	CMD(KQP_CMD_MODIFY_QP, KQP_IOCTL_MODIFY_QP, struct kqp_modify_qp, attr, 0, 0),
-	CMD(KQP_CMD_QUERY_QP, KQP_IOCTL_QUERY_QP, struct kqp_query_qp, out_sq_sig_all, 0, 0),
-	CMD(KQP_CMD_POST_SEND, KQP_IOCTL_POST_SEND, struct kqp_post, out_posted, 0, 0),
-	CMD(KQP_CMD_POST_RECV, KQP_IOCTL_POST_RECV, struct kqp_post, out_posted, 0, 0),
-	CMD(KQP_CMD_CREATE_ASYNC_FD, KQP_IOCTL_CREATE_ASYNC_FD, struct kqp_create_async_fd, __reserved, 0, 0),
-	CMD(KQP_CMD_REG_MR, KQP_IOCTL_REG_MR, struct kqp_reg_mr, __reserved, 0, 0),
-	CMD(KQP_CMD_DEREG_MR, KQP_IOCTL_DEREG_MR, struct kqp_dereg_mr, __reserved, 0, 0),
-	CMD(KQP_CMD_CREATE_AH, KQP_IOCTL_CREATE_AH, struct kqp_create_ah, __reserved2, 0, 0),
-	CMD(KQP_CMD_DESTROY_AH, KQP_IOCTL_DESTROY_AH, struct kqp_destroy_ah, __reserved, 0, 0),
-	CMD(KQP_CMD_ATTACH_MCAST, KQP_IOCTL_ATTACH_MCAST, struct kqp_mcast_attach, gid, 0, 0),
-	CMD(KQP_CMD_DETACH_MCAST, KQP_IOCTL_DETACH_MCAST, struct kqp_mcast_attach, gid, 0, 0),
-	CMD(KQP_CMD_CREATE_SRQ, KQP_IOCTL_CREATE_SRQ, struct kqp_create_srq, __reserved2, 0, 0),
-	CMD(KQP_CMD_DESTROY_SRQ, KQP_IOCTL_DESTROY_SRQ, struct kqp_destroy_srq, out_events_reported, 0, 0),
-	CMD(KQP_CMD_MODIFY_SRQ, KQP_IOCTL_MODIFY_SRQ, struct kqp_modify_srq, attr, 0, 0),
-	CMD(KQP_CMD_QUERY_SRQ, KQP_IOCTL_QUERY_SRQ, struct kqp_query_srq, out_attr, 0, 0),
-	CMD(KQP_CMD_POST_SRQ_RECV, KQP_IOCTL_POST_SRQ_RECV, struct kqp_post, out_posted, 0, 0),
-	CMD(KQP_CMD_DOORBELL, KQP_IOCTL_DOORBELL, struct kqp_doorbell, __reserved, KQP_DOORBELL_WAKE_POLLER, 0),
-	CMD(KQP_CMD_CREATE_POLLER, KQP_IOCTL_CREATE_POLLER, struct kqp_create_poller, __reserved, 0, 0),
+#define KQP_CMD(_name, _fn, _struct, _last, _flags, _kind)		\
+	[KQP_CMD_##_name - KQP_CMD_BASE] = {				\
+		#_name, KQP_IOCTL_##_name, sizeof(_struct),		\
+		offsetofend(_struct, _last), _flags, NT_##_kind		\
+	},
+#include <kqp/cmds.h>
 };
 
 static uint32_t dev_index(struct rng *r)
