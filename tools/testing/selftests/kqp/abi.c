@@ -243,90 +243,69 @@ static void prep_reg_mr(int fd, void *arg)
 
 /*
  * ABI_CASE(NAME, reserved, user pointer, prep, errno, writes back): the
- * test's own facts about command NAME.  RSV() expands to two designators,
- * so it travels last, as __VA_ARGS__, where its comma cannot shift the
- * other arguments.
+ * test's own facts about command NAME.  The reserved field is named by
+ * RSV (__reserved), RSV2 (__reserved2) or NORSV (none), each applied to
+ * the command's argument from the list.
  */
-#define ABI_BODY(_name, _uptr, _prep, _expect, _writes, ...)		\
+#define ABI_CASE(_name, _rsv, _uptr, _prep, _expect, _writes)		\
 	[KQP_CMD_##_name - KQP_CMD_BASE] = {				\
 		.name = "KQP_IOCTL_" #_name,				\
 		.ioctl_num = KQP_IOCTL_##_name,				\
 		.size = sizeof(abi_##_name##_t),			\
 		.min_size = abi_##_name##_min,				\
-		__VA_ARGS__,						\
+		_rsv(abi_##_name##_t),					\
 		.uptr_off = _uptr,					\
 		.valid_flags = abi_##_name##_flags,			\
 		.prep = _prep,						\
 		.expect = _expect,					\
 		.writes = _writes,					\
 	}
-#define ABI_CASE(_name, _rsv, _uptr, _prep, _expect, _writes)		\
-	ABI_BODY(_name, _uptr, _prep, _expect, _writes, _rsv)
 #define RSV(_struct) .reserved_off = offsetof(_struct, __reserved),	\
 	.reserved_size = sizeof(((_struct *)0)->__reserved)
 #define RSV2(_struct) .reserved_off = offsetof(_struct, __reserved2), \
 	.reserved_size = sizeof(((_struct *)0)->__reserved2)
-#define NORSV .reserved_off = -1
+#define NORSV(_struct) .reserved_off = -1
 #define NONE (-1)
 
 static const struct abi_case cases[KQP_CMD_MAX - KQP_CMD_BASE] = {
-	ABI_CASE(QUERY, RSV(struct kqp_query),
-		 offsetof(struct kqp_query, devices), prep_query, 0, true),
-	ABI_CASE(CREATE_ID, RSV(struct kqp_create_id), NONE, prep_create_id, 0,
+	ABI_CASE(QUERY, RSV, offsetof(struct kqp_query, devices), prep_query, 0,
 		 true),
+	ABI_CASE(CREATE_ID, RSV, NONE, prep_create_id, 0, true),
 	ABI_CASE(DESTROY_ID, NORSV, NONE, prep_id0, ENOENT, true),
-	ABI_CASE(BIND_ADDR, RSV(struct kqp_bind_addr), NONE, prep_bind, ENOENT,
-		 false),
+	ABI_CASE(BIND_ADDR, RSV, NONE, prep_bind, ENOENT, false),
 	ABI_CASE(RESOLVE_ADDR, NORSV, NONE, prep_resolve_addr, ENOENT, false),
 	ABI_CASE(RESOLVE_ROUTE, NORSV, NONE, prep_id0, ENOENT, false),
 	ABI_CASE(QUERY_ID, NORSV, NONE, prep_id0, ENOENT, true),
 	ABI_CASE(LISTEN, NORSV, NONE, prep_id0, ENOENT, false),
-	ABI_CASE(CONNECT, RSV(struct kqp_connect),
-		 offsetof(struct kqp_connect, param.private_data), prep_connect,
-		 ENOENT, false),
-	ABI_CASE(ACCEPT, RSV(struct kqp_accept),
-		 offsetof(struct kqp_accept, param.private_data), prep_accept,
-		 ENOENT, false),
+	ABI_CASE(CONNECT, RSV, offsetof(struct kqp_connect, param.private_data),
+		 prep_connect, ENOENT, false),
+	ABI_CASE(ACCEPT, RSV, offsetof(struct kqp_accept, param.private_data),
+		 prep_accept, ENOENT, false),
 	ABI_CASE(REJECT, NORSV, offsetof(struct kqp_reject, private_data),
 		 prep_reject, ENOENT, false),
-	ABI_CASE(DISCONNECT, RSV(struct kqp_id_cmd), NONE, prep_id0, ENOENT,
-		 false),
+	ABI_CASE(DISCONNECT, RSV, NONE, prep_id0, ENOENT, false),
 	ABI_CASE(SET_OPTION, NORSV, offsetof(struct kqp_set_option, optval),
 		 prep_set_option, ENOENT, false),
-	ABI_CASE(INIT_QP_ATTR, RSV(struct kqp_init_qp_attr), NONE, prep_id0,
-		 ENOENT, true),
+	ABI_CASE(INIT_QP_ATTR, RSV, NONE, prep_id0, ENOENT, true),
 	ABI_CASE(NOTIFY, NORSV, NONE, prep_id0, ENOENT, false),
-	ABI_CASE(ESTABLISH, RSV(struct kqp_id_cmd), NONE, prep_id0, ENOENT,
-		 false),
-	ABI_CASE(JOIN_MCAST, RSV(struct kqp_join_mcast), NONE, prep_join,
-		 ENOENT, true),
-	ABI_CASE(LEAVE_MCAST, RSV(struct kqp_leave_mcast), NONE, prep_id0,
-		 ENOENT, true),
+	ABI_CASE(ESTABLISH, RSV, NONE, prep_id0, ENOENT, false),
+	ABI_CASE(JOIN_MCAST, RSV, NONE, prep_join, ENOENT, true),
+	ABI_CASE(LEAVE_MCAST, RSV, NONE, prep_id0, ENOENT, true),
 	ABI_CASE(MIGRATE_ID, NORSV, NONE, prep_migrate, ENOENT, true),
-	ABI_CASE(GET_EVENT, RSV(struct kqp_get_event), NONE, prep_id0, EAGAIN,
-		 true),
-	ABI_CASE(ATTACH, RSV(struct kqp_attach), NONE, prep_attach, EBADF,
-		 false),
-	ABI_CASE(CTX_INFO, RSV(struct kqp_ctx_info), NONE, prep_id0, 0, true),
-	ABI_CASE(QUERY_DEVICE, RSV(struct kqp_query_device), NONE,
-		 prep_no_device, ENODEV, true),
-	ABI_CASE(QUERY_PORT, RSV(struct kqp_query_port), NONE, prep_no_device,
-		 ENODEV, true),
+	ABI_CASE(GET_EVENT, RSV, NONE, prep_id0, EAGAIN, true),
+	ABI_CASE(ATTACH, RSV, NONE, prep_attach, EBADF, false),
+	ABI_CASE(CTX_INFO, RSV, NONE, prep_id0, 0, true),
+	ABI_CASE(QUERY_DEVICE, RSV, NONE, prep_no_device, ENODEV, true),
+	ABI_CASE(QUERY_PORT, RSV, NONE, prep_no_device, ENODEV, true),
 	ABI_CASE(QUERY_GID, NORSV, NONE, prep_no_device, ENODEV, true),
 	ABI_CASE(QUERY_PKEY, NORSV, NONE, prep_no_device, ENODEV, true),
-	ABI_CASE(ALLOC_PD, RSV(struct kqp_alloc_pd), NONE, prep_no_device,
-		 ENODEV, true),
-	ABI_CASE(DEALLOC_PD, RSV(struct kqp_dealloc_pd), NONE, prep_id0, ENOENT,
-		 false),
-	ABI_CASE(CREATE_COMP_CHANNEL, RSV(struct kqp_create_comp_channel), NONE,
-		 prep_id0, 0, true),
+	ABI_CASE(ALLOC_PD, RSV, NONE, prep_no_device, ENODEV, true),
+	ABI_CASE(DEALLOC_PD, RSV, NONE, prep_id0, ENOENT, false),
+	ABI_CASE(CREATE_COMP_CHANNEL, RSV, NONE, prep_id0, 0, true),
 	ABI_CASE(CREATE_CQ, NORSV, NONE, prep_create_cq, ENODEV, true),
-	ABI_CASE(DESTROY_CQ, RSV(struct kqp_destroy_cq), NONE, prep_id0, ENOENT,
-		 true),
-	ABI_CASE(FLUSH_CQ, RSV(struct kqp_flush_cq), NONE, prep_id0, ENOENT,
-		 false),
-	ABI_CASE(CREATE_QP, RSV2(struct kqp_create_qp), NONE, prep_create_qp,
-		 ENOENT, true),
+	ABI_CASE(DESTROY_CQ, RSV, NONE, prep_id0, ENOENT, true),
+	ABI_CASE(FLUSH_CQ, RSV, NONE, prep_id0, ENOENT, false),
+	ABI_CASE(CREATE_QP, RSV2, NONE, prep_create_qp, ENOENT, true),
 	ABI_CASE(DESTROY_QP, NORSV, NONE, prep_id0, ENOENT, true),
 	ABI_CASE(MODIFY_QP, NORSV, NONE, prep_id0, ENOENT, false),
 	ABI_CASE(QUERY_QP, NORSV, NONE, prep_id0, ENOENT, true),
@@ -334,33 +313,22 @@ static const struct abi_case cases[KQP_CMD_MAX - KQP_CMD_BASE] = {
 		 ENOENT, true),
 	ABI_CASE(POST_RECV, NORSV, offsetof(struct kqp_post, wrs), prep_post,
 		 ENOENT, true),
-	ABI_CASE(CREATE_ASYNC_FD, RSV(struct kqp_create_async_fd), NONE,
-		 prep_id0, EBUSY, true),
-	ABI_CASE(REG_MR, RSV(struct kqp_reg_mr), NONE, prep_reg_mr, ENOENT,
-		 true),
-	ABI_CASE(DEREG_MR, RSV(struct kqp_dereg_mr), NONE, prep_id0, ENOENT,
-		 false),
-	ABI_CASE(CREATE_AH, RSV(struct kqp_create_ah), NONE, prep_id0, ENOENT,
-		 true),
-	ABI_CASE(DESTROY_AH, RSV(struct kqp_destroy_ah), NONE, prep_id0, ENOENT,
-		 false),
-	ABI_CASE(ATTACH_MCAST, RSV(struct kqp_mcast_attach), NONE, prep_id0,
-		 ENOENT, false),
-	ABI_CASE(DETACH_MCAST, RSV(struct kqp_mcast_attach), NONE, prep_id0,
-		 ENOENT, false),
-	ABI_CASE(CREATE_SRQ, RSV(struct kqp_create_srq), NONE, prep_create_srq,
-		 ENOENT, true),
+	ABI_CASE(CREATE_ASYNC_FD, RSV, NONE, prep_id0, EBUSY, true),
+	ABI_CASE(REG_MR, RSV, NONE, prep_reg_mr, ENOENT, true),
+	ABI_CASE(DEREG_MR, RSV, NONE, prep_id0, ENOENT, false),
+	ABI_CASE(CREATE_AH, RSV, NONE, prep_id0, ENOENT, true),
+	ABI_CASE(DESTROY_AH, RSV, NONE, prep_id0, ENOENT, false),
+	ABI_CASE(ATTACH_MCAST, RSV, NONE, prep_id0, ENOENT, false),
+	ABI_CASE(DETACH_MCAST, RSV, NONE, prep_id0, ENOENT, false),
+	ABI_CASE(CREATE_SRQ, RSV, NONE, prep_create_srq, ENOENT, true),
 	ABI_CASE(DESTROY_SRQ, NORSV, NONE, prep_id0, ENOENT, true),
 	ABI_CASE(MODIFY_SRQ, NORSV, NONE, prep_id0, ENOENT, false),
-	ABI_CASE(QUERY_SRQ, RSV(struct kqp_query_srq), NONE, prep_id0, ENOENT,
-		 true),
+	ABI_CASE(QUERY_SRQ, RSV, NONE, prep_id0, ENOENT, true),
 	ABI_CASE(POST_SRQ_RECV, NORSV, offsetof(struct kqp_post, wrs),
 		 prep_post, ENOENT, true),
-	ABI_CASE(DOORBELL, RSV(struct kqp_doorbell),
-		 offsetof(struct kqp_doorbell, entries), prep_doorbell, 0,
-		 true),
-	ABI_CASE(CREATE_POLLER, RSV(struct kqp_create_poller), NONE,
-		 prep_create_poller, EINVAL, false),
+	ABI_CASE(DOORBELL, RSV, offsetof(struct kqp_doorbell, entries),
+		 prep_doorbell, 0, true),
+	ABI_CASE(CREATE_POLLER, RSV, NONE, prep_create_poller, EINVAL, false),
 };
 
 #define for_each_case(c) \

@@ -537,7 +537,7 @@ struct cmd_info {
 	bool no_table;
 };
 
-/* Whether a command uses the caller's table, by its kind (include/kqp/cmds.h). */
+/* Whether a command uses the caller's table, by kind (kqp/cmds.h). */
 #define NT_TABLE	false
 #define NT_REFAULT	false
 #define NT_NO_TABLE	true
