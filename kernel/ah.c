@@ -6,6 +6,7 @@
 #include <linux/slab.h>
 
 #include "kqp.h"
+#include "pd.h"
 
 /*
  * A caller's address attributes as rdma_ah_attr; the port must exist and,

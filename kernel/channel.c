@@ -18,6 +18,7 @@
 #include <linux/uaccess.h>
 
 #include "kqp.h"
+#include "cq.h"
 
 static void kqp_channel_free(struct kref *ref)
 {

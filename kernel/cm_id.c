@@ -34,6 +34,9 @@
 #include <rdma/ib_sa.h>
 
 #include "kqp.h"
+#include "cm.h"
+#include "pd.h"
+#include "qp.h"
 
 /*
  * Give the rdma_cm id back: wait for the commands using it, destroy the

@@ -28,6 +28,7 @@
  * must not be called under.
  */
 #include "kqp.h"
+#include "core.h"
 
 /*
  * Lower @depth to what @cq, allocated here, holds.  Not a resize: a CQ

@@ -42,6 +42,8 @@
 
 #include "compat.h"
 #include "kqp.h"
+#include "cq.h"
+#include "qp.h"
 #include "trace.h"
 
 /*

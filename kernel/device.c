@@ -20,6 +20,10 @@
 #include <rdma/ib_cache.h>
 
 #include "kqp.h"
+#include "cq.h"
+#include "pd.h"
+#include "qp.h"
+#include "srq.h"
 
 /*
  * kqp_devices maps ib_device->index to struct kqp_device.  The rwsem, not

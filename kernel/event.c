@@ -15,6 +15,7 @@
 #include <linux/uaccess.h>
 
 #include "kqp.h"
+#include "cm.h"
 
 void kqp_event_queue(struct kqp_file *kfile, struct kqp_event *ev)
 {

@@ -15,6 +15,11 @@
 #include <linux/uaccess.h>
 
 #include "kqp.h"
+#include "cm.h"
+#include "cq.h"
+#include "pd.h"
+#include "qp.h"
+#include "srq.h"
 
 struct kqp_ucmd_header {
 	u32 size;

@@ -26,6 +26,7 @@
 
 #include "compat.h"
 #include "kqp.h"
+#include "core.h"
 
 /**
  * struct kqp_kernel_pd - the kernel scope's default PD of a device

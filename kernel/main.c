@@ -11,6 +11,8 @@
 #include <linux/seq_file.h>
 
 #include "kqp.h"
+#include "core.h"
+#include "cq.h"
 
 unsigned int kqp_max_backlog = 1024;
 module_param_named(max_backlog, kqp_max_backlog, uint, 0644);

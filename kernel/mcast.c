@@ -19,6 +19,7 @@
 #include <rdma/ib_sa.h>
 
 #include "kqp.h"
+#include "cm.h"
 
 /* Does @ctx hold a membership of @addr (compared as rdma_cm compares)? */
 static bool kqp_mcast_joined(struct kqp_cm_id *ctx,

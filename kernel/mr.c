@@ -15,6 +15,7 @@
 #include <linux/slab.h>
 
 #include "kqp.h"
+#include "pd.h"
 
 /* enum ibv_access_flags kqp accepts; they equal IB_ACCESS_*. */
 #define KQP_ACCESS_LOCAL_WRITE		BIT(0)

@@ -37,6 +37,11 @@
 #include <linux/workqueue.h>
 
 #include "kqp.h"
+#include "cm.h"
+#include "cq.h"
+#include "pd.h"
+#include "qp.h"
+#include "srq.h"
 
 /*
  * Objects of each type alive and ever made, over every table: what

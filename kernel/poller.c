@@ -69,6 +69,7 @@
 
 #include "compat.h"
 #include "kqp.h"
+#include "qp.h"
 
 #ifdef KQP_HAVE_POLLER
 #include <linux/sched/vhost_task.h>

@@ -23,6 +23,12 @@
 #include <linux/uaccess.h>
 
 #include "kqp.h"
+#include "cm.h"
+#include "core.h"
+#include "cq.h"
+#include "pd.h"
+#include "qp.h"
+#include "srq.h"
 
 #define KQP_WRID_RECV		BIT(31)
 #define KQP_WRID_SLOT_MASK	(KQP_WRID_RECV - 1)

@@ -39,6 +39,7 @@
 #include <linux/vmalloc.h>
 
 #include "kqp.h"
+#include "qp.h"
 
 /* Requests per chain, at most. */
 #define KQP_RING_BATCH		16

@@ -51,6 +51,9 @@
 #include <linux/uaccess.h>
 
 #include "kqp.h"
+#include "pd.h"
+#include "qp.h"
+#include "srq.h"
 
 /*
  * The kernel's wr_id for a receive posted to an SRQ: the handle in bits

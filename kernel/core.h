@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * rdma_create_qp(3)'s semantics (core.c), and the exported API's scope
+ * (kapi.c).
+ */
+#ifndef KQP_CORE_H
+#define KQP_CORE_H
+
+#include "kqp.h"
+
+/* kapi.c: the exported API's scope */
+void kqp_kapi_init(struct dentry *debugfs);
+void kqp_kapi_exit(void);
+
+/* core.c: rdma_create_qp(3) semantics, shared with the exported API */
+struct kqp_core_scope;
+
+/**
+ * struct kqp_core_scope_ops - where a caller's default PD and CQs come from
+ * @get_default_pd: the default PD of @kdev in this scope, one more user
+ * @put_default_pd: drop the user @get_default_pd took
+ * @alloc_cq: a CQ of at least @cqe entries for a QP that has none
+ * @free_cq: free a CQ @alloc_cq made
+ */
+struct kqp_core_scope_ops {
+	struct ib_pd *(*get_default_pd)(struct kqp_core_scope *scope,
+					struct kqp_device *kdev, void **token);
+	void (*put_default_pd)(struct kqp_core_scope *scope, void *token);
+	struct ib_cq *(*alloc_cq)(struct kqp_core_scope *scope,
+				  struct kqp_device *kdev, u32 cqe, bool send,
+				  void **token);
+	void (*free_cq)(struct kqp_core_scope *scope, void *token);
+};
+
+struct kqp_core_scope {
+	const struct kqp_core_scope_ops *ops;
+};
+
+/**
+ * struct kqp_core_qp - what the core allocated for one QP
+ * @pd_token: the default PD's, when the caller passed none
+ * @send_cq_token: the send CQ's, when the caller passed none
+ * @recv_cq_token: the receive CQ's, when the caller passed none
+ */
+struct kqp_core_qp {
+	void *pd_token;
+	void *send_cq_token;
+	void *recv_cq_token;
+};
+
+int kqp_core_create_qp(struct kqp_core_scope *scope, struct rdma_cm_id *id,
+		       struct ib_pd *pd, struct ib_qp_init_attr *attr,
+		       struct kqp_core_qp *res, bool unbound_ud,
+		       struct ib_qp **qp);
+void kqp_core_release(struct kqp_core_scope *scope, struct kqp_core_qp *res);
+
+#endif /* KQP_CORE_H */
