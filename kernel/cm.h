@@ -129,7 +129,6 @@ int kqp_establish_ioctl(struct kqp_ucmd *ucmd);
 int kqp_set_option_ioctl(struct kqp_ucmd *ucmd);
 int kqp_init_qp_attr_ioctl(struct kqp_ucmd *ucmd);
 int kqp_notify_ioctl(struct kqp_ucmd *ucmd);
-int kqp_migrate_id_ioctl(struct kqp_ucmd *ucmd);
 void kqp_cm_id_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 struct kqp_cm_id *kqp_cm_id_get(struct kqp_ucmd *ucmd, u32 id);
 void kqp_cm_id_put(struct kqp_cm_id *ctx);
@@ -139,6 +138,10 @@ int kqp_cm_id_check_bound(struct kqp_cm_id *ctx);
 void kqp_cm_id_mem_put(struct kqp_cm_id *ctx);
 
 /* event.c */
+int kqp_migrate_id_ioctl(struct kqp_ucmd *ucmd);
+struct kqp_event *kqp_event_alloc(struct kqp_cm_id *ctx,
+				  struct rdma_cm_id *cm_id,
+				  struct rdma_cm_event *event);
 int kqp_get_event_ioctl(struct kqp_ucmd *ucmd);
 __poll_t kqp_events_poll(struct kqp_file *kfile, struct file *filp,
 			 struct poll_table_struct *wait);
@@ -151,5 +154,8 @@ void kqp_events_free_all(struct kqp_file *kfile);
 int kqp_join_mcast_ioctl(struct kqp_ucmd *ucmd);
 int kqp_leave_mcast_ioctl(struct kqp_ucmd *ucmd);
 void kqp_mcast_free_all(struct kqp_cm_id *ctx);
+int kqp_attach_mcast_ioctl(struct kqp_ucmd *ucmd);
+int kqp_detach_mcast_ioctl(struct kqp_ucmd *ucmd);
+void kqp_qp_mcast_detach_all(struct kqp_qp *qp);
 
 #endif /* KQP_CM_H */

@@ -26,9 +26,15 @@
  * On error @res holds what was allocated here and the caller gives it
  * back with kqp_core_release(), outside any lock the scope's operations
  * must not be called under.
+ *
+ * A scope says where a caller's default PD and CQs come from.  The ioctl
+ * path's is at the end of this file: the table's PDs, and ring CQs with
+ * completion channels.  The exported API's is in kapi.c.
  */
 #include "kqp.h"
 #include "core.h"
+#include "cq.h"
+#include "pd.h"
 
 /*
  * Lower @depth to what @cq, allocated here, holds.  Not a resize: a CQ
@@ -161,3 +167,73 @@ err:
 	kqp_device_put(kdev);
 	return ret;
 }
+
+static struct ib_pd *kqp_uscope_get_default_pd(struct kqp_core_scope *scope,
+					       struct kqp_device *kdev,
+					       void **token)
+{
+	struct kqp_uscope *us = container_of(scope, struct kqp_uscope, scope);
+	struct kqp_pd *pd = kqp_pd_get_default_locked(us->uctx, kdev);
+
+	if (IS_ERR(pd))
+		return ERR_CAST(pd);
+	*token = pd;
+	return pd->pd;
+}
+
+static void kqp_uscope_put_default_pd(struct kqp_core_scope *scope,
+				      void *token)
+{
+	kqp_pd_put_user(token);
+}
+
+/* A ring CQ with a completion channel of its own, as librdmacm makes. */
+static struct ib_cq *kqp_uscope_alloc_cq(struct kqp_core_scope *scope,
+					 struct kqp_device *kdev, u32 cqe,
+					 bool send, void **token)
+{
+	struct kqp_uscope *us = container_of(scope, struct kqp_uscope, scope);
+	struct kqp_uscope_cq *q = send ? &us->send : &us->recv;
+	struct kqp_channel *chan;
+	struct kqp_cq *cq;
+
+	chan = kqp_channel_make_fd(&q->fd, &q->filp);
+	if (IS_ERR(chan))
+		return ERR_CAST(chan);
+	kref_get(&chan->ref);
+	cq = kqp_cq_create_locked(us->uctx, kdev, cqe, 0, chan, q->uid);
+	if (IS_ERR(cq)) {
+		kqp_channel_put(chan);
+		kqp_channel_unmake_fd(q->fd, q->filp);
+		q->fd = -1;
+		return ERR_CAST(cq);
+	}
+	cq->users = 1;
+	q->cq = cq;
+	*token = cq;
+	return cq->cq;
+}
+
+/* Undo kqp_uscope_alloc_cq(): the CQ was never published. */
+void kqp_uscope_cq_abort(struct kqp_ucontext *uctx, struct kqp_uscope_cq *q)
+{
+	kqp_object_abort(uctx, &q->cq->vobj.obj);
+	kqp_channel_unmake_fd(q->fd, q->filp);
+	q->cq = NULL;
+	q->fd = -1;
+}
+
+static void kqp_uscope_free_cq(struct kqp_core_scope *scope, void *token)
+{
+	struct kqp_uscope *us = container_of(scope, struct kqp_uscope, scope);
+
+	kqp_uscope_cq_abort(us->uctx, us->send.cq == token ? &us->send :
+							     &us->recv);
+}
+
+const struct kqp_core_scope_ops kqp_uscope_ops = {
+	.get_default_pd = kqp_uscope_get_default_pd,
+	.put_default_pd = kqp_uscope_put_default_pd,
+	.alloc_cq = kqp_uscope_alloc_cq,
+	.free_cq = kqp_uscope_free_cq,
+};

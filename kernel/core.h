@@ -54,4 +54,35 @@ int kqp_core_create_qp(struct kqp_core_scope *scope, struct rdma_cm_id *id,
 		       struct ib_qp **qp);
 void kqp_core_release(struct kqp_core_scope *scope, struct kqp_core_qp *res);
 
+/* core.c: the ioctl path's scope, the user twin of kapi.c's */
+
+/**
+ * struct kqp_uscope_cq - a CQ the core made for one queue of a QP on an id
+ * @uid: the caller's value for it
+ * @cq: the CQ, reserved but not published, or NULL
+ * @fd: its completion channel's fd, reserved but not installed, or -1
+ * @filp: the channel's file, for @fd
+ */
+struct kqp_uscope_cq {
+	u64 uid;
+	struct kqp_cq *cq;
+	int fd;
+	struct file *filp;
+};
+
+/*
+ * What the ioctl path gives the core: the table's PDs and ring CQs.  The
+ * core calls the allocating operations with the device's hw_rwsem held
+ * for reading; the freeing ones are called after it is dropped.
+ */
+struct kqp_uscope {
+	struct kqp_core_scope scope;
+	struct kqp_ucontext *uctx;
+	struct kqp_uscope_cq send;
+	struct kqp_uscope_cq recv;
+};
+
+extern const struct kqp_core_scope_ops kqp_uscope_ops;
+void kqp_uscope_cq_abort(struct kqp_ucontext *uctx, struct kqp_uscope_cq *q);
+
 #endif /* KQP_CORE_H */

@@ -56,7 +56,7 @@ extern struct workqueue_struct *kqp_wq;
  *       kqp_srq.post_mutex		posting to an SRQ, resizing it
  *         kqp_srq.lock		(spin, irq) an SRQ's slots
  *       kqp_qp.mcast_mutex		a QP's group list
- *         kqp_mcast_hw_mutex (qp.c)	every attach and detach, a leaf
+ *         kqp_mcast_hw_mutex (mcast.c)	every attach and detach, a leaf
  *       kqp_ucontext.lock		PD and CQ use counts, default PDs
  *         kqp_ucontext.dev_lock	the table's per-device charges
  *       kqp_device.objects_lock	(spin) the device's verbs objects

@@ -11,8 +11,11 @@
  * max_mcast memberships (ENOSPC).
  *
  * Joining does not attach a QP: the process does that when it learns the
- * group's GID from MULTICAST_JOIN (KQP_IOCTL_ATTACH_MCAST, qp.c), as
- * librdmacm does it from rdma_get_cm_event().
+ * group's GID from MULTICAST_JOIN (KQP_IOCTL_ATTACH_MCAST, below), as
+ * librdmacm does it from rdma_get_cm_event().  A UD QP on an id is not
+ * bound into the id (core.c), because rdma_cm refuses to join multicast
+ * groups on an id with a QP.  The QP keeps the list of groups it is
+ * attached to, because ib_core refuses to destroy a QP still attached.
  */
 #include <linux/slab.h>
 #include <rdma/ib_addr.h>
@@ -20,6 +23,7 @@
 
 #include "kqp.h"
 #include "cm.h"
+#include "qp.h"
 
 /* Does @ctx hold a membership of @addr (compared as rdma_cm compares)? */
 static bool kqp_mcast_joined(struct kqp_cm_id *ctx,
@@ -162,4 +166,165 @@ void kqp_mcast_free_all(struct kqp_cm_id *ctx)
 		xa_erase(&ctx->mc_ids, index);
 		kfree(mc);
 	}
+}
+
+/*
+ * Devices keep a group's members per device, and rxe's attach and detach
+ * race each other across QPs: an attach can land in a group a detach on
+ * another QP is tearing down, and then neither detach nor destroy can
+ * undo it.  kqp's attaches and detaches take turns.  Those of ib_uverbs
+ * and of kernel ULPs on the same device do not, and a uverbs user racing
+ * a kqp QP's attach to the same group can still leave it undestroyable
+ * (an rxe bug, reachable through uverbs alone): kqp_qp_hw_abandon().
+ * A leaf lock: taken under hw_rwsem and a QP's mcast_mutex.
+ */
+static DEFINE_MUTEX(kqp_mcast_hw_mutex);
+
+/**
+ * struct kqp_qp_mcast - a multicast group a QP is attached to
+ * @list: in qp->mcasts
+ * @gid: the group's GID
+ * @lid: the group's LID
+ */
+struct kqp_qp_mcast {
+	struct list_head list;
+	union ib_gid gid;
+	u16 lid;
+};
+
+/* Detach a QP being destroyed from every group; hw_rwsem held to write. */
+void kqp_qp_mcast_detach_all(struct kqp_qp *qp)
+{
+	struct kqp_qp_mcast *m, *tmp;
+
+	/*
+	 * hw_rwsem, held for writing, keeps this QP's attach and detach
+	 * out; kqp_mcast_hw_mutex keeps other kqp QPs'.  Each group was
+	 * attached once and checked to stay valid (see kqp_qp_mcast()), so
+	 * detaching cannot be refused; if the device refuses anyway, the
+	 * destroy below says so.
+	 */
+	mutex_lock(&kqp_mcast_hw_mutex);
+	list_for_each_entry_safe(m, tmp, &qp->mcasts, list) {
+		ib_detach_mcast(qp->qp, &m->gid, m->lid);
+		list_del(&m->list);
+		kfree(m);
+	}
+	mutex_unlock(&kqp_mcast_hw_mutex);
+	qp->nr_mcasts = 0;
+}
+
+/*
+ * Would ib_core take @lid for a group on @dev whatever port and state the
+ * QP is in?  It checks the LID against the QP's port once the QP has one
+ * (any LID on Ethernet, a multicast LID on InfiniBand), and against every
+ * port before that.  Detaching must pass the same check as attaching did,
+ * so a LID is taken only if it passes every way.
+ */
+static bool kqp_mcast_lid_ok(struct ib_device *dev, u16 lid)
+{
+	u32 port;
+
+	rdma_for_each_port(dev, port)
+		if (rdma_port_get_link_layer(dev, port) ==
+		    IB_LINK_LAYER_INFINIBAND)
+			return lid >= be16_to_cpu(IB_MULTICAST_LID_BASE) &&
+			       lid != be16_to_cpu(IB_LID_PERMISSIVE);
+	return true;
+}
+
+/*
+ * Attach a UD QP to a multicast group, or detach it, as ib_uverbs does:
+ * attaching twice attaches once, detaching what is not attached is
+ * EINVAL.  Unlike ib_uverbs, a group is the GID alone: the same GID with
+ * another LID is EINVAL, since a device may ignore the LID (rxe does) and
+ * count two attachments where it made one, which detaching would then
+ * fail to undo and destroying the QP be refused for.  A QP is in at most
+ * max_mcast groups (ENOSPC).
+ */
+static int kqp_qp_mcast(struct kqp_ucmd *ucmd, bool attach)
+{
+	struct kqp_mcast_attach *cmd = ucmd->cmd;
+	struct kqp_qp_mcast *m, *found = NULL;
+	union ib_gid gid;
+	struct kqp_qp *qp;
+	int ret = 0;
+
+	if (cmd->__reserved)
+		return -EOPNOTSUPP;
+	memcpy(gid.raw, cmd->gid, sizeof(gid.raw));
+	qp = kqp_qp_get_hw(ucmd->uctx, cmd->qp);
+	if (IS_ERR(qp))
+		return PTR_ERR(qp);
+	if (qp->qp_type != IB_QPT_UD) {
+		ret = -EINVAL;
+		goto out;
+	}
+	mutex_lock(&qp->mcast_mutex);
+	list_for_each_entry(m, &qp->mcasts, list) {
+		if (!memcmp(&m->gid, &gid, sizeof(gid))) {
+			found = m;
+			break;
+		}
+	}
+	if (found && found->lid != cmd->lid) {
+		ret = -EINVAL;
+		goto unlock;
+	}
+	if (!attach) {
+		if (!found) {
+			ret = -EINVAL;
+			goto unlock;
+		}
+		mutex_lock(&kqp_mcast_hw_mutex);
+		ret = ib_detach_mcast(qp->qp, &gid, cmd->lid);
+		mutex_unlock(&kqp_mcast_hw_mutex);
+		if (!ret) {
+			list_del(&found->list);
+			qp->nr_mcasts--;
+			kfree(found);
+		}
+		goto unlock;
+	}
+	if (found)
+		goto unlock;
+	if (!kqp_mcast_lid_ok(qp->qp->device, cmd->lid)) {
+		ret = -EINVAL;
+		goto unlock;
+	}
+	if (qp->nr_mcasts >= READ_ONCE(kqp_max_mcast)) {
+		ret = -ENOSPC;
+		goto unlock;
+	}
+	m = kzalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
+	if (!m) {
+		ret = -ENOMEM;
+		goto unlock;
+	}
+	m->gid = gid;
+	m->lid = cmd->lid;
+	mutex_lock(&kqp_mcast_hw_mutex);
+	ret = ib_attach_mcast(qp->qp, &gid, cmd->lid);
+	mutex_unlock(&kqp_mcast_hw_mutex);
+	if (ret) {
+		kfree(m);
+		goto unlock;
+	}
+	list_add_tail(&m->list, &qp->mcasts);
+	qp->nr_mcasts++;
+unlock:
+	mutex_unlock(&qp->mcast_mutex);
+out:
+	kqp_qp_put_hw(qp);
+	return ret;
+}
+
+int kqp_attach_mcast_ioctl(struct kqp_ucmd *ucmd)
+{
+	return kqp_qp_mcast(ucmd, true);
+}
+
+int kqp_detach_mcast_ioctl(struct kqp_ucmd *ucmd)
+{
+	return kqp_qp_mcast(ucmd, false);
 }

@@ -193,20 +193,21 @@ int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd);
 int kqp_destroy_qp_ioctl(struct kqp_ucmd *ucmd);
 int kqp_modify_qp_ioctl(struct kqp_ucmd *ucmd);
 int kqp_query_qp_ioctl(struct kqp_ucmd *ucmd);
-int kqp_post_send_ioctl(struct kqp_ucmd *ucmd);
-int kqp_post_recv_ioctl(struct kqp_ucmd *ucmd);
-int kqp_attach_mcast_ioctl(struct kqp_ucmd *ucmd);
-int kqp_detach_mcast_ioctl(struct kqp_ucmd *ucmd);
 void kqp_qp_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 void kqp_qp_attr_to_user(struct ib_device *ibdev, struct kqp_qp_attr *dst,
 			 struct ib_qp_attr *src);
+struct kqp_qp *kqp_qp_get_hw(struct kqp_ucontext *uctx, u32 handle);
+void kqp_qp_put_hw(struct kqp_qp *qp);
+int kqp_qp_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma);
+
+/* wr.c */
+int kqp_post_send_ioctl(struct kqp_ucmd *ucmd);
+int kqp_post_recv_ioctl(struct kqp_ucmd *ucmd);
 void kqp_qp_complete(struct kqp_ucontext *uctx, struct ib_wc *wc,
 		     struct kqp_cqe *cqe, bool *report);
 void kqp_wc_to_cqe(const struct ib_wc *wc, struct kqp_cqe *cqe, u64 wr_id,
 		   u32 qp_num, u32 err_opcode);
 void *kqp_post_copy(struct kqp_post *cmd);
-struct kqp_qp *kqp_qp_get_hw(struct kqp_ucontext *uctx, u32 handle);
-void kqp_qp_put_hw(struct kqp_qp *qp);
 long kqp_build_send(struct kqp_qp *qp, struct kqp_object **ah,
 		    const void *p, size_t len, union kqp_kwr *kwr,
 		    struct ib_sge *ksge, u32 *opcode);
@@ -215,7 +216,6 @@ long kqp_build_recv(struct kqp_pd *pd, u32 max_sge, const void *p,
 u32 kqp_post_chain(struct kqp_qp *qp, bool recv, union kqp_kwr *kwrs,
 		   const u64 *wr_ids, const u32 *opcodes, const u8 *err_status,
 		   u32 n, int *err);
-int kqp_qp_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma);
 
 /* ring.c */
 void kqp_qp_rings_init(struct kqp_qp *qp, bool recv_async, u32 recv_asked);

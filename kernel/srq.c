@@ -644,7 +644,7 @@ static int kqp_srq_post_one(struct kqp_srq *srq, struct ib_recv_wr *wr,
 }
 
 /*
- * As KQP_IOCTL_POST_RECV (kqp_post() in qp.c), on an SRQ: the list is
+ * As KQP_IOCTL_POST_RECV (kqp_post() in wr.c), on an SRQ: the list is
  * copied once, each request checked against the SRQ's max_sge and PD,
  * then posted; the first that fails stops the list.
  */

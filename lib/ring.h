@@ -90,8 +90,9 @@ static inline uint32_t kqp_wq_consumed(const uint32_t *head)
 /*
  * Pairs with the smp_store_release() of a ring's retired index, in
  * kqp_qp_retire_sends() (send ring) or kqp_rq_retired() (asynchronous
- * receive ring): the kernel's slots below it are free, so it has one for
- * every entry up to the queue's depth past it.
+ * receive ring), or kqp_qp_reset() (both): the kernel's slots below it
+ * are free, so it has one for every entry up to the queue's depth past
+ * it.
  */
 static inline uint32_t kqp_wq_retired(const uint32_t *retired)
 {
