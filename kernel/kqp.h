@@ -31,6 +31,9 @@
 
 #define KQP_MODNAME "kqp"
 
+/* A uapi value that is passed to or from ib_core as it is. */
+#define KQP_SAME_AS_IB(kqp, ib) static_assert((int)(kqp) == (int)(ib))
+
 extern unsigned int kqp_max_backlog;
 extern unsigned int kqp_max_objects;
 extern unsigned long kqp_max_mr_bytes;

@@ -19,6 +19,36 @@
 #include "qp.h"
 #include "srq.h"
 
+/* States and attribute masks go to ib_core as the caller gave them. */
+KQP_SAME_AS_IB(KQP_QPS_RESET, IB_QPS_RESET);
+KQP_SAME_AS_IB(KQP_QPS_INIT, IB_QPS_INIT);
+KQP_SAME_AS_IB(KQP_QPS_RTR, IB_QPS_RTR);
+KQP_SAME_AS_IB(KQP_QPS_RTS, IB_QPS_RTS);
+KQP_SAME_AS_IB(KQP_QPS_SQD, IB_QPS_SQD);
+KQP_SAME_AS_IB(KQP_QPS_SQE, IB_QPS_SQE);
+KQP_SAME_AS_IB(KQP_QPS_ERR, IB_QPS_ERR);
+KQP_SAME_AS_IB(KQP_QP_ATTR_STATE, IB_QP_STATE);
+KQP_SAME_AS_IB(KQP_QP_ATTR_CUR_STATE, IB_QP_CUR_STATE);
+KQP_SAME_AS_IB(KQP_QP_ATTR_EN_SQD_ASYNC_NOTIFY, IB_QP_EN_SQD_ASYNC_NOTIFY);
+KQP_SAME_AS_IB(KQP_QP_ATTR_ACCESS_FLAGS, IB_QP_ACCESS_FLAGS);
+KQP_SAME_AS_IB(KQP_QP_ATTR_PKEY_INDEX, IB_QP_PKEY_INDEX);
+KQP_SAME_AS_IB(KQP_QP_ATTR_PORT, IB_QP_PORT);
+KQP_SAME_AS_IB(KQP_QP_ATTR_QKEY, IB_QP_QKEY);
+KQP_SAME_AS_IB(KQP_QP_ATTR_AV, IB_QP_AV);
+KQP_SAME_AS_IB(KQP_QP_ATTR_PATH_MTU, IB_QP_PATH_MTU);
+KQP_SAME_AS_IB(KQP_QP_ATTR_TIMEOUT, IB_QP_TIMEOUT);
+KQP_SAME_AS_IB(KQP_QP_ATTR_RETRY_CNT, IB_QP_RETRY_CNT);
+KQP_SAME_AS_IB(KQP_QP_ATTR_RNR_RETRY, IB_QP_RNR_RETRY);
+KQP_SAME_AS_IB(KQP_QP_ATTR_RQ_PSN, IB_QP_RQ_PSN);
+KQP_SAME_AS_IB(KQP_QP_ATTR_MAX_QP_RD_ATOMIC, IB_QP_MAX_QP_RD_ATOMIC);
+KQP_SAME_AS_IB(KQP_QP_ATTR_ALT_PATH, IB_QP_ALT_PATH);
+KQP_SAME_AS_IB(KQP_QP_ATTR_MIN_RNR_TIMER, IB_QP_MIN_RNR_TIMER);
+KQP_SAME_AS_IB(KQP_QP_ATTR_SQ_PSN, IB_QP_SQ_PSN);
+KQP_SAME_AS_IB(KQP_QP_ATTR_MAX_DEST_RD_ATOMIC, IB_QP_MAX_DEST_RD_ATOMIC);
+KQP_SAME_AS_IB(KQP_QP_ATTR_PATH_MIG_STATE, IB_QP_PATH_MIG_STATE);
+KQP_SAME_AS_IB(KQP_QP_ATTR_CAP, IB_QP_CAP);
+KQP_SAME_AS_IB(KQP_QP_ATTR_DEST_QPN, IB_QP_DEST_QPN);
+
 /*
  * The QP went to RESET, which discards its work without completions:
  * its slots are free again (a late completion for one is stale and
@@ -760,7 +790,7 @@ int kqp_qp_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma)
 }
 
 /* The standard attribute bits, as enum ibv_qp_attr_mask; no resizing. */
-#define KQP_QP_ATTR_MASK	(((IB_QP_DEST_QPN << 1) - 1) & ~IB_QP_CAP)
+#define KQP_QP_ATTR_SETTABLE	(((IB_QP_DEST_QPN << 1) - 1) & ~IB_QP_CAP)
 
 /*
  * Ports are checked before ib_modify_qp(): ib_core indexes its per-port
@@ -865,7 +895,7 @@ int kqp_modify_qp_ioctl(struct kqp_ucmd *ucmd)
 
 	if (u->__reserved)
 		return -EOPNOTSUPP;
-	if (mask & ~KQP_QP_ATTR_MASK)
+	if (mask & ~KQP_QP_ATTR_SETTABLE)
 		return -EOPNOTSUPP;
 	if (((mask & IB_QP_STATE) && u->qp_state > IB_QPS_ERR) ||
 	    ((mask & IB_QP_CUR_STATE) && u->cur_qp_state > IB_QPS_ERR))
@@ -959,7 +989,7 @@ int kqp_query_qp_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_qp *qp;
 	int ret;
 
-	if (cmd->attr_mask & ~(KQP_QP_ATTR_MASK | IB_QP_CAP))
+	if (cmd->attr_mask & ~(KQP_QP_ATTR_SETTABLE | IB_QP_CAP))
 		return -EOPNOTSUPP;
 	qp = kqp_qp_get_hw(ucmd->uctx, cmd->qp);
 	if (IS_ERR(qp))

@@ -684,9 +684,84 @@ struct kqp_ah_attr {
 };
 
 /**
+ * enum kqp_qp_state - a QP's state (struct kqp_qp_attr's @qp_state)
+ * @KQP_QPS_RESET: reset: no work is kept
+ * @KQP_QPS_INIT: initialised: receives may be posted
+ * @KQP_QPS_RTR: ready to receive
+ * @KQP_QPS_RTS: ready to send
+ * @KQP_QPS_SQD: send queue drained
+ * @KQP_QPS_SQE: send queue error (UD)
+ * @KQP_QPS_ERR: error: posted work completes flushed
+ *
+ * The values are libibverbs' enum ibv_qp_state and ib_core's enum
+ * ib_qp_state.
+ */
+enum kqp_qp_state {
+	KQP_QPS_RESET = 0,
+	KQP_QPS_INIT = 1,
+	KQP_QPS_RTR = 2,
+	KQP_QPS_RTS = 3,
+	KQP_QPS_SQD = 4,
+	KQP_QPS_SQE = 5,
+	KQP_QPS_ERR = 6,
+};
+
+/**
+ * enum kqp_qp_attr_mask - which attributes of a struct kqp_qp_attr count
+ * @KQP_QP_ATTR_STATE: @qp_state
+ * @KQP_QP_ATTR_CUR_STATE: @cur_qp_state
+ * @KQP_QP_ATTR_EN_SQD_ASYNC_NOTIFY: @en_sqd_async_notify
+ * @KQP_QP_ATTR_ACCESS_FLAGS: @qp_access_flags
+ * @KQP_QP_ATTR_PKEY_INDEX: @pkey_index
+ * @KQP_QP_ATTR_PORT: @port_num
+ * @KQP_QP_ATTR_QKEY: @qkey
+ * @KQP_QP_ATTR_AV: @ah_attr
+ * @KQP_QP_ATTR_PATH_MTU: @path_mtu
+ * @KQP_QP_ATTR_TIMEOUT: @timeout
+ * @KQP_QP_ATTR_RETRY_CNT: @retry_cnt
+ * @KQP_QP_ATTR_RNR_RETRY: @rnr_retry
+ * @KQP_QP_ATTR_RQ_PSN: @rq_psn
+ * @KQP_QP_ATTR_MAX_QP_RD_ATOMIC: @max_rd_atomic
+ * @KQP_QP_ATTR_ALT_PATH: @alt_ah_attr, @alt_pkey_index, @alt_port_num
+ *	and @alt_timeout
+ * @KQP_QP_ATTR_MIN_RNR_TIMER: @min_rnr_timer
+ * @KQP_QP_ATTR_SQ_PSN: @sq_psn
+ * @KQP_QP_ATTR_MAX_DEST_RD_ATOMIC: @max_dest_rd_atomic
+ * @KQP_QP_ATTR_PATH_MIG_STATE: @path_mig_state
+ * @KQP_QP_ATTR_CAP: the capabilities
+ * @KQP_QP_ATTR_DEST_QPN: @dest_qp_num
+ *
+ * The bits are libibverbs' enum ibv_qp_attr_mask and ib_core's enum
+ * ib_qp_attr_mask.
+ */
+enum kqp_qp_attr_mask {
+	KQP_QP_ATTR_STATE = 1 << 0,
+	KQP_QP_ATTR_CUR_STATE = 1 << 1,
+	KQP_QP_ATTR_EN_SQD_ASYNC_NOTIFY = 1 << 2,
+	KQP_QP_ATTR_ACCESS_FLAGS = 1 << 3,
+	KQP_QP_ATTR_PKEY_INDEX = 1 << 4,
+	KQP_QP_ATTR_PORT = 1 << 5,
+	KQP_QP_ATTR_QKEY = 1 << 6,
+	KQP_QP_ATTR_AV = 1 << 7,
+	KQP_QP_ATTR_PATH_MTU = 1 << 8,
+	KQP_QP_ATTR_TIMEOUT = 1 << 9,
+	KQP_QP_ATTR_RETRY_CNT = 1 << 10,
+	KQP_QP_ATTR_RNR_RETRY = 1 << 11,
+	KQP_QP_ATTR_RQ_PSN = 1 << 12,
+	KQP_QP_ATTR_MAX_QP_RD_ATOMIC = 1 << 13,
+	KQP_QP_ATTR_ALT_PATH = 1 << 14,
+	KQP_QP_ATTR_MIN_RNR_TIMER = 1 << 15,
+	KQP_QP_ATTR_SQ_PSN = 1 << 16,
+	KQP_QP_ATTR_MAX_DEST_RD_ATOMIC = 1 << 17,
+	KQP_QP_ATTR_PATH_MIG_STATE = 1 << 18,
+	KQP_QP_ATTR_CAP = 1 << 19,
+	KQP_QP_ATTR_DEST_QPN = 1 << 20,
+};
+
+/**
  * struct kqp_qp_attr - QP attributes, as struct ibv_qp_attr
- * @qp_state: enum ibv_qp_state
- * @cur_qp_state: enum ibv_qp_state
+ * @qp_state: enum kqp_qp_state
+ * @cur_qp_state: enum kqp_qp_state
  * @path_mtu: enum ibv_mtu
  * @path_mig_state: enum ibv_mig_state
  * @qkey: Q_Key (UD)
@@ -711,8 +786,8 @@ struct kqp_ah_attr {
  * @ah_attr: primary path's address vector
  * @alt_ah_attr: alternate path's address vector
  *
- * Only the attributes named by the accompanying mask (enum ibv_qp_attr_mask
- * bits) are meaningful.
+ * Only the attributes named by the accompanying mask (enum
+ * kqp_qp_attr_mask bits) are meaningful.
  */
 struct kqp_qp_attr {
 	__u32 qp_state;
@@ -747,8 +822,8 @@ struct kqp_qp_attr {
  * @size: sizeof(struct kqp_init_qp_attr)
  * @flags: must be 0
  * @id: handle of an id bound to a device
- * @qp_state: the state (enum ibv_qp_state) to compute attributes for
- * @out_attr_mask: enum ibv_qp_attr_mask bits valid in @out_attr
+ * @qp_state: the state (enum kqp_qp_state) to compute attributes for
+ * @out_attr_mask: enum kqp_qp_attr_mask bits valid in @out_attr
  * @__reserved: zero
  * @out_attr: the attributes rdma_cm would use
  *
@@ -1399,10 +1474,64 @@ enum kqp_wc_flags {
 };
 
 /**
+ * enum kqp_wc_status - how a work request completed (struct kqp_cqe)
+ * @KQP_WC_SUCCESS: it did what was asked
+ * @KQP_WC_LOC_LEN_ERR: a length did not fit (a receive too small)
+ * @KQP_WC_LOC_QP_OP_ERR: the QP could not do it; also a ring entry kqp
+ *	refused as malformed
+ * @KQP_WC_LOC_EEC_OP_ERR: EE context error (unused)
+ * @KQP_WC_LOC_PROT_ERR: a local SGE failed its protection check, the
+ *	device's or, for a ring entry, kqp's
+ * @KQP_WC_WR_FLUSH_ERR: flushed: the QP is in the error state
+ * @KQP_WC_MW_BIND_ERR: memory window bind error
+ * @KQP_WC_BAD_RESP_ERR: the responder answered unexpectedly
+ * @KQP_WC_LOC_ACCESS_ERR: local access error
+ * @KQP_WC_REM_INV_REQ_ERR: the responder found the request invalid
+ * @KQP_WC_REM_ACCESS_ERR: the responder refused access (rkey, bounds)
+ * @KQP_WC_REM_OP_ERR: the responder could not do it
+ * @KQP_WC_RETRY_EXC_ERR: transport retries ran out
+ * @KQP_WC_RNR_RETRY_EXC_ERR: receiver-not-ready retries ran out
+ * @KQP_WC_LOC_RDD_VIOL_ERR: RD domain violation (unused)
+ * @KQP_WC_REM_INV_RD_REQ_ERR: invalid RD request (unused)
+ * @KQP_WC_REM_ABORT_ERR: the responder aborted
+ * @KQP_WC_INV_EECN_ERR: invalid EE context number (unused)
+ * @KQP_WC_INV_EEC_STATE_ERR: invalid EE context state (unused)
+ * @KQP_WC_FATAL_ERR: fatal error
+ * @KQP_WC_RESP_TIMEOUT_ERR: the response timed out
+ * @KQP_WC_GENERAL_ERR: any other error
+ *
+ * The values are libibverbs' enum ibv_wc_status and ib_core's enum
+ * ib_wc_status, which kqp passes on as the device reported them.
+ */
+enum kqp_wc_status {
+	KQP_WC_SUCCESS = 0,
+	KQP_WC_LOC_LEN_ERR = 1,
+	KQP_WC_LOC_QP_OP_ERR = 2,
+	KQP_WC_LOC_EEC_OP_ERR = 3,
+	KQP_WC_LOC_PROT_ERR = 4,
+	KQP_WC_WR_FLUSH_ERR = 5,
+	KQP_WC_MW_BIND_ERR = 6,
+	KQP_WC_BAD_RESP_ERR = 7,
+	KQP_WC_LOC_ACCESS_ERR = 8,
+	KQP_WC_REM_INV_REQ_ERR = 9,
+	KQP_WC_REM_ACCESS_ERR = 10,
+	KQP_WC_REM_OP_ERR = 11,
+	KQP_WC_RETRY_EXC_ERR = 12,
+	KQP_WC_RNR_RETRY_EXC_ERR = 13,
+	KQP_WC_LOC_RDD_VIOL_ERR = 14,
+	KQP_WC_REM_INV_RD_REQ_ERR = 15,
+	KQP_WC_REM_ABORT_ERR = 16,
+	KQP_WC_INV_EECN_ERR = 17,
+	KQP_WC_INV_EEC_STATE_ERR = 18,
+	KQP_WC_FATAL_ERR = 19,
+	KQP_WC_RESP_TIMEOUT_ERR = 20,
+	KQP_WC_GENERAL_ERR = 21,
+};
+
+/**
  * struct kqp_cqe - a completion, as struct ibv_wc
  * @wr_id: the work request's wr_id
- * @status: enum ibv_wc_status (ib_core's enum ib_wc_status: the same
- *	numbering)
+ * @status: enum kqp_wc_status
  * @opcode: enum kqp_wc_opcode
  * @vendor_err: the device's own error code
  * @byte_len: bytes received (receives)
@@ -1863,7 +1992,7 @@ enum kqp_destroy_qp_out_flags {
  * @size: sizeof(struct kqp_modify_qp)
  * @flags: must be 0
  * @qp: handle
- * @attr_mask: enum ibv_qp_attr_mask bits naming the fields of @attr to use
+ * @attr_mask: enum kqp_qp_attr_mask bits naming the fields of @attr to use
  * @attr: as struct ibv_qp_attr
  *
  * For a QP on an id, rdma_cm moves it from state to state: a new state
@@ -1887,7 +2016,7 @@ struct kqp_modify_qp {
  * @size: sizeof(struct kqp_query_qp)
  * @flags: must be 0
  * @qp: handle
- * @attr_mask: the attributes wanted, enum ibv_qp_attr_mask
+ * @attr_mask: the attributes wanted, enum kqp_qp_attr_mask
  * @out_attr: the attributes
  * @out_cap: the capabilities
  * @out_qp_type: KQP_QPT_*

@@ -341,7 +341,7 @@ TEST(hostile_lengths_and_values)
 	sin_of(&j.addr, "239.1.1.1", 0);
 	EXPECT_EQ(EINVAL, kqp_test_ioctl(fd, KQP_IOCTL_JOIN_MCAST, &j));
 	a.id = id;
-	a.qp_state = 1;
+	a.qp_state = KQP_QPS_INIT;
 	/* Not bound: no device to compute attributes for. */
 	EXPECT_EQ(EINVAL, kqp_test_ioctl(fd, KQP_IOCTL_INIT_QP_ATTR, &a));
 	a.qp_state = 99;

@@ -1970,16 +1970,20 @@ static void do_ring_qp(struct rng *r, struct thread *t)
 	log_call(t, "ring qp", 0, &c.out_qp);
 
 	m.qp = c.out_qp;
-	m.attr_mask = 1 | 8 | 16 | 32;		/* STATE ACCESS PKEY PORT */
-	m.attr.qp_state = 1;			/* INIT */
+	m.attr_mask = KQP_QP_ATTR_STATE | KQP_QP_ATTR_ACCESS_FLAGS |
+		      KQP_QP_ATTR_PKEY_INDEX | KQP_QP_ATTR_PORT;
+	m.attr.qp_state = KQP_QPS_INIT;
 	m.attr.port_num = 1;
 	m.attr.qp_access_flags = 15;
 	if (!xioctl(fd, KQP_IOCTL_MODIFY_QP, &m) && chance(r, 50) &&
 	    (sgid = own_gid(fd, pd.device_index, gid)) >= 0) {
 		memset(&m.attr, 0, sizeof(m.attr));
-		/* STATE AV PATH_MTU RQ_PSN MIN_RNR_TIMER MAX_DEST_RD_ATOMIC DEST_QPN */
-		m.attr_mask = 1 | 128 | 256 | 4096 | 0x8000 | 0x20000 | 0x100000;
-		m.attr.qp_state = 2;		/* RTR */
+		m.attr_mask = KQP_QP_ATTR_STATE | KQP_QP_ATTR_AV |
+			      KQP_QP_ATTR_PATH_MTU | KQP_QP_ATTR_RQ_PSN |
+			      KQP_QP_ATTR_MIN_RNR_TIMER |
+			      KQP_QP_ATTR_MAX_DEST_RD_ATOMIC |
+			      KQP_QP_ATTR_DEST_QPN;
+		m.attr.qp_state = KQP_QPS_RTR;
 		m.attr.path_mtu = 3;
 		m.attr.dest_qp_num = c.out_qp_num;
 		m.attr.max_dest_rd_atomic = 1;
@@ -1991,9 +1995,12 @@ static void do_ring_qp(struct rng *r, struct thread *t)
 		m.attr.ah_attr.port_num = 1;
 		if (!xioctl(fd, KQP_IOCTL_MODIFY_QP, &m)) {
 			memset(&m.attr, 0, sizeof(m.attr));
-			/* STATE TIMEOUT RETRY_CNT RNR_RETRY MAX_QP_RD_ATOMIC SQ_PSN */
-			m.attr_mask = 1 | 512 | 1024 | 2048 | 8192 | 0x10000;
-			m.attr.qp_state = 3;	/* RTS */
+			m.attr_mask = KQP_QP_ATTR_STATE | KQP_QP_ATTR_TIMEOUT |
+				      KQP_QP_ATTR_RETRY_CNT |
+				      KQP_QP_ATTR_RNR_RETRY |
+				      KQP_QP_ATTR_MAX_QP_RD_ATOMIC |
+				      KQP_QP_ATTR_SQ_PSN;
+			m.attr.qp_state = KQP_QPS_RTS;
 			m.attr.timeout = 8;
 			m.attr.retry_cnt = 2;
 			m.attr.rnr_retry = 2;

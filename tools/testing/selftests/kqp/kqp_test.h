@@ -30,6 +30,21 @@
 
 #define offsetofend(T, m) (offsetof(T, m) + sizeof(((T *)0)->m))
 
+/* The attributes of each transition, as ib_core's table of them asks. */
+#define KQP_TEST_RC_INIT	(KQP_QP_ATTR_STATE | KQP_QP_ATTR_PKEY_INDEX | \
+				 KQP_QP_ATTR_PORT | KQP_QP_ATTR_ACCESS_FLAGS)
+#define KQP_TEST_UD_INIT	(KQP_QP_ATTR_STATE | KQP_QP_ATTR_PKEY_INDEX | \
+				 KQP_QP_ATTR_PORT | KQP_QP_ATTR_QKEY)
+#define KQP_TEST_RC_RTR	(KQP_QP_ATTR_STATE | KQP_QP_ATTR_AV | \
+				 KQP_QP_ATTR_PATH_MTU | KQP_QP_ATTR_DEST_QPN | \
+				 KQP_QP_ATTR_RQ_PSN | \
+				 KQP_QP_ATTR_MAX_DEST_RD_ATOMIC | \
+				 KQP_QP_ATTR_MIN_RNR_TIMER)
+#define KQP_TEST_RC_RTS	(KQP_QP_ATTR_STATE | KQP_QP_ATTR_TIMEOUT | \
+				 KQP_QP_ATTR_RETRY_CNT | \
+				 KQP_QP_ATTR_RNR_RETRY | KQP_QP_ATTR_SQ_PSN | \
+				 KQP_QP_ATTR_MAX_QP_RD_ATOMIC)
+
 /* Name of the rxe device the bench created, e.g. "rxe0". */
 static inline const char *kqp_test_rdma_dev(void)
 {

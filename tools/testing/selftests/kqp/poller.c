@@ -104,7 +104,7 @@ static int serve(struct rt_pair *p)
 	if (ret)
 		return ret;
 	if (rt_cq_poll(&p->ascq, wc, 1, 10000) != 1 || wc[0].wr_id != 1000 ||
-	    wc[0].status != RT_WC_SUCCESS)
+	    wc[0].status != KQP_WC_SUCCESS)
 		return EIO;
 	return 0;
 }
@@ -236,7 +236,7 @@ TEST_F_TIMEOUT(p, sends_without_doorbell, 60)
 		EXPECT_EQ(SERVED, rt_flags(sh) & BOTH);
 		ASSERT_EQ(1, rt_cq_poll(&p->ascq, wc, 1, 10000));
 		EXPECT_EQ(round * 8 + 7, wc[0].wr_id);
-		EXPECT_EQ(RT_WC_SUCCESS, wc[0].status);
+		EXPECT_EQ(KQP_WC_SUCCESS, wc[0].status);
 		/* The head is stored once the drain returns: maybe later. */
 		EXPECT_TRUE(head_becomes(sh, 1 + (round + 1) * 8, 5000));
 		EXPECT_EQ(0, memcmp(p->buf, p->buf + RT_HALF, 64));

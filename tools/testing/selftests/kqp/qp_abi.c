@@ -157,12 +157,13 @@ TEST_F(v, core_rules_on_id)
 	{
 		struct kqp_modify_qp m = {
 			.size = sizeof(m), .qp = c.out_qp,
-			.attr_mask = 1, .attr.qp_state = 3 /* RTS */,
+			.attr_mask = KQP_QP_ATTR_STATE,
+			.attr.qp_state = KQP_QPS_RTS,
 		};
 
 		EXPECT_EQ(EINVAL, kqp_test_ioctl(self->fd,
 						 KQP_IOCTL_MODIFY_QP, &m));
-		m.attr.qp_state = 6;	/* ERR */
+		m.attr.qp_state = KQP_QPS_ERR;
 		EXPECT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_MODIFY_QP,
 					    &m));
 	}
@@ -332,8 +333,8 @@ TEST_F(v, corrupt_head_is_full)
 	{
 		struct kqp_modify_qp m = {
 			.size = sizeof(m), .qp = q.out_qp,
-			.attr_mask = 1 | 16 | 32 | 8,	/* STATE PKEY PORT ACCESS */
-			.attr = { .qp_state = 1, .port_num = 1 },
+			.attr_mask = KQP_TEST_RC_INIT,
+			.attr = { .qp_state = KQP_QPS_INIT, .port_num = 1 },
 		};
 
 		ASSERT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_MODIFY_QP, &m));
@@ -349,8 +350,9 @@ TEST_F(v, corrupt_head_is_full)
 	*head = 0x80000000;	/* a head no consumer could have written */
 	{
 		struct kqp_modify_qp m = {
-			.size = sizeof(m), .qp = q.out_qp, .attr_mask = 1,
-			.attr = { .qp_state = 6 },
+			.size = sizeof(m), .qp = q.out_qp,
+			.attr_mask = KQP_QP_ATTR_STATE,
+			.attr = { .qp_state = KQP_QPS_ERR },
 		};
 
 		ASSERT_EQ(0, kqp_test_ioctl(self->fd, KQP_IOCTL_MODIFY_QP, &m));

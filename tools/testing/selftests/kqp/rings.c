@@ -423,7 +423,7 @@ TEST_F(v, doorbell_call_errnos)
 	struct rt_qp q;
 	struct rt_recv r = rt_recv1(1, 0, 0, 0);
 	struct kqp_doorbell_entry e[2], *many, se = { .flags = KQP_DB_SEND };
-	struct kqp_qp_attr init = { .qp_state = RT_QPS_INIT, .port_num = 1 };
+	struct kqp_qp_attr init = { .qp_state = KQP_QPS_INIT, .port_num = 1 };
 	struct kqp_doorbell d;
 	struct kqp_reg_mr mr;
 	uint32_t i, done;
@@ -438,9 +438,9 @@ TEST_F(v, doorbell_call_errnos)
 	 * drain would move head to 1.  The checks below are all made
 	 * before any drain, so head and out_errno stay as they were.
 	 */
-	ASSERT_EQ(0, rt_modify(self->fd, q.c.out_qp, RT_QP_STATE |
-			       RT_QP_PKEY_INDEX | RT_QP_PORT |
-			       RT_QP_ACCESS_FLAGS, &init));
+	ASSERT_EQ(0, rt_modify(self->fd, q.c.out_qp, KQP_QP_ATTR_STATE |
+			       KQP_QP_ATTR_PKEY_INDEX | KQP_QP_ATTR_PORT |
+			       KQP_QP_ATTR_ACCESS_FLAGS, &init));
 	r.sge[0] = (struct kqp_sge){ (uintptr_t)mem, 64, mr.out_lkey };
 	rt_rq_put(&q, &r, RT_RECV1_LEN);
 	rt_rq_publish(&q);
@@ -842,13 +842,13 @@ TEST_F_TIMEOUT(d, refused_without_doorbell, 60)
 	ASSERT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
 	ASSERT_EQ(3, rt_cq_poll(&p->ascq, wc, 3, 20000));
 	EXPECT_EQ(300, wc[0].wr_id);
-	EXPECT_EQ(RT_WC_SUCCESS, wc[0].status);
+	EXPECT_EQ(KQP_WC_SUCCESS, wc[0].status);
 	EXPECT_EQ(301, wc[1].wr_id);
-	EXPECT_EQ(RT_WC_LOC_PROT_ERR, wc[1].status);
+	EXPECT_EQ(KQP_WC_LOC_PROT_ERR, wc[1].status);
 	EXPECT_EQ(302, wc[2].wr_id);
-	EXPECT_EQ(RT_WC_WR_FLUSH_ERR, wc[2].status);
+	EXPECT_EQ(KQP_WC_WR_FLUSH_ERR, wc[2].status);
 	EXPECT_EQ(3, rt_head(rt_sq_hdr(&p->a)));
-	EXPECT_EQ(RT_QPS_ERR, rt_qp_state(&p->a, NULL));
+	EXPECT_EQ(KQP_QPS_ERR, rt_qp_state(&p->a, NULL));
 	ASSERT_EQ(1, rt_cq_poll(&p->brcq, wc, 1, 20000));
 	EXPECT_EQ(400, wc[0].wr_id);
 	EXPECT_EQ(64, wc[0].byte_len);
@@ -861,10 +861,10 @@ TEST_F_TIMEOUT(d, refused_without_doorbell, 60)
 	ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
 	ASSERT_EQ(1, rt_cq_poll(&p->ascq, wc, 1, 20000));
 	EXPECT_EQ(303, wc[0].wr_id);
-	EXPECT_EQ(RT_WC_SUCCESS, wc[0].status);
+	EXPECT_EQ(KQP_WC_SUCCESS, wc[0].status);
 	ASSERT_EQ(1, rt_cq_poll(&p->brcq, wc, 1, 20000));
 	EXPECT_EQ(401, wc[0].wr_id);
-	EXPECT_EQ(RT_WC_SUCCESS, wc[0].status);
+	EXPECT_EQ(KQP_WC_SUCCESS, wc[0].status);
 }
 
 /*
@@ -877,7 +877,7 @@ TEST_F_TIMEOUT(d, reset_asks_for_doorbell, 60)
 {
 	struct rt_pair *p = &self->p;
 	struct kqp_wq_ring_hdr *sh = rt_sq_hdr(&p->a);
-	struct kqp_qp_attr r = { .qp_state = RT_QPS_RESET };
+	struct kqp_qp_attr r = { .qp_state = KQP_QPS_RESET };
 	struct kqp_cqe wc;
 
 	a_sends_at(p, 500, 0, 1, 64, p->mr.out_lkey);
@@ -885,7 +885,7 @@ TEST_F_TIMEOUT(d, reset_asks_for_doorbell, 60)
 	EXPECT_FALSE(a_needs_doorbell(p, false, 0));
 	EXPECT_EQ(0, __atomic_load_n(&sh->retired, __ATOMIC_ACQUIRE));
 
-	ASSERT_EQ(0, rt_modify(p->fd, p->a.c.out_qp, RT_QP_STATE, &r));
+	ASSERT_EQ(0, rt_modify(p->fd, p->a.c.out_qp, KQP_QP_ATTR_STATE, &r));
 	EXPECT_TRUE(a_needs_doorbell(p, true, 0));
 	EXPECT_EQ(1, __atomic_load_n(&sh->retired, __ATOMIC_ACQUIRE));
 	ASSERT_EQ(0, rt_a_reconnect(p));
@@ -896,7 +896,7 @@ TEST_F_TIMEOUT(d, reset_asks_for_doorbell, 60)
 	ASSERT_EQ(0, rt_ring(&p->a, KQP_DB_SEND));
 	ASSERT_EQ(1, rt_cq_poll(&p->ascq, &wc, 1, 20000));
 	EXPECT_EQ(501, wc.wr_id);
-	EXPECT_EQ(RT_WC_SUCCESS, wc.status);
+	EXPECT_EQ(KQP_WC_SUCCESS, wc.status);
 	EXPECT_EQ(0, rt_cq_poll(&p->ascq, &wc, 1, 200));
 	ASSERT_EQ(1, rt_cq_poll(&p->brcq, &wc, 1, 20000));
 	EXPECT_EQ(600, wc.wr_id);
@@ -1045,7 +1045,7 @@ TEST_F(d, inline_send)
 		    p->a.c.out_qp_num);
 	ASSERT_EQ(1, rt_cq_poll(&p->brcq, &wc, 1, 20000));
 	EXPECT_EQ(88, wc.wr_id);
-	EXPECT_EQ(RT_WC_SUCCESS, wc.status);
+	EXPECT_EQ(KQP_WC_SUCCESS, wc.status);
 	EXPECT_EQ(41, wc.byte_len);
 	EXPECT_EQ(htonl(0x1234), wc.imm_data);
 	EXPECT_EQ(0, memcmp(p->buf + RT_HALF, s.sge, 41));
@@ -1074,10 +1074,10 @@ TEST_F(d, rdma_through_ring)
 	ASSERT_EQ(2, rt_cq_poll(&p->ascq, wc, 2, 20000));
 	EXPECT_EQ(5, wc[0].wr_id);
 	EXPECT_EQ(KQP_WC_OP_RDMA_WRITE, wc[0].opcode);
-	EXPECT_EQ(RT_WC_SUCCESS, wc[0].status);
+	EXPECT_EQ(KQP_WC_SUCCESS, wc[0].status);
 	EXPECT_EQ(6, wc[1].wr_id);
 	EXPECT_EQ(KQP_WC_OP_RDMA_READ, wc[1].opcode);
-	EXPECT_EQ(RT_WC_SUCCESS, wc[1].status);
+	EXPECT_EQ(KQP_WC_SUCCESS, wc[1].status);
 	EXPECT_EQ(0, memcmp(p->buf, p->buf + RT_HALF, 128));
 	EXPECT_EQ(0, memcmp(p->buf + 4096, p->buf + RT_HALF + 1024, 128));
 	/* Nothing went to b's receive side. */
@@ -1278,7 +1278,7 @@ TEST_F_TIMEOUT(d, concurrent_ringers_exactly_once, 180)
 		n = rt_cq_poll(&p->ascq, wc, 32, 0);
 		for (i = 0; i < n; i++) {
 			seen++;
-			if (wc[i].status != RT_WC_SUCCESS)
+			if (wc[i].status != KQP_WC_SUCCESS)
 				failed++;
 			if (wc[i].wr_id >= LEGACY_BASE) {
 				dup_or_order += wc[i].wr_id != next_legacy;
@@ -1351,7 +1351,7 @@ TEST_F_TIMEOUT(d, rings_only_when_asked, 120)
 		}
 		for (i = 0; i < n; i++) {
 			seen++;
-			bad += wc[i].status != RT_WC_SUCCESS ||
+			bad += wc[i].status != KQP_WC_SUCCESS ||
 			       wc[i].wr_id != next;
 			next += 4;
 		}
@@ -1442,7 +1442,7 @@ FIXTURE_TEARDOWN(gone)
 
 TEST_F_TIMEOUT(gone, device_removed_under_rings, 120)
 {
-	struct kqp_qp_attr init = { .qp_state = RT_QPS_INIT, .port_num = 1 };
+	struct kqp_qp_attr init = { .qp_state = KQP_QPS_INIT, .port_num = 1 };
 	struct db_loop l = { 0 };
 	struct kqp_create_qp c;
 	struct kqp_reg_mr mr;
@@ -1468,8 +1468,7 @@ TEST_F_TIMEOUT(gone, device_removed_under_rings, 120)
 	ASSERT_EQ(0, kqp_test_reg_mr(fd, pd, mem, 4096, 1, &mr));
 	rt_qp_req(&c, pd, cq.c.out_cq, cq.c.out_cq);
 	ASSERT_EQ(0, rt_qp_make(fd, &c, &q));
-	ASSERT_EQ(0, rt_modify(fd, q.c.out_qp, RT_QP_STATE | RT_QP_PKEY_INDEX |
-			       RT_QP_PORT | RT_QP_ACCESS_FLAGS, &init));
+	ASSERT_EQ(0, rt_modify(fd, q.c.out_qp, KQP_TEST_RC_INIT, &init));
 	r = rt_recv1(1, (uintptr_t)mem, 64, mr.out_lkey);
 	rt_rq_put(&q, &r, RT_RECV1_LEN);
 	rt_rq_publish(&q);
@@ -1676,21 +1675,21 @@ TEST_F_TIMEOUT(ra, refused_completes_in_error, 60)
 	}
 	ASSERT_EQ((int)low + 2, got);
 	EXPECT_EQ(200, wc[0].wr_id);
-	EXPECT_EQ(RT_WC_SUCCESS, wc[0].status);
+	EXPECT_EQ(KQP_WC_SUCCESS, wc[0].status);
 	EXPECT_EQ(64, wc[0].byte_len);
 	for (i = 1; i < low + 2; i++) {
 		if (wc[i].wr_id == 999) {
-			EXPECT_EQ(RT_WC_LOC_PROT_ERR, wc[i].status);
+			EXPECT_EQ(KQP_WC_LOC_PROT_ERR, wc[i].status);
 			prot++;
 		} else {
-			EXPECT_EQ(RT_WC_WR_FLUSH_ERR, wc[i].status);
+			EXPECT_EQ(KQP_WC_WR_FLUSH_ERR, wc[i].status);
 			flushed++;
 		}
 	}
 	EXPECT_EQ(1, prot);
 	EXPECT_EQ(low, flushed);
 	EXPECT_EQ(0, rt_cq_poll(&p->brcq, wc, 1, 200));
-	EXPECT_EQ(RT_QPS_ERR, rt_qp_state(&p->b, NULL));
+	EXPECT_EQ(KQP_QPS_ERR, rt_qp_state(&p->b, NULL));
 	EXPECT_EQ(low + 2, rt_head(rh));
 	EXPECT_EQ(0, rt_ring(&p->b, KQP_DB_RECV));
 	rt_expect_data(_metadata, p, 100, 1, 64);
@@ -1712,8 +1711,8 @@ TEST_F_TIMEOUT(ra, refused_completes_in_error, 60)
 	ASSERT_EQ(1, n);
 	EXPECT_EQ(100, wc[0].wr_id);
 	/* An ACK late past the wait still completes it before the flush. */
-	if (wc[0].status != RT_WC_SUCCESS)
-		EXPECT_EQ(forced ? RT_WC_WR_FLUSH_ERR : RT_WC_RETRY_EXC_ERR,
+	if (wc[0].status != KQP_WC_SUCCESS)
+		EXPECT_EQ(forced ? KQP_WC_WR_FLUSH_ERR : KQP_WC_RETRY_EXC_ERR,
 			  wc[0].status);
 	EXPECT_EQ(0, rt_cq_poll(&p->ascq, wc, 1, 200));
 }
@@ -1728,7 +1727,7 @@ TEST_F_TIMEOUT(ra, reset_asks_for_doorbell, 60)
 {
 	struct rt_pair *p = &self->p;
 	struct kqp_wq_ring_hdr *rh = rt_rq_hdr(&p->b);
-	struct kqp_qp_attr r = { .qp_state = RT_QPS_RESET };
+	struct kqp_qp_attr r = { .qp_state = KQP_QPS_RESET };
 	uint32_t i, low = self->low;
 
 	for (i = 0; i < low; i++)
@@ -1739,7 +1738,7 @@ TEST_F_TIMEOUT(ra, reset_asks_for_doorbell, 60)
 	b_recv_at(p, 200 + low, low, p->mr.out_lkey);
 	rt_rq_publish(&p->b);
 	EXPECT_EQ(low, rt_head(rh));
-	ASSERT_EQ(0, rt_modify(p->fd, p->b.c.out_qp, RT_QP_STATE, &r));
+	ASSERT_EQ(0, rt_modify(p->fd, p->b.c.out_qp, KQP_QP_ATTR_STATE, &r));
 	EXPECT_TRUE(b_rq_needs_doorbell(p, true, 0));
 	EXPECT_EQ(low + 1, rt_head(rh));
 	EXPECT_EQ(low + 1, __atomic_load_n(&rh->retired, __ATOMIC_ACQUIRE));

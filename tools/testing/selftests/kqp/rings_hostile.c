@@ -243,15 +243,15 @@ static void send_fails_at(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, rt_ring(&p->a, KQP_DB_SEND)) TH_LOG("%s", what);
 	ASSERT_EQ(3, rt_cq_poll(&p->ascq, wc, 3, 20000)) TH_LOG("%s", what);
 	EXPECT_EQ(start + 1, wc[0].wr_id) TH_LOG("%s", what);
-	EXPECT_EQ(RT_WC_SUCCESS, wc[0].status) TH_LOG("%s", what);
+	EXPECT_EQ(KQP_WC_SUCCESS, wc[0].status) TH_LOG("%s", what);
 	EXPECT_EQ(start + 2, wc[1].wr_id) TH_LOG("%s", what);
 	EXPECT_EQ(status, wc[1].status) TH_LOG("%s", what);
 	EXPECT_EQ(p->a.c.out_qp_num, wc[1].qp_num) TH_LOG("%s", what);
 	EXPECT_EQ(start + 3, wc[2].wr_id) TH_LOG("%s", what);
-	EXPECT_EQ(RT_WC_WR_FLUSH_ERR, wc[2].status) TH_LOG("%s", what);
+	EXPECT_EQ(KQP_WC_WR_FLUSH_ERR, wc[2].status) TH_LOG("%s", what);
 	EXPECT_EQ(0, rt_cq_poll(&p->ascq, wc, 1, 20)) TH_LOG("%s", what);
 	EXPECT_EQ(start + 3, rt_head(sh)) TH_LOG("%s", what);
-	EXPECT_EQ(RT_QPS_ERR, rt_qp_state(&p->a, NULL)) TH_LOG("%s", what);
+	EXPECT_EQ(KQP_QPS_ERR, rt_qp_state(&p->a, NULL)) TH_LOG("%s", what);
 	ASSERT_EQ(0, rt_a_reconnect(p)) TH_LOG("%s", what);
 }
 
@@ -303,100 +303,100 @@ TEST_F_TIMEOUT(h, bad_send_entries, 120)
 
 	s = good_write(p, 9);
 	s.wr.opcode = 99;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR, "opcode 99");
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_QP_OP_ERR, "opcode 99");
 	s = good_write(p, 9);
 	s.wr.opcode = 0x80000002;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_QP_OP_ERR,
 		      "opcode 2^31 + SEND");
 	s = good_write(p, 9);
 	s.wr.send_flags |= 1U << 12;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_QP_OP_ERR,
 		      "unknown send flag");
 	s = good_write(p, 9);
 	s.wr.__reserved = 1;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR, "reserved word");
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_QP_OP_ERR, "reserved word");
 	s = good_write(p, 9);
 	s.wr.num_sge = 0xffffffff;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_QP_OP_ERR,
 		      "num_sge 2^32 - 1");
 	s = good_write(p, 9);
 	s.wr.num_sge = 0x80000001;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_QP_OP_ERR,
 		      "num_sge 2^31 + 1");
 	s = good_write(p, 9);
 	s.wr.num_sge = cap->max_send_sge + 1;
 	for (uint32_t i = 1; i < 8; i++)
 		s.sge[i] = s.sge[0];
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_QP_OP_ERR,
 		      "num_sge past the caps");
 	s = good_write(p, 9);
 	s.wr.num_sge = (esz - RT_SEND_HDR) / sizeof(struct kqp_sge) + 1;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_QP_OP_ERR,
 		      "SGEs past the entry");
 	s = good_write(p, 9);
 	s.wr.send_flags |= KQP_SEND_FLAG_INLINE;
 	s.wr.num_sge = 0;
 	s.wr.inline_len = 0xffffffff;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_QP_OP_ERR,
 		      "inline_len 2^32 - 1");
 	s.wr.inline_len = 0x80000008;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_QP_OP_ERR,
 		      "inline_len 2^31 + 8");
 	s.wr.inline_len = cap->max_inline_data + 1;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_QP_OP_ERR,
 		      "inline_len past the caps");
 	s.wr.inline_len = esz;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_QP_OP_ERR,
 		      "inline bytes past the entry");
 	s.wr.inline_len = 8;
 	s.wr.num_sge = 1;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_QP_OP_ERR,
 		      "inline with an SGE");
 	s = good_write(p, 9);
 	s.wr.opcode = KQP_WR_OP_ATOMIC_FETCH_AND_ADD;
 	s.sge[0].length = 4;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_QP_OP_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_QP_OP_ERR,
 		      "atomic of 4 bytes");
 
 	/* SGEs that name memory the caller did not register. */
 	s = good_write(p, 9);
 	s.sge[0].lkey = lkey ^ 0x5a5a00;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_PROT_ERR,
 		      "an lkey of nothing");
 	RT_NEED_DMA_LKEY(p);
 	s.sge[0].lkey = p->pd_dma_lkey;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_PROT_ERR,
 		      "the PD's local_dma_lkey");
 	s.sge[0].lkey = lkey;
 	s.sge[0].addr = b + RT_BUF;
 	s.sge[0].length = 1;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_PROT_ERR,
 		      "one byte past the MR");
 	s.sge[0].addr = b - 1;
 	s.sge[0].length = 2;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_PROT_ERR,
 		      "one byte before the MR");
 	s.sge[0].addr = b + RT_BUF - 8;
 	s.sge[0].length = 9;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_PROT_ERR,
 		      "running off the MR");
 	s.sge[0].addr = UINT64_MAX - 7;
 	s.sge[0].length = (uint32_t)(b + 16 + 8);
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_PROT_ERR,
 		      "wrapping past 2^64");
 	s.sge[0].addr = b;
 	s.sge[0].length = UINT32_MAX;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR, "length 2^32 - 1");
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_PROT_ERR, "length 2^32 - 1");
 
 	/* Where the device would write, the MR needs local write. */
 	s = good_write(p, 9);
 	s.wr.opcode = KQP_WR_OP_RDMA_READ;
 	s.sge[0] = (struct kqp_sge){ (uintptr_t)ro_buf, MSG, ro.out_lkey };
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_PROT_ERR,
 		      "read into a read-only MR");
 	s.wr.opcode = KQP_WR_OP_ATOMIC_FETCH_AND_ADD;
 	s.sge[0].length = 8;
-	send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+	send_fails_at(_metadata, p, &s, KQP_WC_LOC_PROT_ERR,
 		      "atomic into a read-only MR");
 
 	EXPECT_EQ(0, rt_dereg(p->fd, ro.out_mr));
@@ -502,15 +502,15 @@ TEST_F_TIMEOUT(h, foreign_lkeys, 120)
 
 		s.sge[0].addr = cases[i].addr;
 		s.sge[0].lkey = cases[i].lkey;
-		send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+		send_fails_at(_metadata, p, &s, KQP_WC_LOC_PROT_ERR,
 			      cases[i].what);
 		s.wr.opcode = KQP_WR_OP_SEND;
-		send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+		send_fails_at(_metadata, p, &s, KQP_WC_LOC_PROT_ERR,
 			      cases[i].what);
 		recv_stops_at(_metadata, p, &r, EINVAL, cases[i].what);
 		/* Their address with our lkey is outside our MR. */
 		s.sge[0].lkey = p->mr.out_lkey;
-		send_fails_at(_metadata, p, &s, RT_WC_LOC_PROT_ERR,
+		send_fails_at(_metadata, p, &s, KQP_WC_LOC_PROT_ERR,
 			      cases[i].what);
 	}
 	for (i = 0; i < RT_BUF; i++)
@@ -882,18 +882,18 @@ TEST_F_TIMEOUT(h, entry_rewritten_during_drain, 300)
 			other++;
 			break;
 		}
-		if (wc.status == RT_WC_LOC_PROT_ERR) {
+		if (wc.status == KQP_WC_LOC_PROT_ERR) {
 			/* Refused: nothing left a, and a is connected again. */
 			refused++;
-			if (rt_qp_state(&p->a, NULL) != RT_QPS_ERR ||
+			if (rt_qp_state(&p->a, NULL) != KQP_QPS_ERR ||
 			    rt_cq_poll(&p->brcq, &wc, 1, 20) != 0 ||
 			    rt_a_reconnect(p)) {
 				other++;
 				break;
 			}
-		} else if (wc.status != RT_WC_SUCCESS ||
+		} else if (wc.status != KQP_WC_SUCCESS ||
 			   rt_cq_poll(&p->brcq, &wc, 1, 10000) != 1 ||
-			   wc.status != RT_WC_SUCCESS || wc.byte_len != MSG) {
+			   wc.status != KQP_WC_SUCCESS || wc.byte_len != MSG) {
 			other++;
 			break;
 		} else {
@@ -974,7 +974,7 @@ static int make_ud(const struct rt_pair *p, const struct rt_cq *cq,
 		   struct rt_qp *q)
 {
 	struct kqp_create_qp c;
-	struct kqp_qp_attr a = { .qp_state = RT_QPS_INIT, .port_num = 1,
+	struct kqp_qp_attr a = { .qp_state = KQP_QPS_INIT, .port_num = 1,
 				 .qkey = UD_QKEY };
 	int ret;
 
@@ -983,18 +983,18 @@ static int make_ud(const struct rt_pair *p, const struct rt_cq *cq,
 	ret = rt_qp_make(p->fd, &c, q);
 	if (ret)
 		return ret;
-	ret = rt_modify(p->fd, q->c.out_qp, RT_QP_STATE | RT_QP_PKEY_INDEX |
-			RT_QP_PORT | (1U << 6) /* QKEY */, &a);
+	ret = rt_modify(p->fd, q->c.out_qp, KQP_TEST_UD_INIT, &a);
 	if (ret)
 		return ret;
 	memset(&a, 0, sizeof(a));
-	a.qp_state = RT_QPS_RTR;
-	ret = rt_modify(p->fd, q->c.out_qp, RT_QP_STATE, &a);
+	a.qp_state = KQP_QPS_RTR;
+	ret = rt_modify(p->fd, q->c.out_qp, KQP_QP_ATTR_STATE, &a);
 	if (ret)
 		return ret;
-	a.qp_state = RT_QPS_RTS;
+	a.qp_state = KQP_QPS_RTS;
 	a.sq_psn = 0x100;
-	return rt_modify(p->fd, q->c.out_qp, RT_QP_STATE | RT_QP_SQ_PSN, &a);
+	return rt_modify(p->fd, q->c.out_qp,
+			 KQP_QP_ATTR_STATE | KQP_QP_ATTR_SQ_PSN, &a);
 }
 
 static struct rt_send ud_send(const struct rt_pair *p, uint64_t wr_id,
@@ -1038,7 +1038,7 @@ static void ud_stops_at(struct __test_metadata *_metadata,
 	ASSERT_EQ(3, rt_cq_poll(cq, wc, 3, 20000)) TH_LOG("%s", what);
 	for (i = 0; i < 3; i++) {
 		EXPECT_EQ(start + 1 + i, wc[i].wr_id) TH_LOG("%s", what);
-		EXPECT_EQ(RT_WC_SUCCESS, wc[i].status) TH_LOG("%s", what);
+		EXPECT_EQ(KQP_WC_SUCCESS, wc[i].status) TH_LOG("%s", what);
 	}
 	(void)p;
 }
@@ -1078,10 +1078,10 @@ TEST_F_TIMEOUT(h, ud_ahs, 120)
 	ASSERT_EQ(0, rt_ring(&ua, KQP_DB_SEND));
 	ASSERT_EQ(1, rt_cq_poll(&scq, &wc, 1, 20000));
 	EXPECT_EQ(66, wc.wr_id);
-	EXPECT_EQ(RT_WC_SUCCESS, wc.status);
+	EXPECT_EQ(KQP_WC_SUCCESS, wc.status);
 	ASSERT_EQ(1, rt_cq_poll(&rcq, &wc, 1, 20000));
 	EXPECT_EQ(55, wc.wr_id);
-	EXPECT_EQ(RT_WC_SUCCESS, wc.status);
+	EXPECT_EQ(KQP_WC_SUCCESS, wc.status);
 	EXPECT_EQ(40 + MSG, wc.byte_len);
 	EXPECT_EQ(0, memcmp(p->buf + RT_HALF + 40, p->buf, MSG));
 

@@ -17,38 +17,8 @@
 #include "kselftest_harness.h"
 #include "kqp_test.h"
 
-/* enum ibv_qp_attr_mask and ibv_qp_state, as the kernel reads them */
-#define RT_QP_STATE		(1U << 0)
-#define RT_QP_ACCESS_FLAGS	(1U << 3)
-#define RT_QP_PKEY_INDEX	(1U << 4)
-#define RT_QP_PORT		(1U << 5)
-#define RT_QP_AV		(1U << 7)
-#define RT_QP_PATH_MTU		(1U << 8)
-#define RT_QP_TIMEOUT		(1U << 9)
-#define RT_QP_RETRY_CNT		(1U << 10)
-#define RT_QP_RNR_RETRY		(1U << 11)
-#define RT_QP_RQ_PSN		(1U << 12)
-#define RT_QP_MAX_QP_RD_ATOMIC	(1U << 13)
-#define RT_QP_MIN_RNR_TIMER	(1U << 15)
-#define RT_QP_SQ_PSN		(1U << 16)
-#define RT_QP_MAX_DEST_RD_ATOMIC (1U << 17)
-#define RT_QP_DEST_QPN		(1U << 20)
-#define RT_QPS_RESET		0
-#define RT_QPS_INIT		1
-#define RT_QPS_RTR		2
-#define RT_QPS_RTS		3
-#define RT_QPS_ERR		6
-
 /* enum ibv_access_flags */
 #define RT_ACCESS_ALL		(1 | 2 | 4 | 8)	/* local w, remote w, r, atomic */
-
-/* enum ibv_wc_status, ibv_wc_opcode */
-#define RT_WC_SUCCESS		0
-#define RT_WC_LOC_QP_OP_ERR	2
-#define RT_WC_LOC_PROT_ERR	4
-#define RT_WC_WR_FLUSH_ERR	5
-#define RT_WC_RETRY_EXC_ERR	12
-#define RT_WC_RECV		128
 
 /* The bytes one request takes in a ring entry (struct kqp_send_wr ...). */
 #define RT_SEND_HDR		sizeof(struct kqp_send_wr)
@@ -399,9 +369,9 @@ static inline int rt_modify(int fd, uint32_t qp, uint32_t mask,
 
 static inline int rt_to_err(const struct rt_qp *q)
 {
-	struct kqp_qp_attr a = { .qp_state = RT_QPS_ERR };
+	struct kqp_qp_attr a = { .qp_state = KQP_QPS_ERR };
 
-	return rt_modify(q->fd, q->c.out_qp, RT_QP_STATE, &a);
+	return rt_modify(q->fd, q->c.out_qp, KQP_QP_ATTR_STATE, &a);
 }
 
 /* A QP's state, its next expected PSN into *@rq_psn: -1 if the query fails. */
@@ -409,7 +379,7 @@ static inline int rt_qp_state(const struct rt_qp *q, uint32_t *rq_psn)
 {
 	struct kqp_query_qp c = {
 		.size = sizeof(c), .qp = q->c.out_qp,
-		.attr_mask = RT_QP_STATE | RT_QP_RQ_PSN,
+		.attr_mask = KQP_QP_ATTR_STATE | KQP_QP_ATTR_RQ_PSN,
 	};
 
 	if (kqp_test_ioctl(q->fd, KQP_IOCTL_QUERY_QP, &c))
@@ -445,15 +415,14 @@ static inline int rt_qp_connect_psn(const struct rt_qp *q, uint32_t dest,
 	int ret;
 
 	memset(&a, 0, sizeof(a));
-	a.qp_state = RT_QPS_INIT;
+	a.qp_state = KQP_QPS_INIT;
 	a.port_num = 1;
 	a.qp_access_flags = RT_ACCESS_ALL;
-	ret = rt_modify(q->fd, q->c.out_qp, RT_QP_STATE | RT_QP_PKEY_INDEX |
-			RT_QP_PORT | RT_QP_ACCESS_FLAGS, &a);
+	ret = rt_modify(q->fd, q->c.out_qp, KQP_TEST_RC_INIT, &a);
 	if (ret)
 		return ret;
 	memset(&a, 0, sizeof(a));
-	a.qp_state = RT_QPS_RTR;
+	a.qp_state = KQP_QPS_RTR;
 	a.path_mtu = 3;			/* IBV_MTU_1024 */
 	a.dest_qp_num = dest;
 	a.rq_psn = rq_psn;
@@ -464,21 +433,17 @@ static inline int rt_qp_connect_psn(const struct rt_qp *q, uint32_t dest,
 	a.ah_attr.sgid_index = (uint8_t)sgid;
 	a.ah_attr.hop_limit = 64;
 	a.ah_attr.port_num = 1;
-	ret = rt_modify(q->fd, q->c.out_qp, RT_QP_STATE | RT_QP_AV |
-			RT_QP_PATH_MTU | RT_QP_DEST_QPN | RT_QP_RQ_PSN |
-			RT_QP_MAX_DEST_RD_ATOMIC | RT_QP_MIN_RNR_TIMER, &a);
+	ret = rt_modify(q->fd, q->c.out_qp, KQP_TEST_RC_RTR, &a);
 	if (ret)
 		return ret;
 	memset(&a, 0, sizeof(a));
-	a.qp_state = RT_QPS_RTS;
+	a.qp_state = KQP_QPS_RTS;
 	a.timeout = 14;
 	a.retry_cnt = 7;
 	a.rnr_retry = (uint8_t)rnr_retry;
 	a.sq_psn = sq_psn;
 	a.max_rd_atomic = 1;
-	return rt_modify(q->fd, q->c.out_qp, RT_QP_STATE | RT_QP_TIMEOUT |
-			 RT_QP_RETRY_CNT | RT_QP_RNR_RETRY | RT_QP_SQ_PSN |
-			 RT_QP_MAX_QP_RD_ATOMIC, &a);
+	return rt_modify(q->fd, q->c.out_qp, KQP_TEST_RC_RTS, &a);
 }
 
 /*
@@ -585,7 +550,7 @@ static inline int rt_pair_make(struct rt_pair *p,
  */
 static inline int rt_a_reconnect(struct rt_pair *p)
 {
-	struct kqp_qp_attr r = { .qp_state = RT_QPS_RESET };
+	struct kqp_qp_attr r = { .qp_state = KQP_QPS_RESET };
 	uint32_t a_psn, b_psn;
 	uint8_t gid[16];
 	int sgid;
@@ -595,7 +560,7 @@ static inline int rt_a_reconnect(struct rt_pair *p)
 	sgid = rt_gid_index(p->fd, p->dev, gid);
 	if (sgid < 0)
 		return 2;
-	if (rt_modify(p->fd, p->a.c.out_qp, RT_QP_STATE, &r))
+	if (rt_modify(p->fd, p->a.c.out_qp, KQP_QP_ATTR_STATE, &r))
 		return 3;
 	if (rt_qp_connect_psn(&p->a, p->b.c.out_qp_num, gid, sgid, 7, a_psn,
 			      b_psn))
@@ -680,10 +645,10 @@ static inline void rt_expect_cqes(struct __test_metadata *_metadata,
 	ASSERT_EQ(n, got);
 	for (i = 0; i < n; i++) {
 		EXPECT_EQ(first + i, wc[i].wr_id);
-		EXPECT_EQ(RT_WC_SUCCESS, wc[i].status);
+		EXPECT_EQ(KQP_WC_SUCCESS, wc[i].status);
 		EXPECT_EQ(opcode, wc[i].opcode);
 		EXPECT_EQ(qp_num, wc[i].qp_num);
-		if (opcode & RT_WC_RECV)
+		if (opcode & KQP_WC_OP_RECV)
 			EXPECT_EQ(byte_len, wc[i].byte_len);
 	}
 	/* And nothing more. */

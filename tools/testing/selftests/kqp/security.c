@@ -27,14 +27,6 @@
 
 #define NOBODY		65534
 
-#define QPS_RESET	0
-#define QPS_INIT	1
-#define QP_STATE	(1 << 0)
-#define QP_ACCESS_FLAGS	(1 << 3)
-#define QP_PKEY_INDEX	(1 << 4)
-#define QP_PORT		(1 << 5)
-#define QP_ALT_PATH	(1 << 14)
-
 static int xopen(void)
 {
 	return open(KQP_DEV, O_RDWR | O_CLOEXEC);
@@ -208,8 +200,8 @@ TEST(modify_qp_port_checked)
 	ASSERT_EQ(0, raw_qp(fd, pd, c.out_cq, KQP_QPT_RC, &qp));
 
 	m.qp = qp;
-	m.attr_mask = QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS;
-	m.attr.qp_state = QPS_INIT;
+	m.attr_mask = KQP_TEST_RC_INIT;
+	m.attr.qp_state = KQP_QPS_INIT;
 	m.attr.port_num = 2;
 	EXPECT_EQ(EINVAL, kqp_test_ioctl(fd, KQP_IOCTL_MODIFY_QP, &m));
 	m.attr.port_num = 0;
@@ -218,7 +210,7 @@ TEST(modify_qp_port_checked)
 	EXPECT_EQ(EINVAL, kqp_test_ioctl(fd, KQP_IOCTL_MODIFY_QP, &m));
 
 	/* An alternate path on a port that does not exist. */
-	m.attr_mask = QP_ALT_PATH;
+	m.attr_mask = KQP_QP_ATTR_ALT_PATH;
 	m.attr.port_num = 1;
 	m.attr.alt_port_num = 2;
 	m.attr.alt_ah_attr.port_num = 1;
@@ -226,7 +218,7 @@ TEST(modify_qp_port_checked)
 	EXPECT_EQ(EINVAL, kqp_test_ioctl(fd, KQP_IOCTL_MODIFY_QP, &m));
 
 	/* The refusals were about the port: port 1 works. */
-	m.attr_mask = QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS;
+	m.attr_mask = KQP_TEST_RC_INIT;
 	m.attr.port_num = 1;
 	m.attr.alt_port_num = 0;
 	EXPECT_EQ(0, kqp_test_ioctl(fd, KQP_IOCTL_MODIFY_QP, &m));
@@ -824,8 +816,8 @@ TEST_F_TIMEOUT(slow, fork_child_cannot_use_parent, 120)
 	ASSERT_NE(MAP_FAILED, ring);
 	/* RESET to INIT, so that receives can be posted. */
 	m.qp = qp;
-	m.attr_mask = QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS;
-	m.attr.qp_state = QPS_INIT;
+	m.attr_mask = KQP_TEST_RC_INIT;
+	m.attr.qp_state = KQP_QPS_INIT;
 	m.attr.port_num = 1;
 	ASSERT_EQ(0, kqp_test_ioctl(fd, KQP_IOCTL_MODIFY_QP, &m));
 	p.qp = qp;
@@ -1117,8 +1109,8 @@ TEST(attach_gid_twice_other_lid)
 	ASSERT_EQ(0, raw_qp(fd, pd, c.out_cq, KQP_QPT_UD, &qp));
 	EXPECT_EQ(before + 1, kqp_ud_qps());
 	m.qp = a.qp = d.qp = qp;
-	m.attr_mask = QP_STATE | QP_PKEY_INDEX | QP_PORT | (1 << 6);
-	m.attr.qp_state = QPS_INIT;
+	m.attr_mask = KQP_TEST_UD_INIT;
+	m.attr.qp_state = KQP_QPS_INIT;
 	m.attr.port_num = 1;
 	m.attr.qkey = 0x1234;
 	ASSERT_EQ(0, kqp_test_ioctl(fd, KQP_IOCTL_MODIFY_QP, &m));
@@ -1252,7 +1244,7 @@ TEST_F_TIMEOUT(slow, stalled_query_qp_holds_no_device, 120)
 	q = (struct kqp_query_qp *)w.page;
 	q->size = sizeof(*q);
 	q->qp = qp;
-	q->attr_mask = QP_STATE;
+	q->attr_mask = KQP_QP_ATTR_STATE;
 	ASSERT_EQ(0, wp_set(&w, true));
 	s = (struct stalled){ .fd = fd, .req = KQP_IOCTL_QUERY_QP, .arg = q };
 	ASSERT_EQ(0, pthread_create(&t, NULL, stalled_call, &s));
