@@ -77,7 +77,7 @@ extern struct workqueue_struct *kqp_wq;
  *       kqp_async.lock
  *   xa_lock(&kqp_ucontext.objects)	a leaf: taken under kqp_file.lock,
  *					kqp_ucontext.lock and others
- *   kqp_users_lock (object.c), kqp_devices_rwsem (device.c) and
+ *   kqp_users_lock (account.c), kqp_devices_rwsem (device.c) and
  *   kqp_cq_stats_lock (cq.c) are taken with nothing else of kqp's held
  *   but their own xarrays.
  *
@@ -266,7 +266,6 @@ int kqp_object_destroy_id(struct kqp_ucontext *uctx, u32 id,
 
 struct kqp_ucontext *kqp_ucontext_alloc(void);
 void kqp_ucontext_put(struct kqp_ucontext *uctx);
-void kqp_users_exit(void);
 
 /**
  * struct kqp_vobj - a verbs object: backed by the hardware of one device
@@ -299,12 +298,17 @@ struct kqp_vobj {
 	u64 queue_bytes;
 };
 
-int kqp_vobj_charge(struct kqp_vobj *vobj, struct kqp_ucontext *uctx,
-		    struct kqp_device *kdev);
-void kqp_vobj_uncharge(struct kqp_vobj *vobj);
 void kqp_vobj_init(struct kqp_vobj *vobj, struct kqp_device *kdev,
 		   void (*destroy_hw)(struct kqp_vobj *vobj));
 
+/* account.c */
+struct kqp_user *kqp_user_get(kuid_t kuid);
+void kqp_user_put(struct kqp_user *user);
+int kqp_user_handle_charge(struct kqp_ucontext *uctx);
+void kqp_user_handle_uncharge(struct kqp_ucontext *uctx);
+int kqp_vobj_charge(struct kqp_vobj *vobj, struct kqp_ucontext *uctx,
+		    struct kqp_device *kdev);
+void kqp_vobj_uncharge(struct kqp_vobj *vobj);
 u64 kqp_cq_queue_bytes(u32 cqe);
 u64 kqp_qp_queue_bytes(const struct ib_qp_cap *cap, bool srq);
 u64 kqp_srq_queue_bytes(u32 max_wr, u32 max_sge, u32 nslots);
@@ -315,6 +319,8 @@ int kqp_user_mr_charge(struct kqp_ucontext *uctx, u64 bytes);
 void kqp_user_mr_uncharge(struct kqp_ucontext *uctx, u64 bytes);
 struct workqueue_struct *kqp_user_wq(struct kqp_ucontext *uctx);
 void kqp_user_uncharge(struct kqp_user *user, u64 bytes);
+void kqp_queue_uncharge(struct kqp_ucontext *uctx, struct kqp_vobj *vobj);
+void kqp_users_exit(void);
 
 /* vmem.c */
 struct kqp_vmem;
@@ -323,7 +329,6 @@ void *kqp_vmem_addr(const struct kqp_vmem *v);
 size_t kqp_vmem_size(const struct kqp_vmem *v);
 void kqp_vmem_put(struct kqp_vmem *v);
 int kqp_vmem_mmap(struct kqp_vmem *v, struct vm_area_struct *vma);
-void kqp_queue_uncharge(struct kqp_ucontext *uctx, struct kqp_vobj *vobj);
 void kqp_vobj_release_hw(struct kqp_vobj *vobj);
 void kqp_vobj_destroy_hw(struct kqp_vobj *vobj);
 struct pid *kqp_vobj_unlist(struct kqp_vobj *vobj);
