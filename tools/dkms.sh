@@ -52,25 +52,22 @@ check)
 	trap 'dkms remove "kqp/$cver" --all > /dev/null 2>&1; rm -rf "$tmp" "/usr/src/kqp-$cver"' EXIT
 	copy_sources "$tmp/kqp"
 	sed -i "s/^PACKAGE_VERSION=.*/PACKAGE_VERSION=\"$cver\"/" "$tmp/kqp/dkms.conf"
-	n=0
-	tap() {
-		n=$((n + 1))
-		if [ "$1" -eq 0 ]; then echo "ok $n $2"; else echo "not ok $n $2"; fi
-	}
+	# shellcheck source=tools/testing/selftests/kqp/lib.sh
+	. "$top/tools/testing/selftests/kqp/lib.sh"
 	# An in-tree build's objects and .cmd files are not sources.
 	stray=$(find "$tmp/kqp/kernel" "$tmp/kqp/include" -type f ! -name '*.[ch]')
 	[ -z "$stray" ] || echo "$stray" | sed 's/^/# copied, not a source: /'
 	tap "$([ -z "$stray" ]; echo $?)" "dkms sources hold only sources"
 	dkms add "$tmp/kqp" > "$tmp/log" 2>&1
 	rc=$?
-	[ $rc -eq 0 ] || sed 's/^/# /' "$tmp/log"
+	[ $rc -eq 0 ] || KQP_SHOW_LINES=100000 show "$tmp/log"
 	tap $rc "dkms add"
 	for k in 6.1 6.12; do
 		eval "$("$top/tools/testing/vm/kernel-info.sh" "$k")" || { tap 1 "dkms build -k $k"; continue; }
 		dkms build "kqp/$cver" -k "$KVER" > "$tmp/log" 2>&1
 		rc=$?
 		[ $rc -ne 0 ] || ls "/var/lib/dkms/kqp/$cver/$KVER/x86_64/module/"kqp.ko* > /dev/null 2>&1 || rc=1
-		[ $rc -eq 0 ] || sed 's/^/# /' "$tmp/log"
+		[ $rc -eq 0 ] || KQP_SHOW_LINES=100000 show "$tmp/log"
 		tap $rc "dkms build -k $KVER"
 		grep -q "kqp_create_qp" "/var/lib/dkms/kqp/$cver/$KVER/x86_64/Module.symvers" 2> /dev/null
 		tap $? "dkms build -k $KVER keeps kqp's Module.symvers for kernel ULPs"
@@ -78,9 +75,9 @@ check)
 	dkms remove "kqp/$cver" --all > "$tmp/log" 2>&1
 	rc=$?
 	[ $rc -ne 0 ] || [ ! -e "/var/lib/dkms/kqp/$cver" ] || rc=1
-	[ $rc -eq 0 ] || sed 's/^/# /' "$tmp/log"
+	[ $rc -eq 0 ] || KQP_SHOW_LINES=100000 show "$tmp/log"
 	tap $rc "dkms remove"
-	echo "1..$n"
+	echo "1..$kqp_n"
 	;;
 *)
 	echo "dkms.sh: unknown action $action" >&2

@@ -32,6 +32,11 @@
 set -u
 
 bin=$KQP_REPO/build/bench
+
+# wait_listen and the rest of what kqp's scripts share.
+# shellcheck source=tools/testing/selftests/kqp/lib.sh
+. "$KQP_REPO/tools/testing/selftests/kqp/lib.sh"
+
 addr=${KQP_TEST_ADDR:-192.0.2.1}
 dev=${KQP_TEST_RDMA_DEV:-rxe0}
 # A run with the default counts takes well under a minute, a few on a
@@ -170,7 +175,7 @@ run_scale() {
 run_cmtime() {
 	local variant=$1 round=$2 port=$3
 	local res=$KQP_OUT/bench-cmtime-$variant-$round
-	local spid crc t=0
+	local spid crc
 	local -a pre=()
 
 	case $variant in
@@ -183,19 +188,14 @@ run_cmtime() {
 	"${pre[@]}" timeout -k 5 "$RUN_TIMEOUT" cmtime -c "$CMTIME_CONNS" \
 		-p "$port" > "$res.server" 2>&1 &
 	spid=$!
-	until rdma res show cm_id 2>/dev/null |
-	      grep -q "state LISTEN .*src-addr [^ ]*:$port "; do
-		if ! kill -0 "$spid" 2>/dev/null || [ $t -ge $LISTEN_WAIT ]; then
-			echo "bench: $variant, round $round: cmtime's server did not listen"
-			cat "$res.server"
-			kill "$spid" 2>/dev/null
-			wait "$spid"
-			mv "$res.server" "$res.failed"
-			return 1
-		fi
-		sleep 0.1
-		t=$((t + 1))
-	done
+	if ! wait_listen "$port" "$spid"; then
+		echo "bench: $variant, round $round: cmtime's server did not listen"
+		cat "$res.server"
+		kill "$spid" 2>/dev/null
+		wait "$spid"
+		mv "$res.server" "$res.failed"
+		return 1
+	fi
 	"${pre[@]}" timeout -k 5 "$RUN_TIMEOUT" cmtime -c "$CMTIME_CONNS" \
 		-p "$port" -s "$addr" > "$res.client" 2>&1
 	crc=$?

@@ -80,20 +80,9 @@ if ! grep -qw function_graph $tr/available_tracers; then
 	exit 1
 fi
 
-# wait_listen PID PORT: until an id listens on PORT; 1 if PID died first
-# or it took too long.
-wait_listen() {
-	local t=0
-
-	until rdma res show cm_id 2>/dev/null |
-	      grep -q "state LISTEN .*src-addr [^ ]*:$2 "; do
-		if ! kill -0 "$1" 2>/dev/null || [ $t -ge $LISTEN_WAIT ]; then
-			return 1
-		fi
-		sleep 0.1
-		t=$((t + 1))
-	done
-}
+# wait_listen and the rest of what kqp's scripts share.
+# shellcheck source=tools/testing/selftests/kqp/lib.sh
+. "$repo/tools/testing/selftests/kqp/lib.sh"
 
 # stop PID: the server stopped and reaped.
 stop() {
@@ -111,7 +100,7 @@ setup_cost() {
 	"${pre[@]}" timeout -k 5 $RUN_TIMEOUT cmtime -c 200 -p "$2" \
 		> /tmp/floor-server.txt 2>&1 &
 	spid=$!
-	if ! wait_listen $spid "$2"; then
+	if ! wait_listen "$2" $spid; then
 		echo "floor: $1: cmtime's server did not listen" >&2
 		cat /tmp/floor-server.txt >&2
 		stop $spid

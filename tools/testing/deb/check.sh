@@ -32,20 +32,14 @@ rm -rf "$work"
 mkdir -p "$work" "$tapdir"
 rm -f "$tapdir"/deb*.tap "$tapdir"/deb*.rc
 : > "$out"
-n=0
-tap() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n $2" | tee -a "$out"
-	else
-		echo "not ok $n $2" | tee -a "$out"
-	fi
-}
-# Show a log, as TAP comments.
-show() { sed 's/^/# /' "$@" | tee -a "$out"; }
+# tap and show, each also into $out; a log is shown whole.
+# shellcheck source=tools/testing/selftests/kqp/lib.sh
+. "$top/tools/testing/selftests/kqp/lib.sh"
+KQP_TAP_FILE=$out
+KQP_SHOW_LINES=100000
 elapsed() { echo "# $1: $(( $(date +%s) - start )) s so far" | tee -a "$out"; }
 finish() {
-	echo "1..$n" >> "$out"
+	echo "1..$kqp_n" >> "$out"
 	exit 0
 }
 

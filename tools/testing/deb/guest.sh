@@ -14,7 +14,6 @@ set -u
 tap=$KQP_OUT/tap/10-deb.tap
 prog=$KQP_REPO/build/deb-check/prog
 pings=20
-objects=/sys/kernel/debug/kqp/objects
 n=0
 fail=0
 : > "$tap"
@@ -53,33 +52,23 @@ lib_path() {
 unset LD_LIBRARY_PATH
 t "ld.so's cache has libkqp1's libkqp.so.1" lib_path
 
-# An RDMA CM id listens on $KQP_TEST_ADDR:$1 while process $2 lives; at
-# most a minute.
-wait_listen() {
-	for _ in $(seq 1 600); do
-		rdma res show cm_id 2>/dev/null |
-			grep -q "state LISTEN .*src-addr $KQP_TEST_ADDR:$1 " && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
-
-qps() { awk '$1 == "qps" { print $3 }' "$objects"; }
+# wait_listen and kqp_qps_made.
+# shellcheck source=tools/testing/selftests/kqp/lib.sh
+. "$KQP_REPO/tools/testing/selftests/kqp/lib.sh"
 
 rping_pair() {
 	local server rc src before after
-	before=$(qps)
+	before=$(kqp_qps_made)
 	timeout -k 5 300 rping -s -a "$KQP_TEST_ADDR" -C $pings -v -V \
 		> /tmp/deb-server.out 2>&1 &
 	server=$!
-	wait_listen 7174 "$server" || { cat /tmp/deb-server.out; return 1; }
+	wait_listen 7174 "$server" "$KQP_TEST_ADDR" || { cat /tmp/deb-server.out; return 1; }
 	LD_PRELOAD=libkqp.so.1 timeout -k 5 300 \
 		rping -c -a "$KQP_TEST_ADDR" -C $pings -v -V > /tmp/deb-client.out 2>&1
 	rc=$?
 	wait "$server"
 	src=$?
-	after=$(qps)
+	after=$(kqp_qps_made)
 	echo "deb: client exit $rc, server exit $src, kqp QPs made: $before -> $after"
 	tail -n 3 /tmp/deb-client.out
 	if [ $rc -ne 0 ] || [ $src -ne 0 ]; then

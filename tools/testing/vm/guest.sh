@@ -185,18 +185,9 @@ kmemleak_scan() {
 	cat "$k" > "$OUT/kmemleak"
 }
 
-# Wait until an RDMA CM id listens on $KQP_TEST_ADDR:$1 (rdma_cm lists
-# it, whoever made it) while process $2 lives; at most a minute.
-wait_listen() {
-	local i
-	for i in $(seq 1 600); do
-		rdma res show cm_id 2>/dev/null |
-			grep -q "state LISTEN .*src-addr $KQP_TEST_ADDR:$1 " && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
+# wait_listen, kqp_qps_made and the rest of what kqp's scripts share.
+# shellcheck source=tools/testing/selftests/kqp/lib.sh
+. "$REPO/tools/testing/selftests/kqp/lib.sh"
 
 demo() {
 	local lib=$REPO/lib/libkqp.so objects=/sys/kernel/debug/kqp/objects
@@ -214,14 +205,14 @@ demo() {
 	LD_PRELOAD=$lib ibv_devices || return 1
 	echo "--- what kqp.ko has made so far ($objects: TYPE LIVE MADE)"
 	cat "$objects"
-	before=$(awk '$1 == "qps" { print $3 }' "$objects")
+	before=$(kqp_qps_made)
 
 	echo "--- a stock rping server, rdma-core through uverbs:"
 	echo "    rping -s -a $KQP_TEST_ADDR -C 5 -v"
 	timeout -k 5 120 rping -s -a "$KQP_TEST_ADDR" -C 5 -v \
 		> /tmp/demo-server.out 2> /tmp/demo-server.err &
 	server=$!
-	wait_listen 7174 "$server" || { cat /tmp/demo-server.err; return 1; }
+	wait_listen 7174 "$server" "$KQP_TEST_ADDR" || { cat /tmp/demo-server.err; return 1; }
 	echo "--- the same rping binary as a client, with LD_PRELOAD=libkqp.so:"
 	echo "    LD_PRELOAD=$lib rping -c -a $KQP_TEST_ADDR -C 5 -v"
 	LD_PRELOAD=$lib timeout -k 5 120 stdbuf -oL \
@@ -235,7 +226,7 @@ demo() {
 	echo "--- what kqp.ko made: the client's id, its PD and the id's, its CQ, QP and"
 	echo "    MRs; the server's are uverbs', not counted here"
 	cat "$objects"
-	after=$(awk '$1 == "qps" { print $3 }' "$objects")
+	after=$(kqp_qps_made)
 	[ "$after" -eq $((before + 1)) ] || return 1
 
 	echo "--- rmmod kqp"

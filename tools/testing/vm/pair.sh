@@ -62,19 +62,11 @@ only=" ${KQP_PAIR_TESTS:-} "
 mkdir -p "$rv"
 trap 'echo gone > "$rv/gone.$role"' EXIT
 
-n=0
-tap() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - pair: $2"
-	else
-		echo "not ok $n - pair: $2"
-	fi
-}
-
-show() {
-	sed 's/^/# /' "$@" | tail -n "${lines:-15}"
-}
+# tap, show, wait_listen and kqp_qps_made.
+# shellcheck source=tools/testing/selftests/kqp/lib.sh
+. "$repo/tools/testing/selftests/kqp/lib.sh"
+KQP_TAP_PREFIX="- pair: "
+KQP_SHOW_LINES=15
 
 # put NAME WORDS...: write $rv/NAME whole, so that the peer never reads
 # half of it.
@@ -111,7 +103,8 @@ wait_pid() {
 }
 
 # side WHO CMD...: CMD with LD_PRELOAD=libkqp.so if WHO is kqp (after
-# $pre, if set), with the per-process timeout.
+# $pre, if set), with the per-process timeout.  Unlike lib.sh's side it
+# does not exec: a client runs it in the foreground.
 side() {
 	local who=$1 p=${pre:-}
 	shift
@@ -119,33 +112,16 @@ side() {
 	LD_PRELOAD=${p# } timeout -k 5 "$limit" "$@"
 }
 
-qps_made() {
-	awk '$1 == "qps" { print $3 }' "$objects"
-}
-
 # made_ok WHO BEFORE: did this guest's kqp make QPs since BEFORE exactly
 # when WHO is kqp?
 made_ok() {
 	local now
-	now=$(qps_made)
+	now=$(kqp_qps_made)
 	if [ "$1" = kqp ]; then
 		[ "$now" -gt "$2" ]
 	else
 		[ "$now" -eq "$2" ]
 	fi
-}
-
-# Until something listens on port $1 (rdma_cm lists the id whoever made
-# it, bound to an address or to any) while process $2 lives.
-wait_listen() {
-	local i
-	for i in $(seq 1 600); do
-		rdma res show cm_id 2>/dev/null |
-			grep -q "state LISTEN .*src-addr [^ ]*:$1 " && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
 }
 
 # Until mckey's output $1 says it joined, while process $2 lives.
@@ -225,7 +201,7 @@ a_step() {
 	local name=$1 cw=$2 sw=$3 spid before ok crc cmade why= rc oks
 	local out=$rv/$id.server.out
 	server_cmd "$name" $((18000 + id))
-	before=$(qps_made)
+	before=$(kqp_qps_made)
 	side "$sw" stdbuf -oL "${cmd[@]}" > "$out" 2>&1 &
 	spid=$!
 	ok=0
@@ -282,7 +258,7 @@ a_step() {
 	else
 		oks=no
 		outputs_ok "$out" "$rv/$id.client.out" 2>/dev/null && oks=yes
-		echo "# $id: client exit $crc (its QPs where they belong: $cmade), server exit $wait_rc, server made $(( $(qps_made) - before )) QPs in kqp, outputs as they must be: $oks"
+		echo "# $id: client exit $crc (its QPs where they belong: $cmade), server exit $wait_rc, server made $(( $(kqp_qps_made) - before )) QPs in kqp, outputs as they must be: $oks"
 		show "$out"
 		[ ! -e "$rv/$id.client.out" ] || show "$rv/$id.client.out"
 	fi
@@ -300,7 +276,7 @@ b_step() {
 		return
 	fi
 	if [ "$(cat "$rv/$id.ready")" = ok ]; then
-		before=$(qps_made)
+		before=$(kqp_qps_made)
 		side "$cw" stdbuf -oL "${cmd[@]}" > "$rv/$id.client.out" 2>&1
 		rc=$?
 		made_ok "$cw" "$before" && made=yes
@@ -438,10 +414,10 @@ if wanted linkcut; then
 		echo "TAP version 13"
 		echo "1..4"
 		b_linkcut
-		lines=40 show "$rv/$id.stock.out" 2>/dev/null
+		KQP_SHOW_LINES=40 show "$rv/$id.stock.out" 2>/dev/null
 		[ "$rc_stock" = 0 ]
 		tap $? "linkcut stock: a link cut mid-transfer fails every outstanding WRITE (the reference)"
-		lines=40 show "$rv/$id.kqp.out" 2>/dev/null
+		KQP_SHOW_LINES=40 show "$rv/$id.kqp.out" 2>/dev/null
 		[ "$rc_kqp" = 0 ]
 		tap $? "linkcut kqp: a link cut mid-transfer fails every outstanding WRITE, nothing hangs"
 		ref=$(grep -s '^summary:' "$rv/$id.stock.out")

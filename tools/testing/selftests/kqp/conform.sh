@@ -16,19 +16,9 @@ limit=${KQP_CONFORM_TIMEOUT:-300}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-n=0
-tap() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n $2"
-	else
-		echo "not ok $n $2"
-	fi
-}
-
-show() {
-	sed 's/^/# /' "$@" | tail -n 60
-}
+# shellcheck source=tools/testing/selftests/kqp/lib.sh
+. "$here/lib.sh"
+KQP_SHOW_LINES=60
 
 echo "TAP version 13"
 echo "1..4"

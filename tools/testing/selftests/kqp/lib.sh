@@ -1,24 +1,41 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-# lib.sh: what the bench's shell tests share, sourced, not run.
+# lib.sh: what kqp's shell scripts share, sourced, not run: the
+# selftests here, and the bench's guest and host scripts in tools/.
 #
-# TAP lines (tap), commands run preloaded with libkqp or not, under a
-# timeout (side), a listener to wait for (wait_listen), and a server and
-# client pair (run_pair).  A script sets, before sourcing:
-#   KQP_LIB	libkqp.so to preload
-#   KQP_LIMIT	seconds each process may run
-#   KQP_WORK	a directory for outputs
+# TAP lines (tap), logs as TAP comments (show), commands run preloaded
+# with libkqp or not, under a timeout (side), a listener to wait for
+# (wait_listen), the QPs kqp made (kqp_qps_made), and a server and
+# client pair (run_pair).  A script may set, before calling them:
+#   KQP_LIB		libkqp.so to preload (side, run_pair)
+#   KQP_LIMIT		seconds each process may run (side, run_pair)
+#   KQP_WORK		a directory for outputs (run_pair)
+#   KQP_TAP_PREFIX	put before each TAP description
+#   KQP_TAP_FILE	a file every TAP line and show's comments also go to
+#   KQP_SHOW_LINES	how many last lines show prints (default 40)
+# kqp_n counts the TAP lines so far; kqp_failed is 1 once one failed.
 # shellcheck shell=bash
 
 kqp_n=0
+# shellcheck disable=SC2034 # read by the scripts that source this
+kqp_failed=0
 
 # tap STATUS DESCRIPTION: one TAP line, numbered in order.
 tap() {
+	local line
+
 	kqp_n=$((kqp_n + 1))
 	if [ "$1" -eq 0 ]; then
-		echo "ok $kqp_n $2"
+		line="ok $kqp_n ${KQP_TAP_PREFIX:-}$2"
 	else
-		echo "not ok $kqp_n $2"
+		line="not ok $kqp_n ${KQP_TAP_PREFIX:-}$2"
+		# shellcheck disable=SC2034 # as above
+		kqp_failed=1
+	fi
+	if [ -n "${KQP_TAP_FILE:-}" ]; then
+		echo "$line" | tee -a "$KQP_TAP_FILE"
+	else
+		echo "$line"
 	fi
 }
 
@@ -28,9 +45,14 @@ tap_skip() {
 	echo "ok $kqp_n $1 # SKIP $2"
 }
 
-# The last lines of files (or stdin) as TAP comments.
+# show [FILE...]: the last lines of files (or stdin) as TAP comments.
 show() {
-	sed 's/^/# /' "$@" | tail -n 40
+	if [ -n "${KQP_TAP_FILE:-}" ]; then
+		sed 's/^/# /' "$@" | tail -n "${KQP_SHOW_LINES:-40}" |
+			tee -a "$KQP_TAP_FILE"
+	else
+		sed 's/^/# /' "$@" | tail -n "${KQP_SHOW_LINES:-40}"
+	fi
 }
 
 # side WHO CMD... &: run CMD under the timeout, preloaded if WHO is "kqp".
@@ -46,16 +68,24 @@ side() {
 	exec timeout -k 5 "$KQP_LIMIT" "$@"
 }
 
-# wait_listen PORT PID: until an RDMA CM id listens on PORT (rdma_cm lists
-# it, whoever made it, on any address) while PID lives; at most a minute.
+# wait_listen PORT PID [ADDR]: until an RDMA CM id listens on PORT
+# (rdma_cm lists it, whoever made it), on ADDR if given, on any address
+# otherwise, while PID lives; at most a minute.
 wait_listen() {
+	local addr=${3:-[^ ]*}
+
 	for _ in $(seq 1 600); do
 		rdma res show cm_id 2>/dev/null |
-			grep -q "state LISTEN .*src-addr [^ ]*:$1 " && return 0
+			grep -q "state LISTEN .*src-addr $addr:$1 " && return 0
 		kill -0 "$2" 2>/dev/null || return 1
 		sleep 0.1
 	done
 	return 1
+}
+
+# kqp_qps_made: the QPs this machine's kqp.ko made since it was loaded.
+kqp_qps_made() {
+	awk '$1 == "qps" { print $3 }' /sys/kernel/debug/kqp/objects
 }
 
 # run_pair NAME SERVER_WHO CLIENT_WHO PORT SERVER_CMD... -- CLIENT_CMD...

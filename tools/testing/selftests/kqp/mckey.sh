@@ -45,10 +45,6 @@ side() {
 	LD_PRELOAD=${pre# } exec timeout -k 5 "$limit" "$@"
 }
 
-qps_made() {
-	awk '$1 == "qps" { print $3 }' "$objects"
-}
-
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -69,7 +65,7 @@ run() {
 	local name=$1 rw=$2 sw=$3 group=$4 rpid rrc src i want before lines
 	local joined=1
 
-	before=$(qps_made)
+	before=$(kqp_qps_made)
 	# Only what this run adds to the kernel's log; the bench reads it all.
 	lines=$(dmesg | wc -l)
 	side "$rw" stdbuf -oL mckey -m "$group" -b "$addr" -C "$count" \
@@ -105,8 +101,8 @@ run() {
 	want=0
 	[ "$rw" = kqp ] && want=$((want + 1))
 	[ "$sw" = kqp ] && want=$((want + 1))
-	echo "# $name: kqp made $(( $(qps_made) - before )) QPs (expected $want)"
-	if [ $(( $(qps_made) - before )) -eq $want ] &&
+	echo "# $name: kqp made $(( $(kqp_qps_made) - before )) QPs (expected $want)"
+	if [ $(( $(kqp_qps_made) - before )) -eq $want ] &&
 	   ! dmesg | tail -n +$((lines + 1)) | grep -q 'WARNING:'; then
 		tap 0 "$name: kqp made the preloaded side's QPs, and nothing warned"
 	else

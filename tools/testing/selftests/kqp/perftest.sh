@@ -45,11 +45,6 @@ KQP_PERFTEST_BUDGET (seconds for the whole run, default 540).
 EOF
 }
 
-# QPs kqp ever made ("qps LIVE MADE").
-made_qps() {
-	awk '$1 == "qps" { print $3 }' "$objects"
-}
-
 # The client's results: lines that start with a message size and an
 # iteration count (the figures may read "inf", perftest's arithmetic
 # over a handful of iterations under TCG: seen with -a -n 10).
@@ -80,7 +75,7 @@ perf() {
 		tap_skip "$desc" "past the run's budget of ${budget}s"
 		return
 	fi
-	before=$(made_qps)
+	before=$(kqp_qps_made)
 	SECONDS=0
 	run_pair "$name" "$sw" "$cw" "$port" \
 		"$prog" -R -F -d "$dev" -p "$port" "$@" -- \
@@ -98,7 +93,7 @@ perf() {
 		echo "# $name: the client came back before perftest's second listen (REJECTED 8); once more"
 		port=$((port + 1))
 		name="$name-again"
-		before=$(made_qps)
+		before=$(kqp_qps_made)
 		run_pair "$name" "$sw" "$cw" "$port" \
 			"$prog" -R -F -d "$dev" -p "$port" "$@" -- \
 			"$prog" -R -F -d "$dev" -p "$port" "$@" "$addr"
@@ -140,7 +135,7 @@ check_run() {
 	stock) want=0 ;;
 	*) want=$qps ;;
 	esac
-	got=$(($(made_qps) - before))
+	got=$(($(kqp_qps_made) - before))
 	# perftest may make a QP of its own beyond -q; stock makes none.
 	if [ "$got" -lt "$want" ] || { [ "$want" -eq 0 ] && [ "$got" -ne 0 ]; }; then
 		echo "# $name: kqp made $got QPs, expected $want"

@@ -19,17 +19,10 @@ libdir=${KQP_RDMA_LIBDIR:-/usr/lib/x86_64-linux-gnu}
 rdmacm=$libdir/librdmacm.so.1
 ibverbs=$libdir/libibverbs.so.1
 
-n=0
-failed=0
-tap() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n $2"
-	else
-		echo "not ok $n $2"
-		failed=1
-	fi
-}
+# tap and show; a list of symbols is shown whole.
+# shellcheck source=tools/testing/selftests/kqp/lib.sh
+. "$here/lib.sh"
+KQP_SHOW_LINES=100000
 
 # name@node (hidden) or name@@node (default) of every function and object a
 # library defines, without the version nodes' own absolute symbols.
@@ -53,10 +46,6 @@ nodes() {
 # Only the symbols lines of the allow-list.
 allowed() {
 	grep -Ev '^[[:space:]]*(#|$)' "$allow" | awk '{ print $1 }' | sort -u
-}
-
-show() {
-	sed 's/^/# /'
 }
 
 for f in "$kqp" "$rdmacm" "$ibverbs" "$allow"; do
@@ -121,4 +110,4 @@ grep -Ev '^[^@]+@IBVERBS_1\.0$|^[^@]+@@?IBVERBS_PRIVATE_[0-9]+$' "$tmp/allow" > 
 [ ! -s "$tmp/kinds" ]
 tap $? "symbols.allow holds only hidden IBVERBS_1.0 compat and IBVERBS_PRIVATE symbols"
 
-exit $failed
+exit $kqp_failed
