@@ -202,7 +202,7 @@ void kqp_qp_mcast_detach_all(struct kqp_qp *qp)
 	 * out; kqp_mcast_hw_mutex keeps other kqp QPs'.  Each group was
 	 * attached once and checked to stay valid (see kqp_qp_mcast()), so
 	 * detaching cannot be refused; if the device refuses anyway, the
-	 * destroy below says so.
+	 * caller's destroy of the QP says so (kqp_qp_destroy_hw()).
 	 */
 	mutex_lock(&kqp_mcast_hw_mutex);
 	list_for_each_entry_safe(m, tmp, &qp->mcasts, list) {
