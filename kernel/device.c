@@ -190,8 +190,9 @@ static struct ib_client kqp_ib_client = {
 /*
  * The capabilities kqp passes on: what the device has and kqp lets a
  * caller use; SRQ_RESIZE too (KQP_IOCTL_MODIFY_SRQ resizes).  Not the
- * MEM_WINDOW flags (no memory windows), MEM_MGT_EXTENSIONS (no fast registration, local invalidate or
- * send with invalidate), XRC, the raw packet QP flags (RAW_MULTI,
+ * MEM_WINDOW flags (no memory windows), MEM_MGT_EXTENSIONS (no fast
+ * registration, local invalidate or send with invalidate), XRC, the raw
+ * packet QP flags (RAW_MULTI,
  * RAW_IP_CSUM, RAW_SCATTER_FCS, MANAGED_FLOW_STEERING,
  * PCI_WRITE_END_PADDING), RESIZE_MAX_WR (no IBV_QP_CAP in a modify), nor
  * the flush and atomic write operations.

@@ -95,7 +95,7 @@
 struct kqp_poller {
 	struct kqp_ucontext *uctx;
 	struct vhost_task *vtsk;
-	spinlock_t lock;
+	spinlock_t lock;	/* @dead, wakes */
 	u64 idle_ns;
 	u64 last_work;
 	u64 awake_since;

@@ -464,6 +464,7 @@ static bool kqp_rq_settle(struct kqp_qp *qp)
 	/* A synchronous ring is always rung: nothing can be left behind. */
 	if (commit || r->stopped || !qp->rq_async)
 		return true;
+	/* Pairs with the fence in kqp_wq_need_doorbell() (lib/ring.h). */
 	smp_mb();
 	return READ_ONCE(r->hdr->tail) == r->head;
 }
@@ -574,6 +575,7 @@ void kqp_rq_retired(struct kqp_qp *qp)
 	if (!qp->rq_committed || qp->rq.head - qp->rq.tail >= qp->rq_low)
 		return;
 	kqp_rq_commit(qp, false);
+	/* Pairs with the fence in kqp_wq_need_doorbell() (lib/ring.h). */
 	smp_mb();
 	if (READ_ONCE(r->hdr->tail) != READ_ONCE(r->head))
 		kqp_qp_queue_drain(qp);
@@ -612,6 +614,7 @@ static bool kqp_sq_settle(struct kqp_qp *qp, bool stopped)
 	spin_unlock_irq(&qp->lock);
 	if (commit || stopped)
 		return true;
+	/* Pairs with the fence in kqp_wq_need_doorbell() (lib/ring.h). */
 	smp_mb();
 	return READ_ONCE(r->hdr->tail) == r->head;
 }
@@ -662,6 +665,7 @@ void kqp_sq_retired(struct kqp_qp *qp)
 		return;
 	if (!qp->sq_sig_out) {
 		kqp_sq_commit(qp, false);
+		/* Pairs with kqp_wq_need_doorbell()'s fence (lib/ring.h). */
 		smp_mb();
 	}
 	if (READ_ONCE(r->hdr->tail) != READ_ONCE(r->head))

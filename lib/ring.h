@@ -102,9 +102,9 @@ static inline uint32_t kqp_wq_retired(const uint32_t *retired)
 /*
  * After kqp_wq_publish(): must we ring?  The fence orders our store of
  * the tail before the load of the flags.  It pairs with the smp_mb() in
- * kqp_sq_settle() (kernel/ring.c), or for a receive ring kqp_rq_settle()
- * and kqp_rq_retired(), between the kernel's store of
- * NEED_DOORBELL and its load of the tail: a store-buffering pair, so
+ * kqp_sq_settle() and kqp_sq_retired() (kernel/ring.c), or for a receive
+ * ring kqp_rq_settle() and kqp_rq_retired(), between the kernel's store
+ * of NEED_DOORBELL and its load of the tail: a store-buffering pair, so
  * either the kernel sees our tail and drains it, or we see the flag and
  * ring.  A clear flag means the kernel committed to drain again (a
  * signaled send is outstanding, the device holds half the receive

@@ -1763,8 +1763,9 @@ struct kqp_qp_cap {
  * that leaves the device fewer than that, which also sets NEED_DOORBELL.
  * A receive published then reaches the device before the device has used
  * up the receives it had, unless that many more messages arrive before
- * the kworker runs: the peer then meets an RNR NAK and tries again.  The receives it counts are those whose completions
- * it has not yet reaped: while the receive CQ's ring is in overflow,
+ * the kworker runs: the peer then meets an RNR NAK and tries again.  The
+ * receives it counts are those whose completions it has not yet reaped:
+ * while the receive CQ's ring is in overflow,
  * published entries wait for KQP_IOCTL_FLUSH_CQ or a doorbell.  RESET
  * drops the entries not yet taken, as it drops the device's receives.
  * An entry the kernel refuses is consumed as an RC send entry is, at
@@ -2608,7 +2609,8 @@ struct kqp_doorbell {
  * its mm (a CLONE_VM or vfork() child, posix_spawn()'s), even one that
  * may use the table.  EBUSY: the table has, or had, a poller (it ends with
  * the owner even while such a process keeps the table, and CTX_INFO then
- * reports none).  EINVAL: @idle_us is above KQP_POLLER_IDLE_US_MAX.  EOPNOTSUPP: the kernel cannot make a
+ * reports none).  EINVAL: @idle_us is above KQP_POLLER_IDLE_US_MAX.
+ * EOPNOTSUPP: the kernel cannot make a
  * thread that is charged to the process (no CONFIG_VHOST_TASK, or before
  * 6.11).  EAGAIN, ENOMEM or EINTR: the thread could not be made
  * (RLIMIT_NPROC counts it as a thread of the caller).  Closing the table's
