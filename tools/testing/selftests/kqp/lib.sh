@@ -41,8 +41,15 @@ tap() {
 
 # tap_skip DESCRIPTION REASON
 tap_skip() {
+	local line
+
 	kqp_n=$((kqp_n + 1))
-	echo "ok $kqp_n $1 # SKIP $2"
+	line="ok $kqp_n ${KQP_TAP_PREFIX:-}$1 # SKIP $2"
+	if [ -n "${KQP_TAP_FILE:-}" ]; then
+		echo "$line" | tee -a "$KQP_TAP_FILE"
+	else
+		echo "$line"
+	fi
 }
 
 # show [FILE...]: the last lines of files (or stdin) as TAP comments.
