@@ -20,46 +20,36 @@ kqp_n=0
 # shellcheck disable=SC2034 # read by the scripts that source this
 kqp_failed=0
 
+# Standard input to standard output, and to KQP_TAP_FILE if it is set.
+kqp_emit() {
+	if [ -n "${KQP_TAP_FILE:-}" ]; then
+		tee -a "$KQP_TAP_FILE"
+	else
+		cat
+	fi
+}
+
 # tap STATUS DESCRIPTION: one TAP line, numbered in order.
 tap() {
-	local line
-
 	kqp_n=$((kqp_n + 1))
 	if [ "$1" -eq 0 ]; then
-		line="ok $kqp_n ${KQP_TAP_PREFIX:-}$2"
+		echo "ok $kqp_n ${KQP_TAP_PREFIX:-}$2" | kqp_emit
 	else
-		line="not ok $kqp_n ${KQP_TAP_PREFIX:-}$2"
+		echo "not ok $kqp_n ${KQP_TAP_PREFIX:-}$2" | kqp_emit
 		# shellcheck disable=SC2034 # as above
 		kqp_failed=1
-	fi
-	if [ -n "${KQP_TAP_FILE:-}" ]; then
-		echo "$line" | tee -a "$KQP_TAP_FILE"
-	else
-		echo "$line"
 	fi
 }
 
 # tap_skip DESCRIPTION REASON
 tap_skip() {
-	local line
-
 	kqp_n=$((kqp_n + 1))
-	line="ok $kqp_n ${KQP_TAP_PREFIX:-}$1 # SKIP $2"
-	if [ -n "${KQP_TAP_FILE:-}" ]; then
-		echo "$line" | tee -a "$KQP_TAP_FILE"
-	else
-		echo "$line"
-	fi
+	echo "ok $kqp_n ${KQP_TAP_PREFIX:-}$1 # SKIP $2" | kqp_emit
 }
 
 # show [FILE...]: the last lines of files (or stdin) as TAP comments.
 show() {
-	if [ -n "${KQP_TAP_FILE:-}" ]; then
-		sed 's/^/# /' "$@" | tail -n "${KQP_SHOW_LINES:-40}" |
-			tee -a "$KQP_TAP_FILE"
-	else
-		sed 's/^/# /' "$@" | tail -n "${KQP_SHOW_LINES:-40}"
-	fi
+	sed 's/^/# /' "$@" | tail -n "${KQP_SHOW_LINES:-40}" | kqp_emit
 }
 
 # side WHO CMD... &: run CMD under the timeout, preloaded if WHO is "kqp".
