@@ -109,16 +109,15 @@ void kqp_qp_rings_init(struct kqp_qp *qp, bool recv_async, u32 recv_asked)
 	u64 send_bytes, bytes, charged = qp->vobj.queue_bytes;
 	struct kqp_vmem *vmem;
 
-	send_bytes = sizeof(struct kqp_send_wr) +
-		     max_t(u64, 16ULL * qp->cap.max_send_sge,
-			   ALIGN((u64)qp->cap.max_inline_data, 8));
+	send_bytes = kqp_send_wr_bytes_max(qp->cap.max_send_sge,
+					   qp->cap.max_inline_data);
 	sq->nr = qp->sq.size;
 	sq->entry_size = kqp_ring_entry_size(send_bytes);
 	sq->max_sge = max(qp->cap.max_send_sge, 1U);
 	if (!qp->srq) {
 		rq->nr = qp->rq.size;
-		rq->entry_size = kqp_ring_entry_size(sizeof(struct kqp_recv_wr) +
-						     16ULL * qp->cap.max_recv_sge);
+		rq->entry_size = kqp_ring_entry_size(
+				kqp_recv_wr_bytes(qp->cap.max_recv_sge));
 		rq->max_sge = max(qp->cap.max_recv_sge, 1U);
 	}
 	if (!sq->entry_size || (rq->nr && !rq->entry_size))

@@ -345,11 +345,11 @@ long kqp_build_send(struct kqp_qp *qp, struct kqp_object **ah,
 	if (inl) {
 		if (hdr->num_sge || hdr->inline_len > qp->cap.max_inline_data)
 			return -EINVAL;
-		need = sizeof(*hdr) + ALIGN(hdr->inline_len, 8);
+		need = kqp_send_wr_bytes(0, hdr->inline_len);
 	} else {
 		if (hdr->inline_len || hdr->num_sge > qp->cap.max_send_sge)
 			return -EINVAL;
-		need = sizeof(*hdr) + hdr->num_sge * sizeof(struct kqp_sge);
+		need = kqp_send_wr_bytes(hdr->num_sge, 0);
 	}
 	if (need > len)
 		return -EINVAL;
@@ -439,8 +439,7 @@ long kqp_build_recv(struct kqp_pd *pd, u32 max_sge, const void *p,
 	/* As for sends and every other reserved field: the uapi's contract. */
 	if (hdr->__reserved)
 		return -EOPNOTSUPP;
-	if (hdr->num_sge > max_sge ||
-	    len - sizeof(*hdr) < hdr->num_sge * sizeof(struct kqp_sge))
+	if (hdr->num_sge > max_sge || len < kqp_recv_wr_bytes(hdr->num_sge))
 		return -EINVAL;
 	memset(wr, 0, sizeof(*wr));
 	ret = kqp_post_sges(pd, (const struct kqp_sge *)(hdr + 1),
@@ -449,7 +448,7 @@ long kqp_build_recv(struct kqp_pd *pd, u32 max_sge, const void *p,
 	wr->num_sge = hdr->num_sge;
 	if (ret)
 		return ret;
-	return sizeof(*hdr) + hdr->num_sge * sizeof(struct kqp_sge);
+	return kqp_recv_wr_bytes(hdr->num_sge);
 }
 
 /*

@@ -340,13 +340,13 @@ enum kqp_ring_state {
 static inline size_t kqp_send_wr_len(const struct kqp_send_wr *k)
 {
 	if (k->send_flags & KQP_SEND_FLAG_INLINE)
-		return sizeof(*k) + (((size_t)k->inline_len + 7) & ~(size_t)7);
-	return sizeof(*k) + (size_t)k->num_sge * sizeof(struct kqp_sge);
+		return kqp_send_wr_bytes(0, k->inline_len);
+	return kqp_send_wr_bytes(k->num_sge, 0);
 }
 
 static inline size_t kqp_recv_wr_len(const struct kqp_recv_wr *k)
 {
-	return sizeof(*k) + (size_t)k->num_sge * sizeof(struct kqp_sge);
+	return kqp_recv_wr_bytes(k->num_sge);
 }
 
 /**

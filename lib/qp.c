@@ -423,11 +423,10 @@ static size_t kqp_send_wr_size(const struct ibv_send_wr *wr)
 	int i;
 
 	if (!(wr->send_flags & KQP_SEND_FLAG_INLINE))
-		return sizeof(struct kqp_send_wr) +
-		       (size_t)wr->num_sge * sizeof(struct kqp_sge);
+		return kqp_send_wr_bytes(wr->num_sge, 0);
 	for (i = 0; i < wr->num_sge; i++)
 		len += wr->sg_list[i].length;
-	return sizeof(struct kqp_send_wr) + ((len + 7) & ~(size_t)7);
+	return kqp_send_wr_bytes(0, len);
 }
 
 /*
@@ -856,8 +855,7 @@ static int kqp_post_list(const struct kqp_post_target *t, unsigned long req,
 
 static size_t kqp_recv_wr_size(const struct ibv_recv_wr *wr)
 {
-	return sizeof(struct kqp_recv_wr) +
-	       (size_t)wr->num_sge * sizeof(struct kqp_sge);
+	return kqp_recv_wr_bytes(wr->num_sge);
 }
 
 static void kqp_recv_wr_fill(void *p, const struct ibv_recv_wr *wr)

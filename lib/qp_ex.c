@@ -421,14 +421,12 @@ void kqp_qp_ex_init(struct kqp_lqp *qp, const struct ibv_qp_init_attr_ex *attr)
 {
 	struct ibv_qp_ex *x = &qp->ibx;
 	uint64_t ops = attr->send_ops_flags;
-	size_t data, slot;
+	size_t slot;
 
 	qp->is_ex = true;
 	pthread_mutex_init(&qp->batch.lock, NULL);
-	data = (size_t)qp->cap.max_send_sge * sizeof(struct kqp_sge);
-	if (kqp_align8(qp->cap.max_inline_data) > data)
-		data = kqp_align8(qp->cap.max_inline_data);
-	slot = sizeof(struct kqp_send_wr) + data;
+	slot = kqp_send_wr_bytes_max(qp->cap.max_send_sge,
+				     qp->cap.max_inline_data);
 	qp->batch.max = (size_t)qp->cap.max_send_wr * slot;
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
 		return;

@@ -2146,6 +2146,45 @@ struct kqp_recv_wr {
 };
 
 /**
+ * kqp_send_wr_bytes() - the bytes one send request takes in a list or a
+ *	send ring's entry: struct kqp_send_wr, then its SGEs or its inline
+ *	data padded to 8 bytes
+ * @num_sge: its SGEs, below 2^32; 0 for inline data
+ * @inline_len: its inline bytes, below 2^63; 0 unless KQP_SEND_FLAG_INLINE
+ *
+ * The kernel and libkqp size requests, lists and ring entries with these
+ * three functions and nothing else.
+ */
+static __inline__ __u64 kqp_send_wr_bytes(__u64 num_sge, __u64 inline_len)
+{
+	return sizeof(struct kqp_send_wr) +
+	       num_sge * sizeof(struct kqp_sge) + ((inline_len + 7) & ~(__u64)7);
+}
+
+/**
+ * kqp_recv_wr_bytes() - the bytes one receive request takes: struct
+ *	kqp_recv_wr, then its SGEs
+ * @num_sge: its SGEs, below 2^32
+ */
+static __inline__ __u64 kqp_recv_wr_bytes(__u64 num_sge)
+{
+	return sizeof(struct kqp_recv_wr) + num_sge * sizeof(struct kqp_sge);
+}
+
+/**
+ * kqp_send_wr_bytes_max() - the largest send request a QP takes
+ * @max_sge: its max_send_sge
+ * @max_inline: its max_inline_data
+ */
+static __inline__ __u64 kqp_send_wr_bytes_max(__u32 max_sge, __u32 max_inline)
+{
+	__u64 sges = kqp_send_wr_bytes(max_sge, 0);
+	__u64 inl = kqp_send_wr_bytes(0, max_inline);
+
+	return sges > inl ? sges : inl;
+}
+
+/**
  * struct kqp_post - ioctl(KQP_IOCTL_POST_SEND), ioctl(KQP_IOCTL_POST_RECV),
  *	ioctl(KQP_IOCTL_POST_SRQ_RECV)
  * @size: sizeof(struct kqp_post)
