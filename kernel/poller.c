@@ -9,7 +9,9 @@
  * counted in its cgroups and its rusage, and limited by them, and it dies
  * with the process.  A kthread would be nobody's, and any local user
  * could start one per table: kernels without CONFIG_VHOST_TASK, or older
- * than 6.11 (6.1), refuse the command instead.
+ * than 6.11 (6.1), refuse the command instead.  io_uring's SQPOLL thread
+ * is the same kind of thread, but create_io_thread() is not exported to
+ * modules, and vhost_task_create() is.
  *
  * While awake the thread passes over the table's ring QPs (those marked
  * KQP_OBJ_MARK_RINGS in its xarray) again and again.  Each pass takes a
