@@ -2,37 +2,20 @@
 /*
  * CQs whose completions userspace reaps from a ring, without a syscall.
  *
- * The kernel CQ is always armed.  Its completion handler cannot poll it:
- * drivers call it with their own CQ lock held (rxe does), so it schedules
- * the CQ's irq_poll, and the softirq that follows polls the kernel CQ
- * straight into the ring and re-arms it.  That one softirq is the only
- * hop between the callback and the entry being visible in the ring, the
- * same one ib_core's fastest mode (IB_POLL_SOFTIRQ) takes; there is no
- * work item and no thread.  A handler called in task context (rxe's work
- * items) gets there through an irq_work, so that no thread is woken
- * either (see kqp_cq_comp_handler()), except on PREEMPT_RT, where the
- * irq_work thread runs the softirq (kqp_cq_kick()).  The poller is the
- * only producer, serialised with flushes by cq->lock; it keeps the
- * producer index in cq->tail and the ring's flags in cq->ring_flags, and
- * only ever writes the ring's copies.  As io_uring's rings: what the
- * consumer can write is never read back to decide anything but the room
- * it made (head) and what it armed for (arm).
+ * The kernel CQ is always armed.  Its completion handler only schedules
+ * the CQ's irq_poll (through an irq_work when the driver calls it from a
+ * task: kqp_cq_comp_handler()); the softirq polls the kernel CQ straight
+ * into the ring and arms it again (kqp_cq_poll()).  The poller is the
+ * only producer, serialised with KQP_IOCTL_FLUSH_CQ by cq->lock; it
+ * keeps the producer index and the flags in cq->tail and cq->ring_flags
+ * and only ever writes the ring's copies.  The ring never drops a
+ * completion: one that finds no room stays in the kernel CQ, the ring
+ * says KQP_CQ_RING_OVERFLOW, and FLUSH_CQ resumes (kqp_cq_produce()).
  *
- * The ring never drops a completion.  When a completion finds no room
- * (a ring filled to its last entry is not yet full: kqp_cq_produce()),
- * the poller stops: the completions stay in the kernel CQ, the ring says
- * KQP_CQ_RING_OVERFLOW and an IBV_EVENT_CQ_ERR async event is queued.  A
- * consumer that made room calls KQP_IOCTL_FLUSH_CQ to resume: it moves
- * what it can into the ring at once and arms the kernel CQ, or schedules
- * the poller for the rest.  The poller decides whether to arm after
- * irq_poll_complete(), from the ring's flag at that moment, so that a
- * flush that armed while it ran is not undone (kqp_cq_poll() says why).
- *
- * The ring is kernel memory charged to the caller's memory cgroup, as
- * io_uring's rings are.  Its mapping is not inherited by a child at
- * fork() (VM_DONTCOPY, as ib_core's device mappings): the child cannot
- * use the table (file.c) and has no business reading the parent's
- * completions.
+ * The ring is kernel memory charged to the caller's memory cgroup, and
+ * a child does not inherit its mapping (vmem.c).  The protocol, its
+ * barrier pairs and the path from the driver to the ring, step by step:
+ * doc/design/rings.md.
  */
 #include <linux/mm.h>
 #include <linux/sched/clock.h>
@@ -361,8 +344,8 @@ static int kqp_cq_poll(struct irq_poll *iop, int budget)
  * off, it runs in this thread instead, at local_bh_enable(), as a
  * threaded interrupt handler's do (irq_forced_thread_fn()).  The price
  * is a thread switch per callback, and so per completion or two, where
- * ksoftirqd's delay had batched them (doc/design/rings.md says what
- * that costs a message rate).  Every softirq pending on this CPU
+ * ksoftirqd's delay had batched them, which lowers the message rate.
+ * Every softirq pending on this CPU
  * then runs at the thread's priority, for 2 ms at most before the rest
  * goes to ksoftirqd (handle_softirqs()), as it does in a threaded
  * interrupt handler.

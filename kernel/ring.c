@@ -2,33 +2,18 @@
 /*
  * A QP's submission rings: userspace writes work requests into memory it
  * shares with the kernel and rings KQP_IOCTL_DOORBELL, instead of handing
- * a list to KQP_IOCTL_POST_SEND.  The kernel copies each entry once into
- * its own staging area, checks the copy with the very code the post
- * ioctls use, and hands the device a chain of up to a batch of requests
- * in one ib_post_send() or ib_post_recv().
- *
- * The ring belongs to the process, which can write any byte of it at any
- * time, from any thread, during a drain.  So the kernel:
- *  - reads the tail once per drain, and checks it against its own head
- *    (never against anything the process wrote), before using it;
- *  - copies an entry before it parses a byte of it, and parses only the
- *    copy, bounded by entry_size; a torn copy is a request like any other;
- *  - never reads back the head or the flags it wrote;
- *  - reads the memory through its own vmalloc() address, which the
- *    process cannot unmap or remap.
- * A hostile ring therefore makes its own doorbells fail, and nothing more.
- *
- * Barrier pairs, each with its partner in lib/ring.h:
- *  - the process fills entries, then store-releases the tail
- *    (kqp_wq_publish()); kqp_ring_drain() load-acquires the tail, then
- *    copies the entries below it;
- *  - kqp_ring_drain() store-releases the head once the device took every
- *    entry below it; the process load-acquires it (kqp_wq_consumed())
- *    before it reuses one of those entries or reports a receive posted.
+ * a list to KQP_IOCTL_POST_SEND.  A drain copies each entry once, checks
+ * the copy with the post ioctls' code, and hands the device chains of up
+ * to KQP_RING_BATCH requests.  The ring is the process's to scribble on:
+ * the kernel reads its tail once per drain and checks it against its own
+ * head, parses only its copy of an entry, never reads back what it wrote,
+ * and uses its own vmalloc() address.
  *
  * Drains run in process context only, under the queue's mutex and the
- * device's hw_rwsem (read), as the post ioctls do: the MRs and AHs the
- * checks find stay alive until the device has the requests.
+ * device's hw_rwsem (read), as the post ioctls do.  Who writes what, the
+ * barrier pairs (each also named where it stands, with its partner in
+ * lib/ring.h), when the kernel commits to drain unprompted and why no
+ * entry is left behind: doc/design/rings.md.
  */
 #include <linux/overflow.h>
 #include <linux/sched.h>

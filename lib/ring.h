@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
- * The consumer side of a CQ ring (the kernel is the producer; see
- * kqp-abi.h and kernel/cq.c).  Hot path: everything here is inline.
+ * Every access libkqp makes to a ring's shared header: the consumer side
+ * of a CQ ring (kernel/cq.c produces) and the producer side of a QP's
+ * submission rings (kernel/ring.c consumes).  Hot path: everything here
+ * is inline.
  *
- * Every access to the shared header is an atomic one, so that none is
- * torn or merged by the compiler; each says what it pairs with in
- * kernel/cq.c and why its ordering is enough.
+ * Every access is an atomic one, so that none is torn or merged by the
+ * compiler; each says what it pairs with in the kernel and why its
+ * ordering is enough.  The protocol as a whole, with a table of the
+ * pairs: doc/design/rings.md.
  */
 #ifndef KQP_RING_H
 #define KQP_RING_H
