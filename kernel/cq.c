@@ -5,7 +5,7 @@
  * The kernel CQ is always armed.  Its completion handler only schedules
  * the CQ's irq_poll (through an irq_work when the driver calls it from a
  * task: kqp_cq_comp_handler()); the softirq polls the kernel CQ straight
- * into the ring and arms it again (kqp_cq_poll()).  The poller is the
+ * into the ring and arms it again (kqp_cq_poll()).  The poll is the
  * only producer, serialised with KQP_IOCTL_FLUSH_CQ by cq->lock; it
  * keeps the producer index and the flags in cq->tail and cq->ring_flags
  * and only ever writes the ring's copies.  The ring never drops a
@@ -45,7 +45,7 @@ static_assert(sizeof(struct kqp_cqe) == 64);
 
 /*
  * The completion path's measurements, per CPU, over every CQ, live or
- * destroyed.  Written only with bottom halves off (the poller is a
+ * destroyed.  Written only with bottom halves off (the poll is a
  * softirq; flushes hold cq->lock with _bh), so this CPU's counters are
  * never updated from two contexts at once, and this_cpu ops suffice.
  */
@@ -142,7 +142,7 @@ static void kqp_cq_put(struct kqp_cq *cq, struct kqp_cqe *cqes, u32 mask,
  *
  * The stash is not looked for in the call that filled the ring: both
  * callers arm the CQ next with IB_CQ_REPORT_MISSED_EVENTS, which reports
- * a completion that is still waiting, and the poller's next run looks
+ * a completion that is still waiting, and the poll's next run looks
  * then.  Looking at once would cost every completion of a busy one-entry
  * CQ (ib_send_lat's send CQ) a second trip through the driver's lock.
  * A batch shorter than asked does not end the loop: under load, the next
@@ -180,7 +180,7 @@ static int kqp_cq_produce(struct kqp_cq *cq, int budget, bool *full)
 			 * Not counted in @polled: the caller's budget
 			 * bounds what reached the ring, and a full
 			 * ring must return less than the budget, or
-			 * irq_poll would take the poller for still
+			 * irq_poll would take the poll for still
 			 * scheduled after irq_poll_complete().
 			 */
 			if (!cq->stashed &&
@@ -260,7 +260,7 @@ static int kqp_cq_drain(struct kqp_cq *cq, int budget, bool *more)
 /*
  * Arm the kernel CQ for its next completion; with cq->lock held.  True
  * when a completion arrived since it was last polled: the arm does not
- * report that one, so the caller schedules the poller.  A CQ whose
+ * report that one, so the caller schedules the poll.  A CQ whose
  * hardware is going is left alone.
  */
 static bool kqp_cq_arm(struct kqp_cq *cq)
@@ -272,7 +272,7 @@ static bool kqp_cq_arm(struct kqp_cq *cq)
 }
 
 /*
- * The softirq poller.  With KQP_IOCTL_FLUSH_CQ, the only paths from the
+ * The CQ's poll, a softirq.  With KQP_IOCTL_FLUSH_CQ, the only paths from the
  * kernel CQ to the ring, and the only ones to arm it.
  */
 static int kqp_cq_poll(struct irq_poll *iop, int budget)
@@ -287,8 +287,8 @@ static int kqp_cq_poll(struct irq_poll *iop, int budget)
 	if (done) {
 		/*
 		 * From the callback to the entries being in the ring, on
-		 * this CPU's clock: the irq_work and the poller run where
-		 * the callback ran.  A poller scheduled elsewhere (by an arm
+		 * this CPU's clock: the irq_work and the poll run where
+		 * the callback ran.  A poll scheduled elsewhere (by an arm
 		 * that reported a missed completion) may read an earlier
 		 * time than the callback's, and counts 0.
 		 */
@@ -303,17 +303,17 @@ static int kqp_cq_poll(struct irq_poll *iop, int budget)
 		return done;
 	irq_poll_complete(iop);
 	/*
-	 * Arm only now that the poller is no longer scheduled.  The driver
+	 * Arm only now that the poll is no longer scheduled.  The driver
 	 * calls the handler once per arm (rxe does): a completion whose
 	 * callback came between arming and irq_poll_complete() would find
-	 * the poller still scheduled, be dropped there, and then wait in
+	 * the poll still scheduled, be dropped there, and then wait in
 	 * the kernel CQ for good.  One that arrives before the arm is
 	 * reported as missed instead.
 	 *
 	 * Whether to arm is decided now, under the lock, not from the drain
 	 * above: a ring that was full then may have been flushed since
 	 * (KQP_IOCTL_FLUSH_CQ), which armed the CQ, and a completion's
-	 * callback may have found this poller still scheduled and done
+	 * callback may have found this poll still scheduled and done
 	 * nothing.  Deciding from the drain left that completion in the
 	 * kernel CQ, unarmed, for good (seen on PREEMPT_RT, where this
 	 * softirq can be preempted right here).  Arming again reports it as
@@ -365,14 +365,14 @@ static void kqp_cq_kick(struct irq_work *work)
 
 /*
  * Called by the driver, possibly under its own CQ lock: only schedule
- * the poller.
+ * the poll.
  *
  * A softirq raised in interrupt context runs on the way out of it.  One
  * raised in task context, with bottom halves enabled, only wakes
  * ksoftirqd, and a thread waits for a CPU behind whatever runs there:
  * with the consumers busy-polling, that cost hundreds of microseconds per
  * completion under rxe, which calls the handler from a work item on 6.12
- * (from a tasklet on 6.1).  So from task context the poller is scheduled
+ * (from a tasklet on 6.1).  So from task context the poll is scheduled
  * by an irq_work instead: a self-interrupt taken as soon as the driver
  * re-enables interrupts, whose exit runs the softirq on this CPU at once.
  * On PREEMPT_RT the driver's lock leaves interrupts on, and the irq_work
@@ -441,7 +441,7 @@ static void kqp_cq_destroy_hw(struct kqp_vobj *vobj)
 {
 	struct kqp_cq *cq = container_of(vobj, struct kqp_cq, vobj);
 
-	/* Waits for a scheduled poller; none is scheduled after this... */
+	/* Waits for a scheduled poll; none is scheduled after this... */
 	irq_poll_disable(&cq->iop);
 	/* ...but one past irq_poll_complete() may still arm the CQ. */
 	spin_lock_bh(&cq->lock);
@@ -608,7 +608,7 @@ static void kqp_cq_free(struct kqp_ucontext *uctx, struct kqp_cq *cq,
 	/* The device may still hand it to the handlers. */
 	if (cq->abandoned)
 		return;
-	/* A poller that just finished may still hold cq->lock. */
+	/* A poll that just finished may still hold cq->lock. */
 	kfree_rcu(cq, rcu);
 }
 
@@ -800,9 +800,9 @@ int kqp_flush_cq_ioctl(struct kqp_ucmd *ucmd)
 			kqp_cq_drain(cq, cq->entries, &more);
 			/*
 			 * Unless the ring filled again: what is left goes to
-			 * the poller, and the CQ is armed now, so that what
+			 * the poll, and the CQ is armed now, so that what
 			 * comes next is not left waiting for a softirq (on
-			 * PREEMPT_RT a thread).  A poller still running from
+			 * PREEMPT_RT a thread).  A poll still running from
 			 * before arms again once it is done (kqp_cq_poll()),
 			 * so a callback it swallowed is reported as missed.
 			 */
@@ -810,7 +810,7 @@ int kqp_flush_cq_ioctl(struct kqp_ucmd *ucmd)
 				sched = more || kqp_cq_arm(cq);
 		}
 		/*
-		 * Scheduled with bottom halves off, the poller runs here, at
+		 * Scheduled with bottom halves off, the poll runs here, at
 		 * spin_unlock_bh(), in the caller's time.  Raised from task
 		 * context with them on, the softirq would only wake
 		 * ksoftirqd, a thread switch (two under a busy-polling

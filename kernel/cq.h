@@ -63,12 +63,12 @@ struct kqp_cq_stats {
  * @ring_vmem: the ring's memory, which outlives the CQ while mapped
  * @ring_bytes: size of the mapping
  * @entries: ring size, a power of two at least @cqe
- * @iop: the softirq poller the completion handler schedules
+ * @iop: the CQ's poll, a softirq the completion handler schedules
  * @kick: schedules @iop from a hard interrupt (on PREEMPT_RT, from the
  *	irq_work thread), for handlers in task context
  * @cb_ns: when the completion handler last ran (local_clock()), for the
  *	completion path's statistics
- * @lock: serialises the producer (the poller and flushes), arming the
+ * @lock: serialises the producer (the poll and flushes), arming the
  *	kernel CQ, and @dying
  * @tail: the producer index; the ring's copy is only ever written
  * @last_fired: the last arm sequence that fired a notification
@@ -85,10 +85,10 @@ struct kqp_cq_stats {
  *	ordinary CQ (NULL) from then on.  Set before the CQ is published,
  *	cleared under @uctx->lock.
  * @async_reported: async events read for the CQ
- * @dying: the kernel CQ is being destroyed: the poller must not arm it
+ * @dying: the kernel CQ is being destroyed: the poll must not arm it
  * @abandoned: the device refused to destroy the kernel CQ: it keeps this
  *	struct as its context, for good, and the handlers do nothing
- * @rcu: frees the CQ after a poller that may still be finishing
+ * @rcu: frees the CQ after a poll that may still be finishing
  */
 struct kqp_cq {
 	struct kqp_vobj vobj;

@@ -43,6 +43,44 @@ extern unsigned int kqp_max_mcast;
 extern struct workqueue_struct *kqp_wq;
 
 /*
+ * Words, one meaning each:
+ *
+ *   file	struct kqp_file: one open of /dev/kqp.  It is an event
+ *		channel, and owns the CM ids made through it.
+ *   table	struct kqp_ucontext (uctx): the handles and objects a group
+ *		of files share (KQP_IOCTL_ATTACH).  The ABI says "ctx" for it
+ *		(KQP_IOCTL_CTX_INFO); libkqp calls the file it keeps for its
+ *		verbs, and so that file's table, its "session".
+ *   user	struct kqp_user (account.c): the uid a table is charged to.
+ *   object	struct kqp_object: what a handle of a table names.
+ *		Reserved, built, then published or aborted
+ *		(kqp_object_publish(), kqp_object_abort()).
+ *   handle	an object's u32 name in its table, allocated cyclically.
+ *   uid	a u64 the caller gives an object and gets back with its
+ *		events and completions.  Not a user id.
+ *   vobj	struct kqp_vobj: an object with a device half (PD, CQ, QP,
+ *		MR, AH, SRQ), released on destroy or on device removal,
+ *		whichever comes first (@hw_gone).
+ *   id		struct kqp_cm_id: an RDMA CM id.  cm_id.c, event.c and
+ *		mcast.c name a pointer to one "ctx", as ucma.c names its
+ *		struct ucma_context.
+ *   ucmd	struct kqp_ucmd: the ioctl being executed.
+ *   scope	struct kqp_core_scope: where rdma_create_qp(3)'s default PD
+ *		and missing CQs come from: the table's for an ioctl (uscope,
+ *		core.c), the exported API's for a kernel ULP (kscope,
+ *		kapi.c).  A scope's token is its private record of what it
+ *		made, handed back to free it.
+ *   ring	memory a process shares with the kernel: a CQ's completion
+ *		ring, a QP's send and receive rings (doc/design/rings.md).
+ *   slot	the kernel's record of one posted request (struct
+ *		kqp_wr_slot): the caller's wr_id, never given to the device.
+ *   drain	take a ring's published entries, check them, post them.
+ *   commit	promise to drain a ring again without a doorbell; the ring
+ *		shows it as NEED_DOORBELL clear.
+ *   settle	after a drain, decide whether to stay committed (ring.c).
+ *   poller	the table's thread that drains rings (poller.c).  A CQ's
+ *		softirq (cq.c) is "the CQ's poll", not a poller.
+ *
  * A map for the reader.
  *
  * Lock order, outermost first; a lock is only taken with those above it

@@ -6,6 +6,20 @@
  * points turn that into -1 and errno, or into the errno value libibverbs
  * returns.  An entry point that another needs is a static kqp_ helper
  * with a thin exported wrapper.
+ *
+ * Names:
+ *  - the session (session.c): the one /dev/kqp file the process keeps
+ *    for its verbs.  Its table (kernel/kqp.h says what a table is) holds
+ *    every PD, MR, AH, CQ, QP and SRQ the process makes; an event
+ *    channel's file attaches to it, so its ids' QPs live there too.
+ *  - struct kqp_context: the session as libibverbs' ibv_context for one
+ *    device.
+ *  - struct kqp_l<object> (kqp_lpd, kqp_lmr, kqp_lah, kqp_lcq, kqp_lqp,
+ *    kqp_lsrq): the library's side of a kernel object, "l" for library.
+ *    Each begins with the libibverbs struct the caller holds, whose
+ *    handle is the object's handle in the session's table, and adds what
+ *    libkqp keeps: a ring's mapping and indices, locks.  A kqp_lwq is
+ *    one of a QP's submission rings.
  */
 #ifndef KQP_PRIV_H
 #define KQP_PRIV_H
