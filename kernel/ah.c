@@ -133,13 +133,7 @@ int kqp_create_ah_ioctl(struct kqp_ucmd *ucmd)
 	up_read(&kdev->hw_rwsem);
 
 	cmd->out_ah = ah->vobj.obj.id;
-	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
-	if (ret) {
-		kqp_object_abort(uctx, &ah->vobj.obj);
-		return ret;
-	}
-	kqp_object_publish(uctx, &ah->vobj.obj);
-	return 0;
+	return kqp_object_commit(ucmd, &ah->vobj.obj, sizeof(*cmd));
 
 err_unlock:
 	up_read(&kdev->hw_rwsem);

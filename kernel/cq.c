@@ -660,13 +660,7 @@ int kqp_create_cq_ioctl(struct kqp_ucmd *ucmd)
 	cmd->out_cq = cq->vobj.obj.id;
 	cmd->out_cqe = cq->cqe;
 	kqp_cq_fill_ring_info(cq, &cmd->out_ring);
-	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
-	if (ret) {
-		kqp_object_abort(uctx, &cq->vobj.obj);
-		return ret;
-	}
-	kqp_object_publish(uctx, &cq->vobj.obj);
-	return 0;
+	return kqp_object_commit(ucmd, &cq->vobj.obj, sizeof(*cmd));
 
 err_chan:
 	if (chan)

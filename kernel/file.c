@@ -147,6 +147,25 @@ int kqp_ucmd_respond(struct kqp_ucmd *ucmd, size_t cmd_len)
 }
 
 /*
+ * The last step of a create command: answer the caller, then publish
+ * @obj, so that its handle names it only once the answer is written; or,
+ * if the answer cannot be written, abort @obj as if it had never been
+ * made.  Nothing may fail after this.
+ */
+int kqp_object_commit(struct kqp_ucmd *ucmd, struct kqp_object *obj,
+		      size_t cmd_len)
+{
+	int ret = kqp_ucmd_respond(ucmd, cmd_len);
+
+	if (ret) {
+		kqp_object_abort(ucmd->uctx, obj);
+		return ret;
+	}
+	kqp_object_publish(ucmd->uctx, obj);
+	return 0;
+}
+
+/*
  * Copies to userspace made while holding what others wait for (an id's
  * mutex, a file's event lock, an id device removal waits for) must not
  * wait on a page fault: userfaultfd or FUSE can make one last as long as

@@ -388,6 +388,8 @@ struct kqp_ucmd {
 };
 
 int kqp_ucmd_respond(struct kqp_ucmd *ucmd, size_t cmd_len);
+int kqp_object_commit(struct kqp_ucmd *ucmd, struct kqp_object *obj,
+		      size_t cmd_len);
 int kqp_ucmd_respond_locked(struct kqp_ucmd *ucmd, size_t cmd_len);
 int kqp_ucmd_fault_in(struct kqp_ucmd *ucmd, size_t cmd_len);
 

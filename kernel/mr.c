@@ -202,14 +202,11 @@ int kqp_reg_mr_ioctl(struct kqp_ucmd *ucmd)
 	cmd->out_lkey = ibmr->lkey;
 	cmd->out_rkey = ibmr->rkey;
 	ret = xa_insert(&pd->mrs, mr->lkey, mr, GFP_KERNEL_ACCOUNT);
-	if (!ret)
-		ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
 	if (ret) {
 		kqp_object_abort(uctx, &mr->vobj.obj);
 		return ret;
 	}
-	kqp_object_publish(uctx, &mr->vobj.obj);
-	return 0;
+	return kqp_object_commit(ucmd, &mr->vobj.obj, sizeof(*cmd));
 
 err_unlock:
 	up_read(&kdev->hw_rwsem);

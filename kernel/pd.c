@@ -248,12 +248,7 @@ int kqp_alloc_pd_ioctl(struct kqp_ucmd *ucmd)
 	}
 
 	cmd->out_pd = pd->vobj.obj.id;
-	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
-	if (ret) {
-		kqp_object_abort(uctx, &pd->vobj.obj);
-		goto out;
-	}
-	kqp_object_publish(uctx, &pd->vobj.obj);
+	ret = kqp_object_commit(ucmd, &pd->vobj.obj, sizeof(*cmd));
 out:
 	kqp_device_put(kdev);
 	return ret;

@@ -13,26 +13,17 @@
  * is the same kind of thread, but create_io_thread() is not exported to
  * modules, and vhost_task_create() is.
  *
- * While awake the thread passes over the table's ring QPs (those marked
- * KQP_OBJ_MARK_RINGS in its xarray) again and again.  Each pass takes a
- * reference to each QP, as a command does, and drains it with the
- * doorbell's code and locks (kqp_qp_poll(), ring.c); the QP's destroy
- * waits for that reference.  It marks every send ring it serves as
- * committed (NEED_DOORBELL clear, KQP_WQ_RING_POLLED set), so the process
- * stops ringing.  Once a pass has found nothing for idle_ns, a last pass
- * takes the mark off every ring, each under its send mutex with the
- * settle's store-buffering barrier (kqp_sq_settle()): either that pass
- * sees what the process published, or the process sees NEED_DOORBELL and
- * rings.  Only then does the thread sleep.  A doorbell that found
- * NEED_DOORBELL drains in its caller's context anyway, and with
- * KQP_DOORBELL_WAKE_POLLER also wakes the thread (@kick, then
- * vhost_task_wake(); the thread sets TASK_INTERRUPTIBLE, then reads
- * @kick, so that wake is never lost).
- *
- * A send ring is served only once a chain was posted to it (@sq_ready,
- * ring.c): a QP that never sent, or went through RESET, rings, so that a
- * send the device refuses (a QP not yet in RTS) fails its post at once
- * with EINVAL, as rdma-core's, rather than later with nobody to tell.
+ * What it does to the rings, and the barrier pair that lets it sleep
+ * without stranding an entry: doc/design/rings.md.  In short, each pass
+ * drains every ring QP of the table (KQP_OBJ_MARK_RINGS) with the
+ * doorbell's code and locks, holding a reference to the QP as a command
+ * does, and marks each send ring committed and KQP_WQ_RING_POLLED; after
+ * idle_ns with nothing to do, a last pass hands every ring back
+ * (kqp_sq_settle()) before the thread sleeps.  @kick, set before
+ * vhost_task_wake() and read after TASK_INTERRUPTIBLE, keeps a
+ * KQP_DOORBELL_WAKE_POLLER wake from being lost.  A send ring is served
+ * only once the device took a chain from it (@sq_ready, ring.c), so a
+ * post to a QP below RTS still fails at once.
  *
  * Lifetime: the poller belongs to the table and holds no reference to it
  * (that would be a cycle): the table's release stops the thread, and waits

@@ -380,13 +380,7 @@ int kqp_create_srq_ioctl(struct kqp_ucmd *ucmd)
 	kref_get(&kdev->ref);
 
 	cmd->out_srq = srq->vobj.obj.id;
-	ret = kqp_ucmd_respond(ucmd, sizeof(*cmd));
-	if (ret) {
-		kqp_object_abort(uctx, &srq->vobj.obj);
-		return ret;
-	}
-	kqp_object_publish(uctx, &srq->vobj.obj);
-	return 0;
+	return kqp_object_commit(ucmd, &srq->vobj.obj, sizeof(*cmd));
 
 err_pd:
 	kqp_pd_put_user(pd);
