@@ -2,6 +2,7 @@
 #
 # kqp: kqp.ko (Kbuild, built from kernel/) and libkqp (lib/).
 #
+#   make help                 this list
 #   make                      module for KDIR (default: see tools/kdir.sh) + library
 #   make KDIR=/lib/modules/VER/build
 #   make module MODDIR=DIR    build the module in DIR, away from the sources
@@ -41,10 +42,14 @@ KDIR ?=
 MODDIR ?=
 export KERNELS PAIR_KERNELS VERSION
 
-.PHONY: all module lib selftests bench bench-perftest bench-floor bench-breakdown check pair demo deps fuzz perftest install \
+.PHONY: help all module lib selftests bench bench-perftest bench-floor bench-breakdown check pair demo deps fuzz perftest install \
 	install-lib install-man uninstall clean clean-module deb
 
 all: module lib
+
+# The list at the top of this file.
+help:
+	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
 
 # Out-of-tree objects land beside the sources, so a build for a second
 # kernel must not share them: MODDIR gets a symlink farm of the sources,

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
 # make check: the whole kqp suite.  Host-side tests first (the build, dkms,
-# libkqp's symbols against rdma-core's, the library without a module, the
+# libkqp's symbols against rdma-core's, the README's Layout against the
+# tree, the library without a module, the
 # Debian packages with their own 6.12 guest: tools/testing/deb/check.sh),
 # then the VM suite on every kernel in $KERNELS, and on those of them in
 # $PAIR_KERNELS the two-guest tests too (run.sh --pair).  The last line is
@@ -79,6 +80,10 @@ grep -E '^(not )?ok' "$host/tap/dkms.tap"
 	> "$host/tap/symbols.tap" 2>&1
 echo $? > "$host/tap/symbols.rc"
 grep -E '^(not )?ok' "$host/tap/symbols.tap"
+
+# The README's Layout section names the tree as it is.
+"$top/tools/testing/layout.sh" > "$host/tap/layout.tap" 2>&1
+grep -E '^(not )?ok' "$host/tap/layout.tap"
 
 # The bench's kernel names are exact (a PREEMPT_RT kernel is never "6.12").
 "$vm/kernel-info-test.sh" > "$host/tap/kernel-info.tap" 2>&1
