@@ -467,6 +467,30 @@ void kqp_cq_fill_ring_info(struct kqp_cq *cq, struct kqp_ring_info *info)
 }
 
 /*
+ * The ring of a CQ whose kernel CQ holds @cqe: at least as many entries,
+ * so a consumer that keeps up never sees the ring fill; a power of two,
+ * which may be past max_cqe.  Its memory is charged to the caller's
+ * cgroup, and to max_queue_bytes apart, as it lives on while mapped.
+ */
+static int kqp_cq_ring_alloc(struct kqp_cq *cq, struct kqp_ucontext *uctx,
+			     u32 cqe)
+{
+	struct kqp_vmem *vmem;
+
+	cq->entries = roundup_pow_of_two(cqe);
+	cq->ring_bytes = PAGE_ALIGN(sizeof(struct kqp_cq_ring_hdr) +
+				    (size_t)cq->entries *
+				    sizeof(struct kqp_cqe));
+	vmem = kqp_vmem_alloc(uctx, cq->ring_bytes);
+	if (IS_ERR(vmem))
+		return PTR_ERR(vmem);
+	cq->ring_vmem = vmem;
+	/* Pairs with READ_ONCE() in kqp_cq_event_handler(). */
+	WRITE_ONCE(cq->ring, kqp_vmem_addr(vmem));
+	return 0;
+}
+
+/*
  * A CQ of at least @cqe entries on @kdev, reserved in @uctx but not
  * published.  @chan, if any, is taken over by the CQ.  The caller holds
  * kdev->hw_rwsem for reading and checked that the device lives.
@@ -480,7 +504,6 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 	struct kqp_cq *cq;
 	struct ib_cq *ibcq;
 	bool freeable = true;
-	void *ring;
 	int ret;
 
 	if (!cqe || cqe > kdev->ibdev->attrs.max_cqe)
@@ -537,25 +560,9 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 	if (ret)
 		goto err_destroy;
 
-	/*
-	 * At least as many entries as the kernel CQ can hold, so a consumer
-	 * that keeps up never sees the ring fill; a power of two, which may
-	 * be past max_cqe.  Its memory is charged to the caller's cgroup.
-	 */
-	cq->entries = roundup_pow_of_two(ibcq->cqe);
-	cq->ring_bytes = PAGE_ALIGN(sizeof(struct kqp_cq_ring_hdr) +
-				    (size_t)cq->entries *
-				    sizeof(struct kqp_cqe));
-	/* Charged to max_queue_bytes apart: it lives on while mapped. */
-	cq->ring_vmem = kqp_vmem_alloc(uctx, cq->ring_bytes);
-	if (IS_ERR(cq->ring_vmem)) {
-		ret = PTR_ERR(cq->ring_vmem);
-		cq->ring_vmem = NULL;
+	ret = kqp_cq_ring_alloc(cq, uctx, ibcq->cqe);
+	if (ret)
 		goto err_destroy;
-	}
-	ring = kqp_vmem_addr(cq->ring_vmem);
-	/* Pairs with READ_ONCE() in kqp_cq_event_handler(). */
-	WRITE_ONCE(cq->ring, ring);
 	cq->cq = ibcq;
 	cq->cqe = ibcq->cqe;
 	cq->channel = chan;
