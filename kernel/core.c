@@ -81,6 +81,25 @@ static int kqp_core_ud_to_rts(struct rdma_cm_id *id, struct ib_qp *qp)
 }
 
 /*
+ * A CQ for a queue of @depth the caller left without one, in *@cqp; its
+ * token in *@token, or NULL when none was made.
+ */
+static int kqp_core_alloc_cq(struct kqp_core_scope *scope,
+			     struct kqp_device *kdev, u32 depth, bool send,
+			     void **token, struct ib_cq **cqp)
+{
+	struct ib_cq *cq;
+
+	cq = scope->ops->alloc_cq(scope, kdev, max(depth, 1U), send, token);
+	if (IS_ERR(cq)) {
+		*token = NULL;
+		return PTR_ERR(cq);
+	}
+	*cqp = cq;
+	return 0;
+}
+
+/*
  * The QP is returned in *@qp; with @unbound_ud and a UD id it is not
  * @id->qp, and the caller destroys it with ib_destroy_qp().
  */
@@ -92,7 +111,6 @@ int kqp_core_create_qp(struct kqp_core_scope *scope, struct rdma_cm_id *id,
 	const struct kqp_core_scope_ops *ops = scope->ops;
 	struct ib_cq *send_cq = attr->send_cq, *recv_cq = attr->recv_cq;
 	struct kqp_device *kdev;
-	struct ib_cq *cq;
 	int ret;
 
 	memset(res, 0, sizeof(*res));
@@ -116,24 +134,17 @@ int kqp_core_create_qp(struct kqp_core_scope *scope, struct rdma_cm_id *id,
 		}
 	}
 	if (!send_cq) {
-		cq = ops->alloc_cq(scope, kdev, max(attr->cap.max_send_wr, 1U),
-				   true, &res->send_cq_token);
-		if (IS_ERR(cq)) {
-			ret = PTR_ERR(cq);
-			res->send_cq_token = NULL;
+		ret = kqp_core_alloc_cq(scope, kdev, attr->cap.max_send_wr, true,
+					&res->send_cq_token, &attr->send_cq);
+		if (ret)
 			goto err;
-		}
-		attr->send_cq = cq;
 	}
 	if (!recv_cq) {
-		cq = ops->alloc_cq(scope, kdev, max(attr->cap.max_recv_wr, 1U),
-				   false, &res->recv_cq_token);
-		if (IS_ERR(cq)) {
-			ret = PTR_ERR(cq);
-			res->recv_cq_token = NULL;
+		ret = kqp_core_alloc_cq(scope, kdev, attr->cap.max_recv_wr,
+					false, &res->recv_cq_token,
+					&attr->recv_cq);
+		if (ret)
 			goto err;
-		}
-		attr->recv_cq = cq;
 	}
 
 	if (unbound_ud && id->qp_type == IB_QPT_UD) {

@@ -330,6 +330,14 @@ static int kqp_ctx_info_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_ctx_info *cmd = ucmd->cmd;
 	struct kqp_ucontext *uctx = ucmd->uctx;
+	u32 *count[KQP_OBJ_MAX] = {
+		[KQP_OBJ_CM_ID] = &cmd->out_cm_ids,
+		[KQP_OBJ_PD] = &cmd->out_pds,
+		[KQP_OBJ_CQ] = &cmd->out_cqs,
+		[KQP_OBJ_QP] = &cmd->out_qps,
+		[KQP_OBJ_MR] = &cmd->out_mrs,
+		[KQP_OBJ_AH] = &cmd->out_ahs,
+	};
 	struct kqp_object *obj;
 	unsigned long index;
 
@@ -338,30 +346,11 @@ static int kqp_ctx_info_ioctl(struct kqp_ucmd *ucmd)
 	*cmd = (struct kqp_ctx_info){ .size = cmd->size };
 	xa_lock(&uctx->objects);
 	xa_for_each(&uctx->objects, index, obj) {
-		switch (obj->type) {
-		case KQP_OBJ_CM_ID:
-			cmd->out_cm_ids++;
-			break;
-		case KQP_OBJ_PD:
-			cmd->out_pds++;
-			if (container_of(obj, struct kqp_pd, vobj.obj)->is_default)
-				cmd->out_default_pds++;
-			break;
-		case KQP_OBJ_CQ:
-			cmd->out_cqs++;
-			break;
-		case KQP_OBJ_QP:
-			cmd->out_qps++;
-			break;
-		case KQP_OBJ_MR:
-			cmd->out_mrs++;
-			break;
-		case KQP_OBJ_AH:
-			cmd->out_ahs++;
-			break;
-		default:
-			break;
-		}
+		if (obj->type < KQP_OBJ_MAX && count[obj->type])
+			(*count[obj->type])++;
+		if (obj->type == KQP_OBJ_PD &&
+		    container_of(obj, struct kqp_pd, vobj.obj)->is_default)
+			cmd->out_default_pds++;
 	}
 	xa_unlock(&uctx->objects);
 	cmd->out_files = kref_read(&uctx->ref);

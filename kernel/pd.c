@@ -180,30 +180,27 @@ struct kqp_pd *kqp_pd_take(struct kqp_ucontext *uctx, u32 handle)
 }
 
 /* Drop a user (a QP) of @pd; a default PD may go with it. */
-void kqp_pd_put_user(struct kqp_pd *pd)
+static void kqp_pd_put_count(struct kqp_pd *pd, unsigned int *count)
 {
 	struct kqp_ucontext *uctx = pd->uctx;
 	bool destroy;
 
 	mutex_lock(&uctx->lock);
-	pd->users--;
+	(*count)--;
 	destroy = kqp_pd_default_unused(pd);
 	mutex_unlock(&uctx->lock);
 	if (destroy)
 		kqp_pd_destroy(uctx, &pd->vobj.obj);
 }
 
+void kqp_pd_put_user(struct kqp_pd *pd)
+{
+	kqp_pd_put_count(pd, &pd->users);
+}
+
 static void kqp_pd_put_default_ref(struct kqp_pd *pd)
 {
-	struct kqp_ucontext *uctx = pd->uctx;
-	bool destroy;
-
-	mutex_lock(&uctx->lock);
-	pd->default_refs--;
-	destroy = kqp_pd_default_unused(pd);
-	mutex_unlock(&uctx->lock);
-	if (destroy)
-		kqp_pd_destroy(uctx, &pd->vobj.obj);
+	kqp_pd_put_count(pd, &pd->default_refs);
 }
 
 int kqp_alloc_pd_ioctl(struct kqp_ucmd *ucmd)

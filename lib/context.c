@@ -254,16 +254,23 @@ KQP_EXPORT int ibv_get_async_event(struct ibv_context *context,
 	return 0;
 }
 
+/* One event acknowledged: what ibv_destroy_*() waits for. */
+static void kqp_ack_one(pthread_mutex_t *mutex, pthread_cond_t *cond,
+			uint32_t *completed)
+{
+	pthread_mutex_lock(mutex);
+	(*completed)++;
+	pthread_cond_signal(cond);
+	pthread_mutex_unlock(mutex);
+}
+
 KQP_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 {
 	switch (event->event_type) {
 	case IBV_EVENT_CQ_ERR: {
 		struct ibv_cq *cq = event->element.cq;
 
-		pthread_mutex_lock(&cq->mutex);
-		cq->async_events_completed++;
-		pthread_cond_signal(&cq->cond);
-		pthread_mutex_unlock(&cq->mutex);
+		kqp_ack_one(&cq->mutex, &cq->cond, &cq->async_events_completed);
 		break;
 	}
 	case IBV_EVENT_QP_FATAL:
@@ -276,20 +283,14 @@ KQP_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 	case IBV_EVENT_QP_LAST_WQE_REACHED: {
 		struct ibv_qp *qp = event->element.qp;
 
-		pthread_mutex_lock(&qp->mutex);
-		qp->events_completed++;
-		pthread_cond_signal(&qp->cond);
-		pthread_mutex_unlock(&qp->mutex);
+		kqp_ack_one(&qp->mutex, &qp->cond, &qp->events_completed);
 		break;
 	}
 	case IBV_EVENT_SRQ_ERR:
 	case IBV_EVENT_SRQ_LIMIT_REACHED: {
 		struct ibv_srq *srq = event->element.srq;
 
-		pthread_mutex_lock(&srq->mutex);
-		srq->events_completed++;
-		pthread_cond_signal(&srq->cond);
-		pthread_mutex_unlock(&srq->mutex);
+		kqp_ack_one(&srq->mutex, &srq->cond, &srq->events_completed);
 		break;
 	}
 	default:

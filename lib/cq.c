@@ -374,55 +374,23 @@ static void kqp_cq_end_poll(struct ibv_cq_ex *ibx)
 	pthread_spin_unlock(&cq->lock);
 }
 
-static enum ibv_wc_opcode kqp_cq_read_opcode(struct ibv_cq_ex *ibx)
-{
-	return to_lcqx(ibx)->cur.opcode;
-}
+/* The ibv_wc_read_*() of the entry start_poll or next_poll copied. */
+#define KQP_CQ_READ(name, type)						\
+	static type kqp_cq_read_##name(struct ibv_cq_ex *ibx)		\
+	{								\
+		return to_lcqx(ibx)->cur.name;				\
+	}
 
-static uint32_t kqp_cq_read_vendor_err(struct ibv_cq_ex *ibx)
-{
-	return to_lcqx(ibx)->cur.vendor_err;
-}
-
-static uint32_t kqp_cq_read_byte_len(struct ibv_cq_ex *ibx)
-{
-	return to_lcqx(ibx)->cur.byte_len;
-}
-
-static __be32 kqp_cq_read_imm_data(struct ibv_cq_ex *ibx)
-{
-	return to_lcqx(ibx)->cur.imm_data;
-}
-
-static uint32_t kqp_cq_read_qp_num(struct ibv_cq_ex *ibx)
-{
-	return to_lcqx(ibx)->cur.qp_num;
-}
-
-static uint32_t kqp_cq_read_src_qp(struct ibv_cq_ex *ibx)
-{
-	return to_lcqx(ibx)->cur.src_qp;
-}
-
-static unsigned int kqp_cq_read_wc_flags(struct ibv_cq_ex *ibx)
-{
-	return to_lcqx(ibx)->cur.wc_flags;
-}
-
-static uint32_t kqp_cq_read_slid(struct ibv_cq_ex *ibx)
-{
-	return to_lcqx(ibx)->cur.slid;
-}
-
-static uint8_t kqp_cq_read_sl(struct ibv_cq_ex *ibx)
-{
-	return to_lcqx(ibx)->cur.sl;
-}
-
-static uint8_t kqp_cq_read_dlid_path_bits(struct ibv_cq_ex *ibx)
-{
-	return to_lcqx(ibx)->cur.dlid_path_bits;
-}
+KQP_CQ_READ(opcode, enum ibv_wc_opcode)
+KQP_CQ_READ(vendor_err, uint32_t)
+KQP_CQ_READ(byte_len, uint32_t)
+KQP_CQ_READ(imm_data, __be32)
+KQP_CQ_READ(qp_num, uint32_t)
+KQP_CQ_READ(src_qp, uint32_t)
+KQP_CQ_READ(wc_flags, unsigned int)
+KQP_CQ_READ(slid, uint32_t)
+KQP_CQ_READ(sl, uint8_t)
+KQP_CQ_READ(dlid_path_bits, uint8_t)
 
 /* rxe's (rdma-core 44) completion fields: a kqp_cqe holds each. */
 #define KQP_CQ_EX_WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
