@@ -52,7 +52,7 @@ echo "fuzz: $name, fuzz $args"
 
 start=$(date +%s)
 KQP_GUEST_TIMEOUT=${KQP_GUEST_TIMEOUT:-$((seconds + 1800))} \
-	"$repo/tools/testing/vm/run.sh" --script "$here/fuzz-guest.sh" "$name"
+	"$repo/tools/testing/vm/run.sh" --script "$here/guest-fuzz.sh" "$name"
 rc=$?
 echo "fuzz: seed $seed, $(( $(date +%s) - start )) s on the host"
 exit $rc

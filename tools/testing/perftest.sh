@@ -14,4 +14,4 @@ repo=$(cd "$here/../.." && pwd)
 name=${PERFTEST_KERNEL:-6.12}
 
 make -s -C "$repo" lib selftests || exit 1
-exec "$repo/tools/testing/vm/run.sh" --script "$here/perftest-guest.sh" "$name"
+exec "$repo/tools/testing/vm/run.sh" --script "$here/guest-perftest.sh" "$name"
