@@ -231,7 +231,7 @@ for c in $rnr_counters; do
 		echo "bench: $counters/$c is missing: no RNR count in the results"
 done
 
-if ! insmod "$KQP_KMOD" || [ ! -c /dev/kqp ]; then
+if ! kqp_load "$KQP_KMOD"; then
 	echo "bench: insmod $KQP_KMOD failed"
 	exit 1
 fi

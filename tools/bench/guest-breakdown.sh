@@ -50,7 +50,11 @@ tracer_off() {
 }
 trap tracer_off EXIT
 
-if ! insmod "$KQP_KMOD" || [ ! -c /dev/kqp ]; then
+# kqp_load and the rest of what kqp's scripts share.
+# shellcheck source=tools/testing/selftests/kqp/lib.sh
+. "$repo/tools/testing/selftests/kqp/lib.sh"
+
+if ! kqp_load "$KQP_KMOD"; then
 	echo "breakdown: insmod $KQP_KMOD failed"
 	exit 1
 fi

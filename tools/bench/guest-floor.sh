@@ -67,7 +67,11 @@ tracer_off() {
 }
 trap tracer_off EXIT
 
-if ! insmod "$KQP_KMOD" || [ ! -c /dev/kqp ]; then
+# kqp_load, wait_listen and the rest of what kqp's scripts share.
+# shellcheck source=tools/testing/selftests/kqp/lib.sh
+. "$repo/tools/testing/selftests/kqp/lib.sh"
+
+if ! kqp_load "$KQP_KMOD"; then
 	echo "floor: insmod $KQP_KMOD failed"
 	exit 1
 fi
@@ -79,10 +83,6 @@ if ! grep -qw function_graph $tr/available_tracers; then
 	echo "floor: this kernel has no function_graph tracer"
 	exit 1
 fi
-
-# wait_listen and the rest of what kqp's scripts share.
-# shellcheck source=tools/testing/selftests/kqp/lib.sh
-. "$repo/tools/testing/selftests/kqp/lib.sh"
 
 # stop PID: the server stopped and reaped.
 stop() {

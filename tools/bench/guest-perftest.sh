@@ -27,7 +27,7 @@ rounds=${PERFTEST_ROUNDS:-$rounds}
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
 . "$repo/tools/testing/selftests/kqp/lib.sh"
 
-if ! insmod "$KQP_KMOD" || [ ! -c /dev/kqp ]; then
+if ! kqp_load "$KQP_KMOD"; then
 	echo "perftest: insmod $KQP_KMOD failed"
 	exit 1
 fi

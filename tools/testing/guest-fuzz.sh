@@ -11,15 +11,12 @@ set -u
 . "$KQP_REPO/build/fuzz/args"
 # Files the fuzzer writes go to the results: the tree is read-only here.
 FUZZ_ARGS=${FUZZ_ARGS//@OUT@/$KQP_OUT}
-insmod "$KQP_KMOD" || exit 1
+# shellcheck source=tools/testing/selftests/kqp/lib.sh
+. "$KQP_REPO/tools/testing/selftests/kqp/lib.sh"
+kqp_load "$KQP_KMOD" || exit 1
 # shellcheck disable=SC2086
 "$KQP_REPO/build/selftests/fuzz" $FUZZ_ARGS | tee "$KQP_OUT/tap/50-fuzz.tap"
 rc=${PIPESTATUS[0]}
-k=/sys/kernel/debug/kmemleak
-if [ -w "$k" ]; then
-	echo scan > "$k"
-	echo scan > "$k"
-	cat "$k" > "$KQP_OUT/kmemleak"
-fi
+kqp_kmemleak_scan "$KQP_OUT/kmemleak"
 rmmod kqp || rc=1
 exit $rc

@@ -6,7 +6,9 @@
 # perftest.sh's whole set into the results' TAP, and unload kqp.ko.
 set -u
 
-insmod "$KQP_KMOD" || exit 1
+# shellcheck source=tools/testing/selftests/kqp/lib.sh
+. "$KQP_REPO/tools/testing/selftests/kqp/lib.sh"
+kqp_load "$KQP_KMOD" || exit 1
 "$KQP_REPO/build/selftests/perftest.sh" | tee "$KQP_OUT/tap/50-perftest.tap"
 rc=${PIPESTATUS[0]}
 rmmod kqp || rc=1

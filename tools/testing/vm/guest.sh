@@ -119,8 +119,7 @@ dev_is_0666() {
 dev_gone() { [ ! -e /dev/kqp ]; }
 
 load_kqp() {
-	# devtmpfs creates the node synchronously; no udev is needed.
-	insmod "$kqp_kmod" && [ -e /dev/kqp ]
+	kqp_load "$kqp_kmod"
 }
 
 # Run one selftest program with a timeout; its TAP goes to a file of its own.
@@ -171,18 +170,6 @@ run_phase() {
 		# shellcheck disable=SC2086
 		run_test "$test_idx" "$prog" $args
 	done < "$REPO/tools/testing/selftests/kqp/tests"
-}
-
-kmemleak_scan() {
-	local k=/sys/kernel/debug/kmemleak
-	[ -w "$k" ] || return 0
-	echo "bench: kmemleak scan"
-	# kmemleak does not report an object whose contents changed since the
-	# previous scan, and the first scan is the first look at them all;
-	# only the second one reports (measured: 0 leaks, then 19 of 20).
-	echo scan > "$k"
-	echo scan > "$k"
-	cat "$k" > "$OUT/kmemleak"
 }
 
 # wait_listen, kqp_qps_made and the rest of what kqp's scripts share.
@@ -271,7 +258,8 @@ else
 	check "insmod kqp.ko" load_kqp
 	check "/dev/kqp is a character device with mode 0666" dev_is_0666
 	run_phase loaded
-	kmemleak_scan
+	echo "bench: kmemleak scan"
+	kqp_kmemleak_scan "$OUT/kmemleak"
 	check "rmmod kqp" rmmod kqp
 	check "/dev/kqp is gone after rmmod" dev_gone
 	run_phase unloaded

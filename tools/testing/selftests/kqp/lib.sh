@@ -5,8 +5,9 @@
 #
 # TAP lines (tap), logs as TAP comments (show), commands run preloaded
 # with libkqp or not, under a timeout (side), a listener to wait for
-# (wait_listen), the QPs kqp made (kqp_qps_made), and a server and
-# client pair (run_pair).  A script may set, before calling them:
+# (wait_listen), the QPs kqp made (kqp_qps_made), a server and client
+# pair (run_pair), and, in a guest, loading kqp.ko (kqp_load) and a
+# kmemleak report (kqp_kmemleak_scan).  A script may set, before calling them:
 #   KQP_LIB		libkqp.so to preload (side, run_pair)
 #   KQP_LIMIT		seconds each process may run (side, run_pair)
 #   KQP_WORK		a directory for outputs (run_pair)
@@ -83,6 +84,26 @@ wait_listen() {
 # kqp_qps_made: the QPs this machine's kqp.ko made since it was loaded.
 kqp_qps_made() {
 	awk '$1 == "qps" { print $3 }' /sys/kernel/debug/kqp/objects
+}
+
+# kqp_load KMOD: insmod kqp.ko and see /dev/kqp made (devtmpfs makes the
+# node synchronously; no udev is needed).
+kqp_load() {
+	insmod "$1" && [ -c /dev/kqp ]
+}
+
+# kqp_kmemleak_scan FILE: kmemleak's report into FILE, on a kernel that
+# has kmemleak.  Two scans: kmemleak does not report an object whose
+# contents changed since the previous scan, and the first scan is its
+# first look at them all; only the second one reports (measured: 0
+# leaks, then 19 of 20).
+kqp_kmemleak_scan() {
+	local k=/sys/kernel/debug/kmemleak
+
+	[ -w "$k" ] || return 0
+	echo scan > "$k"
+	echo scan > "$k"
+	cat "$k" > "$1"
 }
 
 # run_pair NAME SERVER_WHO CLIENT_WHO PORT SERVER_CMD... -- CLIENT_CMD...
