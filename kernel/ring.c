@@ -91,7 +91,7 @@ static size_t kqp_ring_stage_bytes(const struct kqp_ring *r)
 void kqp_qp_rings_init(struct kqp_qp *qp, bool recv_async, u32 recv_asked)
 {
 	struct kqp_ring *sq = &qp->sq_ring, *rq = &qp->rq_ring;
-	u64 send_bytes, bytes, charged = qp->vobj.queue_bytes;
+	u64 send_bytes, recv_bytes, bytes, charged = qp->vobj.queue_bytes;
 	struct kqp_vmem *vmem;
 
 	send_bytes = kqp_send_wr_bytes_max(qp->cap.max_send_sge,
@@ -101,8 +101,8 @@ void kqp_qp_rings_init(struct kqp_qp *qp, bool recv_async, u32 recv_asked)
 	sq->max_sge = max(qp->cap.max_send_sge, 1U);
 	if (!qp->srq) {
 		rq->nr = qp->rq.size;
-		rq->entry_size = kqp_ring_entry_size(
-				kqp_recv_wr_bytes(qp->cap.max_recv_sge));
+		recv_bytes = kqp_recv_wr_bytes(qp->cap.max_recv_sge);
+		rq->entry_size = kqp_ring_entry_size(recv_bytes);
 		rq->max_sge = max(qp->cap.max_recv_sge, 1U);
 	}
 	if (!sq->entry_size || (rq->nr && !rq->entry_size))
