@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * Completion channels: an anonymous fd per channel.  A CQ that fires adds
- * itself to its channel's pending list (from the CQ's poller, a softirq,
+ * itself to its channel's pending list (from the CQ's poll, a softirq,
  * or a flush, under the CQ's spinlock); read() hands out one
  * notification per call.
  *

@@ -143,7 +143,7 @@ struct kqp_ring {
  * @nr_mcasts: entries in @mcasts
  * @abandoned: the device refused to destroy the QP: it keeps this struct
  *	as its context, for good, and the handler must not touch the rest
- * @rcu: the CQ's poller looks QPs up under RCU (kqp_qp_complete())
+ * @rcu: the CQ's poll looks QPs up under RCU (kqp_qp_complete())
  */
 struct kqp_qp {
 	struct kqp_vobj vobj;

@@ -158,7 +158,7 @@ static void kqp_qp_retire_sends(struct kqp_qp *qp, u32 n)
 
 /*
  * Fill @cqe from a kernel completion; @report says whether it is to be
- * reported.  Runs in the CQ's poller (a softirq) or a flush, under the
+ * reported.  Runs in the CQ's poll (a softirq) or a flush, under the
  * CQ's lock.  The handle in the kernel's wr_id names a QP, or for a
  * receive posted to an SRQ, the SRQ.
  */
@@ -454,7 +454,7 @@ long kqp_build_recv(struct kqp_pd *pd, u32 max_sge, const void *p,
 /*
  * Give @n built requests slots and hand them to the device as one chain:
  * take the slots under qp->lock, then post without it (the device may
- * complete a request before ib_post_*() returns, and the CQ's poller
+ * complete a request before ib_post_*() returns, and the CQ's poll
  * takes qp->lock).  The queue's mutex, held by the caller, keeps other
  * posters out, so slots the device did not take can be given back.
  * Returns how many requests the device took, the first of @kwrs first;

@@ -50,30 +50,26 @@ sources() {
 	fi
 }
 
+# tap, show and the rest of what kqp's scripts share.
+# shellcheck source=tools/testing/selftests/kqp/lib.sh
+. "$top/tools/testing/selftests/kqp/lib.sh"
+
 list=$(named)
 if [ -z "$list" ]; then
-	echo "not ok 1 the README has a Layout section"
+	tap 1 "the README has a Layout section"
 	echo "1..1"
 	exit 1
 fi
 
-fail=0
 gone=$(while read -r p; do [ -e "$top/$p" ] || echo "$p"; done <<< "$list")
-if [ -z "$gone" ]; then
-	echo "ok 1 every path the README's Layout names exists"
-else
-	echo "not ok 1 every path the README's Layout names exists"
-	while read -r p; do echo "# named, but not in the tree: $p"; done <<< "$gone"
-	fail=1
-fi
+tap "$([ -z "$gone" ]; echo $?)" "every path the README's Layout names exists"
+# shellcheck disable=SC2086 # a word per path: paths here have no spaces
+[ -z "$gone" ] || printf 'named, but not in the tree: %s\n' $gone | show
 
 left=$(sources | grep -vxF -f <(printf '%s\n' "$list"))
-if [ -z "$left" ]; then
-	echo "ok 2 the README's Layout names every source file of kernel/ and lib/"
-else
-	echo "not ok 2 the README's Layout names every source file of kernel/ and lib/"
-	while read -r p; do echo "# not named: $p"; done <<< "$left"
-	fail=1
-fi
+tap "$([ -z "$left" ]; echo $?)" \
+	"the README's Layout names every source file of kernel/ and lib/"
+# shellcheck disable=SC2086 # as above
+[ -z "$left" ] || printf 'not named: %s\n' $left | show
 echo "1..2"
-exit $fail
+exit $kqp_failed
