@@ -25,6 +25,7 @@
 #include <linux/workqueue.h>
 
 #include "kqp.h"
+#include "account.h"
 #include "qp.h"
 #include "srq.h"
 

@@ -6,6 +6,7 @@
 #include <linux/slab.h>
 
 #include "kqp.h"
+#include "account.h"
 #include "pd.h"
 
 /*

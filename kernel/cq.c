@@ -25,6 +25,7 @@
 
 #include "compat.h"
 #include "kqp.h"
+#include "account.h"
 #include "cq.h"
 #include "qp.h"
 #include "trace.h"

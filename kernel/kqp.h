@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
  * kqp's object core: devices, the per-file table and its objects, the
- * verbs object every device-backed object is, accounting, and the ioctl
- * being executed.  Each kind of object has a header of its own: pd.h
- * (PDs, MRs, AHs), cq.h, qp.h, srq.h, cm.h (ids, events, multicast) and
- * core.h (rdma_create_qp(3)'s rules, shared with the exported API).
+ * verbs object every device-backed object is, and the ioctl being
+ * executed.  Each kind of object has a header of its own: pd.h (PDs, MRs,
+ * AHs), cq.h, qp.h, srq.h, cm.h (ids, events, multicast) and core.h
+ * (rdma_create_qp(3)'s rules, shared with the exported API); what
+ * objects cost and who pays is in account.h.
  *
  * The lock order of the whole module is below; each object's lifetime is
  * written beside its struct (struct kqp_object here, struct kqp_cm_id in
@@ -339,34 +340,6 @@ struct kqp_vobj {
 void kqp_vobj_init(struct kqp_vobj *vobj, struct kqp_device *kdev,
 		   void (*destroy_hw)(struct kqp_vobj *vobj));
 
-/* account.c */
-struct kqp_user *kqp_user_get(kuid_t kuid);
-void kqp_user_put(struct kqp_user *user);
-int kqp_user_handle_charge(struct kqp_ucontext *uctx);
-void kqp_user_handle_uncharge(struct kqp_ucontext *uctx);
-int kqp_vobj_charge(struct kqp_vobj *vobj, struct kqp_ucontext *uctx,
-		    struct kqp_device *kdev);
-void kqp_vobj_uncharge(struct kqp_vobj *vobj);
-u64 kqp_cq_queue_bytes(u32 cqe);
-u64 kqp_qp_queue_bytes(const struct ib_qp_cap *cap, bool srq);
-u64 kqp_srq_queue_bytes(u32 max_wr, u32 max_sge, u32 nslots);
-int kqp_queue_charge(struct kqp_ucontext *uctx, struct kqp_vobj *vobj,
-		     u64 bytes, bool force);
-struct kqp_user *kqp_user_charge(struct kqp_ucontext *uctx, u64 bytes);
-int kqp_user_mr_charge(struct kqp_ucontext *uctx, u64 bytes);
-void kqp_user_mr_uncharge(struct kqp_ucontext *uctx, u64 bytes);
-struct workqueue_struct *kqp_user_wq(struct kqp_ucontext *uctx);
-void kqp_user_uncharge(struct kqp_user *user, u64 bytes);
-void kqp_queue_uncharge(struct kqp_ucontext *uctx, struct kqp_vobj *vobj);
-void kqp_users_exit(void);
-
-/* vmem.c */
-struct kqp_vmem;
-struct kqp_vmem *kqp_vmem_alloc(struct kqp_ucontext *uctx, size_t bytes);
-void *kqp_vmem_addr(const struct kqp_vmem *v);
-size_t kqp_vmem_size(const struct kqp_vmem *v);
-void kqp_vmem_put(struct kqp_vmem *v);
-int kqp_vmem_mmap(struct kqp_vmem *v, struct vm_area_struct *vma);
 void kqp_vobj_release_hw(struct kqp_vobj *vobj);
 void kqp_vobj_destroy_hw(struct kqp_vobj *vobj);
 struct pid *kqp_vobj_unlist(struct kqp_vobj *vobj);

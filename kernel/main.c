@@ -11,6 +11,7 @@
 #include <linux/seq_file.h>
 
 #include "kqp.h"
+#include "account.h"
 #include "core.h"
 #include "cq.h"
 

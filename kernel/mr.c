@@ -15,6 +15,7 @@
 #include <linux/slab.h>
 
 #include "kqp.h"
+#include "account.h"
 #include "pd.h"
 
 /* enum ibv_access_flags kqp accepts; they equal IB_ACCESS_*. */

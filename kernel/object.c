@@ -32,6 +32,7 @@
 #include <linux/slab.h>
 
 #include "kqp.h"
+#include "account.h"
 #include "cm.h"
 #include "cq.h"
 #include "pd.h"

@@ -10,6 +10,7 @@
 #include <linux/slab.h>
 
 #include "kqp.h"
+#include "account.h"
 #include "pd.h"
 
 static void kqp_pd_destroy_hw(struct kqp_vobj *vobj)

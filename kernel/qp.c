@@ -13,6 +13,7 @@
 #include <linux/uaccess.h>
 
 #include "kqp.h"
+#include "account.h"
 #include "cm.h"
 #include "core.h"
 #include "cq.h"

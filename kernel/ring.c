@@ -24,6 +24,7 @@
 #include <linux/vmalloc.h>
 
 #include "kqp.h"
+#include "account.h"
 #include "qp.h"
 
 /* Requests per chain, at most. */

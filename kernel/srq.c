@@ -51,6 +51,7 @@
 #include <linux/uaccess.h>
 
 #include "kqp.h"
+#include "account.h"
 #include "pd.h"
 #include "qp.h"
 #include "srq.h"

@@ -19,6 +19,7 @@
 
 #include "compat.h"
 #include "kqp.h"
+#include "account.h"
 
 /**
  * struct kqp_vmem - mappable memory, charged until its last user is gone
