@@ -27,11 +27,8 @@ name=${1:-6.12}
 out=$repo/build/vm/$name/out
 start=$(date +%s)
 
-if ! command -v qemu-system-x86_64 > /dev/null ||
-   ! "$repo/tools/testing/vm/kernel-info.sh" "$name" > /dev/null 2>&1 ||
-   [ ! -e /usr/include/infiniband/verbs.h ] ||
-   [ ! -e /usr/include/rdma/rdma_cma.h ]; then
-	echo "bench: installing what is missing (make deps)"
+if what=$("$repo/tools/deps.sh" --missing); then
+	echo "bench: $what is missing; installing what is (make deps)"
 	"$repo/tools/deps.sh" || exit 1
 fi
 make -s -C "$repo" lib || exit 1

@@ -17,26 +17,7 @@ KERNELS=${KERNELS:-6.1 6.12 6.12-rt debug}
 PAIR_KERNELS=${PAIR_KERNELS:-6.1 6.12}
 VERSION=${VERSION:-$(sed -n 's/^VERSION := //p' "$top/Makefile")}
 
-missing() {
-	local c
-	for c in qemu-system-x86_64 busybox modprobe cpio xz rdma ibv_devices \
-		 rping dkms pkg-config bc flex bison gcc make dpkg-buildpackage \
-		 dh lintian; do
-		command -v "$c" > /dev/null || { echo "$c"; return 0; }
-	done
-	for c in /usr/src/linux-source-6.12.tar.xz \
-		 /usr/include/infiniband/verbs.h /usr/include/rdma/rdma_cma.h \
-		 /usr/include/libelf.h /usr/include/openssl/ssl.h \
-		 /usr/bin/dh_dkms; do
-		[ -e "$c" ] || { echo "$c"; return 0; }
-	done
-	"$vm/kernel-info.sh" 6.1 > /dev/null 2>&1 || { echo "6.1 kernel"; return 0; }
-	"$vm/kernel-info.sh" 6.12 > /dev/null 2>&1 || { echo "6.12 kernel"; return 0; }
-	"$vm/kernel-info.sh" 6.12-rt > /dev/null 2>&1 || { echo "6.12-rt kernel"; return 0; }
-	return 1
-}
-
-if what=$(missing); then
+if what=$("$top/tools/deps.sh" --missing); then
 	echo "check: $what is missing; running make deps"
 	"$top/tools/deps.sh" || { echo "check: make deps failed"; echo "0 passed, 1 failed"; exit 1; }
 fi
@@ -62,7 +43,6 @@ case " $KERNELS " in
 esac
 
 # The library and the selftests, -Werror.
-n=0
 if make -s -C "$top" lib selftests > "$host/build.log" 2>&1; then
 	echo "ok 1 library and selftests build with -Wall -Wextra -Werror" > "$host/tap/build.tap"
 else

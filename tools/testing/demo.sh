@@ -9,11 +9,8 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 kernel=${DEMO_KERNEL:-6.12}
 
-if ! command -v qemu-system-x86_64 > /dev/null ||
-   ! "$top/tools/testing/vm/kernel-info.sh" "$kernel" > /dev/null 2>&1 ||
-   [ ! -e /usr/include/infiniband/verbs.h ] || ! command -v ibv_devices > /dev/null ||
-   ! command -v rping > /dev/null; then
-	echo "demo: installing what is missing (make deps)"
+if what=$("$top/tools/deps.sh" --missing); then
+	echo "demo: $what is missing; installing what is (make deps)"
 	"$top/tools/deps.sh" || exit 1
 fi
 make -s -C "$top" lib || exit 1
