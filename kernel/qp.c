@@ -233,17 +233,9 @@ static struct kqp_qp *kqp_qp_alloc(struct kqp_ucontext *uctx,
 static int kqp_qp_take_deps(struct kqp_ucontext *uctx, struct kqp_qp *qp,
 			    const struct kqp_create_qp *cmd)
 {
-	const struct {
-		u32 handle;
-		struct kqp_cq **cq;
-	} cqs[] = {
-		{ cmd->send_cq, &qp->send_cq },
-		{ cmd->recv_cq, &qp->recv_cq },
-	};
 	struct kqp_srq *srq;
 	struct kqp_pd *pd;
 	struct kqp_cq *cq;
-	int i;
 
 	if (cmd->pd) {
 		pd = kqp_pd_take(uctx, cmd->pd);
@@ -251,13 +243,17 @@ static int kqp_qp_take_deps(struct kqp_ucontext *uctx, struct kqp_qp *qp,
 			return PTR_ERR(pd);
 		qp->pd = pd;
 	}
-	for (i = 0; i < ARRAY_SIZE(cqs); i++) {
-		if (!cqs[i].handle)
-			continue;
-		cq = kqp_cq_take(uctx, cqs[i].handle);
+	if (cmd->send_cq) {
+		cq = kqp_cq_take(uctx, cmd->send_cq);
 		if (IS_ERR(cq))
 			return PTR_ERR(cq);
-		*cqs[i].cq = cq;
+		qp->send_cq = cq;
+	}
+	if (cmd->recv_cq) {
+		cq = kqp_cq_take(uctx, cmd->recv_cq);
+		if (IS_ERR(cq))
+			return PTR_ERR(cq);
+		qp->recv_cq = cq;
 	}
 	if (cmd->srq) {
 		srq = kqp_srq_take(uctx, cmd->srq);

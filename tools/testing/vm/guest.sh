@@ -118,10 +118,6 @@ dev_is_0666() {
 
 dev_gone() { [ ! -e /dev/kqp ]; }
 
-load_kqp() {
-	kqp_load "$kqp_kmod"
-}
-
 # Run one selftest program with a timeout; its TAP goes to a file of its own.
 run_test() {
 	local idx=$1 prog=$2
@@ -231,7 +227,7 @@ echo "bench: guest up, kernel $(uname -r)"
 
 if [ -n "${kqp_role:-}" ]; then
 	check "rxe device $KQP_TEST_RDMA_DEV on eth0, the link to the other guest" setup_pair
-	check "insmod kqp.ko" load_kqp
+	check "insmod kqp.ko" kqp_load "$kqp_kmod"
 	echo "bench: running pair.sh $kqp_role"
 	KQP_REPO=$REPO KQP_PAIR_RV=$kqp_out/rv \
 	KQP_PAIR_TESTS=$(echo "${kqp_tests:-}" | tr , ' ') \
@@ -255,7 +251,7 @@ elif [ "${kqp_mode:-test}" = demo ]; then
 	echo "1..$bench_n" >> "$bench_tap"
 else
 	test_idx=0
-	check "insmod kqp.ko" load_kqp
+	check "insmod kqp.ko" kqp_load "$kqp_kmod"
 	check "/dev/kqp is a character device with mode 0666" dev_is_0666
 	run_phase loaded
 	echo "bench: kmemleak scan"
