@@ -93,8 +93,6 @@ int kqp_create_ah_ioctl(struct kqp_ucmd *ucmd)
 	struct ib_ah *ibah;
 	int ret;
 
-	if (cmd->__reserved || cmd->__reserved2)
-		return -EOPNOTSUPP;
 	pd = kqp_pd_take(uctx, cmd->pd);
 	if (IS_ERR(pd))
 		return PTR_ERR(pd);
@@ -150,7 +148,5 @@ int kqp_destroy_ah_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_destroy_ah *cmd = ucmd->cmd;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	return kqp_object_destroy_id(ucmd->uctx, cmd->ah, KQP_OBJ_AH);
 }

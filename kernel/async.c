@@ -252,8 +252,6 @@ int kqp_create_async_fd_ioctl(struct kqp_ucmd *ucmd)
 	struct file *filp;
 	int fd, ret;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	async = kzalloc(sizeof(*async), GFP_KERNEL_ACCOUNT);
 	if (!async)
 		return -ENOMEM;

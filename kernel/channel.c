@@ -214,8 +214,6 @@ int kqp_create_comp_channel_ioctl(struct kqp_ucmd *ucmd)
 	struct file *filp;
 	int fd, ret;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	chan = kqp_channel_make_fd(&fd, &filp);
 	if (IS_ERR(chan))
 		return PTR_ERR(chan);

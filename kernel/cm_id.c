@@ -343,8 +343,6 @@ int kqp_create_id_ioctl(struct kqp_ucmd *ucmd)
 	enum ib_qp_type qpt;
 	int ret;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	ret = kqp_port_space(cmd->port_space, cmd->qp_type, &qpt);
 	if (ret)
 		return ret;
@@ -424,8 +422,6 @@ int kqp_bind_addr_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_cm_id *ctx;
 	int ret;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	if (!kqp_addr_size(&cmd->addr))
 		return -EINVAL;
 	ctx = kqp_cm_id_lock(ucmd, cmd->id);
@@ -643,8 +639,6 @@ int kqp_connect_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_cm_id *ctx;
 	int ret;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	ctx = kqp_conn_lock(ucmd, cmd->id, &cmd->param, &param, pdata);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
@@ -663,8 +657,6 @@ int kqp_accept_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_cm_id *ctx;
 	int ret;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	ctx = kqp_conn_lock(ucmd, cmd->id, &cmd->param, &param, pdata);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
@@ -738,8 +730,6 @@ int kqp_disconnect_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_cm_id *ctx;
 	int ret;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	ctx = kqp_cm_id_lock(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
@@ -759,8 +749,6 @@ int kqp_establish_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_cm_id *ctx;
 	int ret;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	ctx = kqp_cm_id_lock(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
@@ -834,8 +822,6 @@ int kqp_init_qp_attr_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_cm_id *ctx;
 	int mask = 0, ret;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	if (cmd->qp_state > IB_QPS_ERR)
 		return -EINVAL;
 	ctx = kqp_cm_id_lock(ucmd, cmd->id);

@@ -683,8 +683,6 @@ int kqp_destroy_cq_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_cq *cq;
 	int ret = 0;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	cq = kqp_cq_get(uctx, cmd->cq);
 	if (IS_ERR(cq))
 		return PTR_ERR(cq);
@@ -781,8 +779,6 @@ int kqp_flush_cq_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_cq *cq;
 	int ret = 0;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	cq = kqp_cq_get(uctx, cmd->cq);
 	if (IS_ERR(cq))
 		return PTR_ERR(cq);

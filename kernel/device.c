@@ -321,8 +321,6 @@ int kqp_query_ioctl(struct kqp_ucmd *ucmd)
 	size_t len;
 	int ret;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	if (cmd->num_devices &&
 	    cmd->device_info_size < offsetofend(struct kqp_device_info, name))
 		return -EINVAL;
@@ -377,8 +375,6 @@ int kqp_query_device_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_device *kdev;
 	u32 index = cmd->device_index;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	kdev = kqp_device_get_user(index);
 	if (!kdev)
 		return -ENODEV;
@@ -465,8 +461,6 @@ int kqp_query_port_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_device *kdev;
 	int ret;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	kdev = kqp_query_port_start(cmd->device_index, cmd->port_num);
 	if (IS_ERR(kdev))
 		return PTR_ERR(kdev);

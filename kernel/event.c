@@ -125,9 +125,6 @@ int kqp_get_event_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_event *ev;
 	int ret;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
-
 	for (;;) {
 		if (mutex_lock_interruptible(&kfile->lock))
 			return -ERESTARTSYS;

@@ -21,6 +21,8 @@
 #include "qp.h"
 #include "srq.h"
 
+#include <kqp/cmd_rsv.h>
+
 struct kqp_ucmd_header {
 	u32 size;
 	u32 flags;
@@ -80,6 +82,12 @@ union kqp_ucmd_buffer {
 	struct kqp_mcast_attach mcast_attach;
 };
 
+/* A reserved member of a command's argument: where it is, its size. */
+struct kqp_ioctl_rsv {
+	u16 off;
+	u16 len;
+};
+
 struct kqp_ioctl_op {
 	unsigned int size;
 	unsigned int min_size;
@@ -87,11 +95,18 @@ struct kqp_ioctl_op {
 	u32 valid_flags;
 	bool no_table;
 	bool refault;
+	/* Up to the first with len 0. */
+	struct kqp_ioctl_rsv rsv[KQP_RSV_MAX];
 	int (*execute)(struct kqp_ucmd *ucmd);
 };
 
-#define __KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, _no_table,	\
-		       _refault)					\
+/* The list's reserved column, as initialisers of rsv[]. */
+#define KQP_RSV_ENTRY(_s, _m)						\
+	{ offsetof(_s, _m) + BUILD_BUG_ON_ZERO(offsetof(_s, _m) > U16_MAX), \
+	  sizeof_field(_s, _m) }
+
+#define __KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, _rsv,	\
+		       _no_table, _refault)				\
 	[_IOC_NR(_ioctl) - KQP_CMD_BASE] = {				\
 		.size = sizeof(_struct) +				\
 			BUILD_BUG_ON_ZERO(sizeof(union kqp_ucmd_buffer) < \
@@ -101,20 +116,23 @@ struct kqp_ioctl_op {
 		.valid_flags = _flags,					\
 		.no_table = _no_table,					\
 		.refault = _refault,					\
+		.rsv = { KQP_RSV_EACH(_struct, _rsv) },			\
 		.execute = _fn,						\
 	}
 
 /* A command on the file's table: ucmd->uctx is set, and the caller's. */
-#define KQP_IOCTL_OP_TABLE(_ioctl, _fn, _struct, _last, _flags)		\
-	__KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, false, false)
+#define KQP_IOCTL_OP_TABLE(_ioctl, _fn, _struct, _last, _flags, _rsv)	\
+	__KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, _rsv,	\
+		       false, false)
 /* One that answers under a lock, and is run again after EFAULT. */
-#define KQP_IOCTL_OP_REFAULT(_ioctl, _fn, _struct, _last, _flags)	\
-	__KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, false,	\
+#define KQP_IOCTL_OP_REFAULT(_ioctl, _fn, _struct, _last, _flags, _rsv) \
+	__KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, _rsv, false, \
 		       true + BUILD_BUG_ON_ZERO(sizeof(union kqp_refault_buffer) < \
 						sizeof(_struct)))
 /* A command that uses no table (device queries, a new channel). */
-#define KQP_IOCTL_OP_NO_TABLE(_ioctl, _fn, _struct, _last, _flags)	\
-	__KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, true, false)
+#define KQP_IOCTL_OP_NO_TABLE(_ioctl, _fn, _struct, _last, _flags, _rsv) \
+	__KQP_IOCTL_OP(_ioctl, _fn, _struct, _last, _flags, _rsv,	\
+		       true, false)
 
 /* The file's own commands, defined below the table. */
 static int kqp_attach_ioctl(struct kqp_ucmd *ucmd);
@@ -122,9 +140,9 @@ static int kqp_ctx_info_ioctl(struct kqp_ucmd *ucmd);
 
 /* Every command, indexed by its number, from the one list. */
 static const struct kqp_ioctl_op kqp_ioctl_ops[] = {
-#define KQP_CMD(_name, _fn, _struct, _last, _flags, _kind)		\
+#define KQP_CMD(_name, _fn, _struct, _last, _flags, _kind, _rsv)	\
 	KQP_IOCTL_OP_##_kind(KQP_IOCTL_##_name, kqp_##_fn##_ioctl,	\
-			     _struct, _last, _flags),
+			     _struct, _last, _flags, _rsv),
 #include <kqp/cmds.h>
 };
 
@@ -206,7 +224,7 @@ static long kqp_fops_ioctl(struct file *filp, unsigned int cmd,
 	const struct kqp_ioctl_op *op;
 	union kqp_refault_buffer saved;
 	union kqp_ucmd_buffer buf;
-	unsigned int nr = _IOC_NR(cmd), tries = 0;
+	unsigned int nr = _IOC_NR(cmd), tries = 0, i;
 	int ret;
 
 	if (_IOC_TYPE(cmd) != KQP_IOCTL_TYPE || nr < KQP_CMD_BASE ||
@@ -227,6 +245,11 @@ static long kqp_fops_ioctl(struct file *filp, unsigned int cmd,
 		return ret;
 	if (buf.hdr.flags & ~op->valid_flags)
 		return -EOPNOTSUPP;
+	/* The list's reserved members (kqp/cmds.h): the uapi's contract. */
+	for (i = 0; i < KQP_RSV_MAX && op->rsv[i].len; i++) {
+		if (memchr_inv((u8 *)&buf + op->rsv[i].off, 0, op->rsv[i].len))
+			return -EOPNOTSUPP;
+	}
 
 	if (!op->no_table) {
 		ucmd.uctx = kqp_file_uctx(ucmd.kfile);
@@ -266,8 +289,6 @@ static int kqp_attach_ioctl(struct kqp_ucmd *ucmd)
 	struct file *filp;
 	int ret = 0;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	filp = fget(cmd->fd);
 	if (!filp)
 		return -EBADF;
@@ -341,8 +362,6 @@ static int kqp_ctx_info_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_object *obj;
 	unsigned long index;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	*cmd = (struct kqp_ctx_info){ .size = cmd->size };
 	xa_lock(&uctx->objects);
 	xa_for_each(&uctx->objects, index, obj) {

@@ -54,8 +54,6 @@ int kqp_join_mcast_ioctl(struct kqp_ucmd *ucmd)
 	unsigned long count;
 	int ret;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	if (cmd->join_flags > 1)
 		return -EINVAL;
 	if (!rdma_addr_size_kss(&cmd->addr))
@@ -131,8 +129,6 @@ int kqp_leave_mcast_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_mcast *mc;
 	int ret = 0;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	ctx = kqp_cm_id_get(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
@@ -250,8 +246,6 @@ static int kqp_qp_mcast(struct kqp_ucmd *ucmd, bool attach)
 	struct kqp_qp *qp;
 	int ret = 0;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	memcpy(gid.raw, cmd->gid, sizeof(gid.raw));
 	qp = kqp_qp_get_hw(ucmd->uctx, cmd->qp);
 	if (IS_ERR(qp))

@@ -141,8 +141,6 @@ int kqp_reg_mr_ioctl(struct kqp_ucmd *ucmd)
 	u64 end;
 	int ret;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	if (cmd->access & ~(KQP_ACCESS_DEFINED | KQP_ACCESS_OPTIONAL))
 		return -EINVAL;
 	if (cmd->access & KQP_ACCESS_DEFINED & ~KQP_ACCESS_SUPPORTED)
@@ -225,7 +223,5 @@ int kqp_dereg_mr_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_dereg_mr *cmd = ucmd->cmd;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	return kqp_object_destroy_id(ucmd->uctx, cmd->mr, KQP_OBJ_MR);
 }

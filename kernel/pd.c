@@ -213,8 +213,6 @@ int kqp_alloc_pd_ioctl(struct kqp_ucmd *ucmd)
 	int ret;
 
 	/* __reserved_out stays zero: no local_dma_lkey for userspace. */
-	if (cmd->__reserved || cmd->__reserved_out)
-		return -EOPNOTSUPP;
 	kdev = kqp_device_get_user(cmd->device_index);
 	if (!kdev)
 		return -ENODEV;
@@ -261,8 +259,6 @@ int kqp_dealloc_pd_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_pd *pd;
 	int ret = 0;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	obj = kqp_object_get(uctx, cmd->pd, KQP_OBJ_PD);
 	if (IS_ERR(obj))
 		return PTR_ERR(obj);

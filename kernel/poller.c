@@ -325,8 +325,6 @@ int kqp_create_poller_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_create_poller *cmd = ucmd->cmd;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	if (cmd->idle_us > KQP_POLLER_IDLE_US_MAX)
 		return -EINVAL;
 	/* Not a CLONE_VM child's thread: see "Lifetime" above. */

@@ -558,7 +558,7 @@ int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_cq_counts unused[2];
 	int ret;
 
-	if (cmd->__reserved2 || cmd->cap.__reserved || cmd->out_rings.flags)
+	if (cmd->out_rings.flags)
 		return -EOPNOTSUPP;
 	if (cmd->qp_type != KQP_QPT_RC && cmd->qp_type != KQP_QPT_UD)
 		return -EINVAL;
@@ -644,8 +644,6 @@ int kqp_destroy_qp_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_object *obj;
 	struct kqp_cq_counts cq_counts[2] = {};
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	obj = kqp_object_claim_id(uctx, cmd->qp, KQP_OBJ_QP);
 	if (IS_ERR(obj))
 		return PTR_ERR(obj);

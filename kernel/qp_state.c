@@ -199,8 +199,6 @@ int kqp_modify_qp_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_qp *qp;
 	int ret;
 
-	if (u->__reserved)
-		return -EOPNOTSUPP;
 	if (mask & ~KQP_QP_ATTR_SETTABLE)
 		return -EOPNOTSUPP;
 	if (((mask & IB_QP_STATE) && u->qp_state > IB_QPS_ERR) ||

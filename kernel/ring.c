@@ -825,8 +825,6 @@ int kqp_doorbell_ioctl(struct kqp_ucmd *ucmd)
 	u32 i, esz = cmd->entry_size;
 	int ret = 0;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	/* Before anything is drained: the caller learns, and rings alone. */
 	if (cmd->flags & KQP_DOORBELL_WAKE_POLLER) {
 		ret = kqp_poller_alive(ucmd->uctx);

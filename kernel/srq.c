@@ -348,8 +348,6 @@ int kqp_create_srq_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_pd *pd;
 	int ret;
 
-	if (cmd->__reserved || cmd->__reserved2 || cmd->attr.__reserved)
-		return -EOPNOTSUPP;
 	srq = kzalloc(sizeof(*srq), GFP_KERNEL_ACCOUNT);
 	if (!srq)
 		return -ENOMEM;
@@ -498,8 +496,7 @@ int kqp_modify_srq_ioctl(struct kqp_ucmd *ucmd)
 	u32 old_nslots;
 	int ret = 0;
 
-	if (cmd->attr.__reserved ||
-	    (cmd->attr_mask & ~(KQP_SRQ_MAX_WR | KQP_SRQ_LIMIT)))
+	if (cmd->attr_mask & ~(KQP_SRQ_MAX_WR | KQP_SRQ_LIMIT))
 		return -EOPNOTSUPP;
 	srq = kqp_srq_get_hw(ucmd->uctx, cmd->srq);
 	if (IS_ERR(srq))
@@ -578,8 +575,6 @@ int kqp_query_srq_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_srq *srq;
 	int ret;
 
-	if (cmd->__reserved)
-		return -EOPNOTSUPP;
 	srq = kqp_srq_get_hw(ucmd->uctx, cmd->srq);
 	if (IS_ERR(srq))
 		return PTR_ERR(srq);

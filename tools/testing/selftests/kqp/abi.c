@@ -9,10 +9,17 @@
 #include <netinet/in.h>
 #include <sys/mman.h>
 
+#include <kqp/cmd_rsv.h>
+
 #include "kselftest_harness.h"
 #include "kqp_test.h"
 
 #define ARGBUF 1024
+
+struct abi_rsv {
+	size_t off;
+	size_t len;
+};
 
 struct abi_case {
 	const char *name;
@@ -21,6 +28,8 @@ struct abi_case {
 	size_t min_size;	/* end of the first version's last field */
 	long reserved_off;	/* a __reserved field, or -1 */
 	size_t reserved_size;
+	/* The reserved members kqp/cmds.h lists, up to one of len 0. */
+	const struct abi_rsv *listed_rsv;
 	long uptr_off;		/* a user pointer the command uses, or -1 */
 	uint32_t valid_flags;
 	/*
@@ -229,15 +238,19 @@ static void prep_reg_mr(int fd, void *arg)
 }
 
 /*
- * Each command's argument, the end of its first version and its flags,
- * from the one list (include/kqp/cmds.h): abi_NAME_t, abi_NAME_min and
- * abi_NAME_flags.
+ * Each command's argument, the end of its first version, its flags and
+ * its reserved members, from the one list (include/kqp/cmds.h):
+ * abi_NAME_t, abi_NAME_min, abi_NAME_flags and abi_NAME_listed.
  */
-#define KQP_CMD(_name, _fn, _struct, _last, _known, _kind)		\
+#define KQP_RSV_ENTRY(_s, _m) { offsetof(_s, _m), sizeof(((_s *)0)->_m) }
+#define KQP_CMD(_name, _fn, _struct, _last, _known, _kind, _rsv)	\
 	typedef _struct abi_##_name##_t;				\
 	enum {								\
 		abi_##_name##_min = offsetofend(_struct, _last),	\
 		abi_##_name##_flags = _known,				\
+	};								\
+	static const struct abi_rsv abi_##_name##_listed[KQP_RSV_MAX + 1] = { \
+		KQP_RSV_EACH(_struct, _rsv)				\
 	};
 #include <kqp/cmds.h>
 
@@ -254,6 +267,7 @@ static void prep_reg_mr(int fd, void *arg)
 		.size = sizeof(abi_##_name##_t),			\
 		.min_size = abi_##_name##_min,				\
 		_rsv(abi_##_name##_t),					\
+		.listed_rsv = abi_##_name##_listed,			\
 		.uptr_off = _uptr,					\
 		.valid_flags = abi_##_name##_flags,			\
 		.prep = _prep,						\
@@ -500,6 +514,38 @@ TEST_F(abi, reserved_nonzero_eopnotsupp)
 				TH_LOG("%s reserved byte %zu", c->name, byte);
 		}
 	}
+}
+
+/*
+ * Every reserved member the one list names, nested ones included, is
+ * refused when it is not zero, whatever the command: the dispatcher
+ * checks them before any command runs.
+ */
+TEST_F(abi, listed_reserved_nonzero_eopnotsupp)
+{
+	uint8_t buf[ARGBUF] __attribute__((aligned(8)));
+	const struct abi_case *c;
+	const struct abi_rsv *r;
+	size_t byte;
+	int members = 0;
+
+	for_each_case(c) {
+		for (r = c->listed_rsv; r->len; r++) {
+			members++;
+			ASSERT_LE(r->off + r->len, c->size);
+			for (byte = 0; byte < r->len;
+			     byte += r->len > 1 ? r->len - 1 : 1) {
+				prep(self->fd, c, buf);
+				buf[r->off + byte] = 0x80;
+				EXPECT_EQ(EOPNOTSUPP,
+					  run(self->fd, c, buf, c->size))
+					TH_LOG("%s reserved at %zu, byte %zu",
+					       c->name, r->off, byte);
+			}
+		}
+	}
+	/* The list has them: a table built wrong would have none. */
+	EXPECT_LT(30, members);
 }
 
 TEST_F(abi, bad_arg_pointer_efault)

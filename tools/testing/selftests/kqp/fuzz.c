@@ -543,7 +543,7 @@ struct cmd_info {
 #define NT_NO_TABLE	true
 
 static const struct cmd_info cmds[KQP_CMD_MAX - KQP_CMD_BASE] = {
-#define KQP_CMD(_name, _fn, _struct, _last, _flags, _kind)		\
+#define KQP_CMD(_name, _fn, _struct, _last, _flags, _kind, _rsv)	\
 	[KQP_CMD_##_name - KQP_CMD_BASE] = {				\
 		#_name, KQP_IOCTL_##_name, sizeof(_struct),		\
 		offsetofend(_struct, _last), _flags, NT_##_kind		\
