@@ -9,27 +9,24 @@
  */
 #include <linux/anon_inodes.h>
 #include <linux/file.h>
-#include <linux/pagemap.h>
 #include <linux/nsproxy.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
-#include <linux/uaccess.h>
 
 #include <net/net_namespace.h>
 
 #include "kqp.h"
+#include "evq.h"
 
 #define KQP_ASYNC_MAX 1024
 
 /**
  * struct kqp_async - a table's async event queue, behind its async fd
  * @ref: one for the table, one for the fd
- * @lock: protects @events, @pending and @dropped
- * @read_mutex: held by a reader from peeking to removing, and by an
- *	object leaving (kqp_async_forget())
- * @wait: woken when an event is queued
- * @events: struct kqp_async_entry, oldest first
- * @pending: entries in @events, at most KQP_ASYNC_MAX
+ * @q: struct kqp_async_entry; its lock also protects @pending and
+ *	@dropped, and an object leaving takes its read_mutex
+ *	(kqp_async_forget())
+ * @pending: entries in @q, at most KQP_ASYNC_MAX
  * @dropped: events not queued: the queue was full, or memory short
  * @all: in kqp_asyncs while both the table and the fd are there, under
  *	kqp_asyncs_lock
@@ -38,10 +35,7 @@
  */
 struct kqp_async {
 	struct kref ref;
-	spinlock_t lock;		/* @events, @pending, @dropped */
-	struct mutex read_mutex;	/* a reader; an object leaving */
-	wait_queue_head_t wait;
-	struct list_head events;
+	struct kqp_evq q;
 	unsigned int pending;
 	unsigned long dropped;
 	struct list_head all;
@@ -67,10 +61,10 @@ static void kqp_async_free(struct kref *ref)
 	struct kqp_async *async = container_of(ref, struct kqp_async, ref);
 	struct kqp_async_entry *e, *tmp;
 
-	list_for_each_entry_safe(e, tmp, &async->events, list)
+	list_for_each_entry_safe(e, tmp, &async->q.list, list)
 		kfree(e);
 	put_net(async->net);
-	mutex_destroy(&async->read_mutex);
+	mutex_destroy(&async->q.read_mutex);
 	kfree(async);
 }
 
@@ -91,10 +85,10 @@ static void kqp_async_queue(struct kqp_async *async, u32 event, u32 kind,
 	unsigned long flags;
 
 	e = kzalloc(sizeof(*e), GFP_ATOMIC);
-	spin_lock_irqsave(&async->lock, flags);
+	spin_lock_irqsave(&async->q.lock, flags);
 	if (!e || async->pending >= KQP_ASYNC_MAX) {
 		async->dropped++;
-		spin_unlock_irqrestore(&async->lock, flags);
+		spin_unlock_irqrestore(&async->q.lock, flags);
 		kfree(e);
 		return;
 	}
@@ -103,10 +97,10 @@ static void kqp_async_queue(struct kqp_async *async, u32 event, u32 kind,
 	e->ev.kind = kind;
 	e->ev.handle = handle;
 	e->reported = reported;
-	list_add_tail(&e->list, &async->events);
+	list_add_tail(&e->list, &async->q.list);
 	async->pending++;
-	spin_unlock_irqrestore(&async->lock, flags);
-	wake_up_interruptible(&async->wait);
+	spin_unlock_irqrestore(&async->q.lock, flags);
+	wake_up_interruptible(&async->q.wait);
 }
 
 /*
@@ -155,81 +149,55 @@ void kqp_async_forget(struct kqp_ucontext *uctx, u32 *reported)
 
 	if (!async)
 		return;
-	mutex_lock(&async->read_mutex);
-	spin_lock_irq(&async->lock);
-	list_for_each_entry_safe(e, tmp, &async->events, list) {
+	mutex_lock(&async->q.read_mutex);
+	spin_lock_irq(&async->q.lock);
+	list_for_each_entry_safe(e, tmp, &async->q.list, list) {
 		if (e->reported == reported) {
 			list_move(&e->list, &dead);
 			async->pending--;
 		}
 	}
-	spin_unlock_irq(&async->lock);
-	mutex_unlock(&async->read_mutex);
+	spin_unlock_irq(&async->q.lock);
+	mutex_unlock(&async->q.read_mutex);
 	list_for_each_entry_safe(e, tmp, &dead, list)
 		kfree(e);
 }
 
-static ssize_t kqp_async_read(struct file *filp, char __user *buf,
-			      size_t count, loff_t *pos)
+static void kqp_async_peek(struct kqp_evq *q, void *ev)
 {
-	struct kqp_async *async = filp->private_data;
-	struct kqp_async_entry *e;
-	ssize_t ret;
+	struct kqp_async_entry *e = list_first_entry(&q->list,
+						     struct kqp_async_entry,
+						     list);
 
-	if (count < sizeof(e->ev))
-		return -EINVAL;
-retry:
-	for (;;) {
-		if (mutex_lock_interruptible(&async->read_mutex))
-			return -ERESTARTSYS;
-		spin_lock_irq(&async->lock);
-		if (!list_empty(&async->events))
-			break;
-		spin_unlock_irq(&async->lock);
-		mutex_unlock(&async->read_mutex);
-		if (filp->f_flags & O_NONBLOCK)
-			return -EAGAIN;
-		if (wait_event_interruptible(async->wait,
-					     !list_empty_careful(&async->events)))
-			return -ERESTARTSYS;
-	}
-	e = list_first_entry(&async->events, struct kqp_async_entry, list);
-	spin_unlock_irq(&async->lock);
+	memcpy(ev, &e->ev, sizeof(e->ev));
+}
 
-	/*
-	 * Objects going away wait for read_mutex (kqp_async_forget()): the
-	 * copy must not wait on a page fault.  Fault in with nothing held.
-	 */
-	if (copy_to_user_nofault(buf, &e->ev, sizeof(e->ev))) {
-		mutex_unlock(&async->read_mutex);
-		if (fault_in_writeable(buf, sizeof(e->ev)))
-			return -EFAULT;
-		goto retry;
-	}
-	spin_lock_irq(&async->lock);
+static void *kqp_async_take(struct kqp_evq *q)
+{
+	struct kqp_async *async = container_of(q, struct kqp_async, q);
+	struct kqp_async_entry *e = list_first_entry(&q->list,
+						     struct kqp_async_entry,
+						     list);
+
 	list_del(&e->list);
 	async->pending--;
 	if (e->reported)
 		(*e->reported)++;
-	spin_unlock_irq(&async->lock);
-	kfree(e);
-	ret = sizeof(struct kqp_async_event);
-	mutex_unlock(&async->read_mutex);
-	return ret;
+	return e;
 }
 
-static __poll_t kqp_async_poll(struct file *filp,
-			       struct poll_table_struct *wait)
-{
-	struct kqp_async *async = filp->private_data;
+static_assert(sizeof(struct kqp_async_event) <= KQP_EVQ_EVENT_MAX);
 
-	poll_wait(filp, &async->wait, wait);
-	return list_empty_careful(&async->events) ? 0 : EPOLLIN | EPOLLRDNORM;
-}
+static const struct kqp_evq_ops kqp_async_evq_ops = {
+	.size = sizeof(struct kqp_async_event),
+	.peek = kqp_async_peek,
+	.take = kqp_async_take,
+};
 
 static int kqp_async_release(struct inode *inode, struct file *filp)
 {
-	struct kqp_async *async = filp->private_data;
+	struct kqp_async *async = container_of(filp->private_data,
+					       struct kqp_async, q);
 
 	kqp_async_unlink(async);
 	kref_put(&async->ref, kqp_async_free);
@@ -238,8 +206,8 @@ static int kqp_async_release(struct inode *inode, struct file *filp)
 
 static const struct file_operations kqp_async_fops = {
 	.owner = THIS_MODULE,
-	.read = kqp_async_read,
-	.poll = kqp_async_poll,
+	.read = kqp_evq_read,
+	.poll = kqp_evq_poll,
 	.release = kqp_async_release,
 	.llseek = noop_llseek,
 };
@@ -258,10 +226,7 @@ int kqp_create_async_fd_ioctl(struct kqp_ucmd *ucmd)
 	/* One for the table, one for the file. */
 	kref_init(&async->ref);
 	kref_get(&async->ref);
-	spin_lock_init(&async->lock);
-	mutex_init(&async->read_mutex);
-	init_waitqueue_head(&async->wait);
-	INIT_LIST_HEAD(&async->events);
+	kqp_evq_init(&async->q, &kqp_async_evq_ops);
 	INIT_LIST_HEAD(&async->all);
 	async->net = get_net(current->nsproxy->net_ns);
 
@@ -270,7 +235,7 @@ int kqp_create_async_fd_ioctl(struct kqp_ucmd *ucmd)
 		ret = fd;
 		goto err_free;
 	}
-	filp = anon_inode_getfile("[kqp-async]", &kqp_async_fops, async,
+	filp = anon_inode_getfile("[kqp-async]", &kqp_async_fops, &async->q,
 				  O_RDWR);
 	if (IS_ERR(filp)) {
 		ret = PTR_ERR(filp);

@@ -4,28 +4,26 @@
  * itself to its channel's pending list (from the CQ's poll, a softirq,
  * or a flush, under the CQ's spinlock); read() hands out one
  * notification per call.
- *
- * Readers also hold read_mutex from looking at the first pending CQ until
- * it is counted, and a CQ being destroyed takes it to leave the list, so a
- * reader never reports a CQ that has gone, and the count destroy returns
- * is exactly what readers saw.
+ * The queue's entries are the CQs themselves, each once however often it
+ * fired, and a CQ being destroyed leaves the queue (evq.h): a reader
+ * never reports a CQ that has gone, and the count destroy returns is
+ * exactly what readers saw.
  */
 #include <linux/anon_inodes.h>
 #include <linux/file.h>
-#include <linux/pagemap.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
-#include <linux/uaccess.h>
 
 #include "kqp.h"
 #include "cq.h"
+#include "evq.h"
 
 static void kqp_channel_free(struct kref *ref)
 {
 	struct kqp_channel *chan = container_of(ref, struct kqp_channel, ref);
 
-	WARN_ON(!list_empty(&chan->pending));
-	mutex_destroy(&chan->read_mutex);
+	WARN_ON(!list_empty(&chan->q.list));
+	mutex_destroy(&chan->q.read_mutex);
 	kfree(chan);
 }
 
@@ -45,12 +43,12 @@ void kqp_channel_notify(struct kqp_channel *chan, struct kqp_cq *cq)
 {
 	unsigned long flags;
 
-	spin_lock_irqsave(&chan->lock, flags);
+	spin_lock_irqsave(&chan->q.lock, flags);
 	if (cq->chan_pending < KQP_CQ_MAX_PENDING_EVENTS &&
 	    !cq->chan_pending++)
-		list_add_tail(&cq->chan_entry, &chan->pending);
-	spin_unlock_irqrestore(&chan->lock, flags);
-	wake_up_interruptible(&chan->wait);
+		list_add_tail(&cq->chan_entry, &chan->q.list);
+	spin_unlock_irqrestore(&chan->q.lock, flags);
+	wake_up_interruptible(&chan->q.wait);
 }
 
 /* The CQ is being destroyed: drop its notifications, return how many were read. */
@@ -58,88 +56,57 @@ u32 kqp_channel_forget(struct kqp_channel *chan, struct kqp_cq *cq)
 {
 	u32 reported;
 
-	mutex_lock(&chan->read_mutex);
-	spin_lock_irq(&chan->lock);
+	mutex_lock(&chan->q.read_mutex);
+	spin_lock_irq(&chan->q.lock);
 	if (cq->chan_pending)
 		list_del_init(&cq->chan_entry);
 	cq->chan_pending = 0;
 	reported = cq->comp_events_reported;
-	spin_unlock_irq(&chan->lock);
-	mutex_unlock(&chan->read_mutex);
+	spin_unlock_irq(&chan->q.lock);
+	mutex_unlock(&chan->q.read_mutex);
 	return reported;
 }
 
-static ssize_t kqp_channel_read(struct file *filp, char __user *buf,
-				size_t count, loff_t *pos)
+static void kqp_channel_peek(struct kqp_evq *q, void *ev)
 {
-	struct kqp_channel *chan = filp->private_data;
-	struct kqp_comp_event ev = {};
-	struct kqp_cq *cq;
-	ssize_t ret;
+	struct kqp_cq *cq = list_first_entry(&q->list, struct kqp_cq,
+					     chan_entry);
+	struct kqp_comp_event *e = ev;
 
-	if (count < sizeof(ev))
-		return -EINVAL;
+	e->cq_uid = cq->uid;
+	e->cq = cq->vobj.obj.id;
+}
 
-retry:
-	for (;;) {
-		if (mutex_lock_interruptible(&chan->read_mutex))
-			return -ERESTARTSYS;
-		spin_lock_irq(&chan->lock);
-		if (!list_empty(&chan->pending))
-			break;
-		spin_unlock_irq(&chan->lock);
-		mutex_unlock(&chan->read_mutex);
-		if (filp->f_flags & O_NONBLOCK)
-			return -EAGAIN;
-		if (wait_event_interruptible(chan->wait,
-					     !list_empty_careful(&chan->pending)))
-			return -ERESTARTSYS;
-	}
-	cq = list_first_entry(&chan->pending, struct kqp_cq, chan_entry);
-	ev.cq_uid = cq->uid;
-	ev.cq = cq->vobj.obj.id;
-	spin_unlock_irq(&chan->lock);
+static void *kqp_channel_take(struct kqp_evq *q)
+{
+	struct kqp_cq *cq = list_first_entry(&q->list, struct kqp_cq,
+					     chan_entry);
 
-	/*
-	 * A notification leaves only once it reached the caller.  The CQ's
-	 * destruction waits for read_mutex, so the copy must not wait on a
-	 * page fault: fault the memory in with nothing held, and retry.
-	 */
-	if (copy_to_user_nofault(buf, &ev, sizeof(ev))) {
-		mutex_unlock(&chan->read_mutex);
-		if (fault_in_writeable(buf, sizeof(ev)))
-			return -EFAULT;
-		goto retry;
-	}
-	spin_lock_irq(&chan->lock);
 	if (!--cq->chan_pending)
 		list_del_init(&cq->chan_entry);
 	cq->comp_events_reported++;
-	spin_unlock_irq(&chan->lock);
-	ret = sizeof(ev);
-	mutex_unlock(&chan->read_mutex);
-	return ret;
+	return NULL;
 }
 
-static __poll_t kqp_channel_poll(struct file *filp,
-				 struct poll_table_struct *wait)
-{
-	struct kqp_channel *chan = filp->private_data;
+static_assert(sizeof(struct kqp_comp_event) <= KQP_EVQ_EVENT_MAX);
 
-	poll_wait(filp, &chan->wait, wait);
-	return list_empty_careful(&chan->pending) ? 0 : EPOLLIN | EPOLLRDNORM;
-}
+static const struct kqp_evq_ops kqp_channel_evq_ops = {
+	.size = sizeof(struct kqp_comp_event),
+	.peek = kqp_channel_peek,
+	.take = kqp_channel_take,
+};
 
 static int kqp_channel_release(struct inode *inode, struct file *filp)
 {
-	kqp_channel_put(filp->private_data);
+	kqp_channel_put(container_of(filp->private_data, struct kqp_channel,
+				     q));
 	return 0;
 }
 
 static const struct file_operations kqp_channel_fops = {
 	.owner = THIS_MODULE,
-	.read = kqp_channel_read,
-	.poll = kqp_channel_poll,
+	.read = kqp_evq_read,
+	.poll = kqp_evq_poll,
 	.release = kqp_channel_release,
 	.llseek = noop_llseek,
 };
@@ -157,7 +124,7 @@ struct kqp_channel *kqp_channel_get_fd(int fd)
 		fput(filp);
 		return ERR_PTR(-EINVAL);
 	}
-	chan = filp->private_data;
+	chan = container_of(filp->private_data, struct kqp_channel, q);
 	kref_get(&chan->ref);
 	fput(filp);
 	return chan;
@@ -176,10 +143,7 @@ struct kqp_channel *kqp_channel_make_fd(int *fd, struct file **filp)
 	if (!chan)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&chan->ref);
-	spin_lock_init(&chan->lock);
-	mutex_init(&chan->read_mutex);
-	init_waitqueue_head(&chan->wait);
-	INIT_LIST_HEAD(&chan->pending);
+	kqp_evq_init(&chan->q, &kqp_channel_evq_ops);
 
 	*fd = get_unused_fd_flags(O_CLOEXEC);
 	if (*fd < 0) {
@@ -189,7 +153,7 @@ struct kqp_channel *kqp_channel_make_fd(int *fd, struct file **filp)
 		return ERR_PTR(ret);
 	}
 	/* The file owns the initial reference. */
-	*filp = anon_inode_getfile("[kqp-comp]", &kqp_channel_fops, chan,
+	*filp = anon_inode_getfile("[kqp-comp]", &kqp_channel_fops, &chan->q,
 				   O_RDWR);
 	if (IS_ERR(*filp)) {
 		int ret = PTR_ERR(*filp);

@@ -11,22 +11,17 @@
 #include <linux/irq_work.h>
 
 #include "kqp.h"
+#include "evq.h"
 
 /**
  * struct kqp_channel - a completion channel, behind an anonymous fd
  * @ref: the fd holds one, each CQ using the channel one
- * @lock: protects @pending and the CQs' counts
- * @read_mutex: held by a reader from peeking to counting, and by a CQ
- *	leaving the channel
- * @wait: woken when a CQ is added to @pending
- * @pending: struct kqp_cq with notifications not read yet
+ * @q: struct kqp_cq with notifications not read yet; its lock also
+ *	protects the CQs' counts, and a CQ leaving takes its read_mutex
  */
 struct kqp_channel {
 	struct kref ref;
-	spinlock_t lock;		/* @pending, the CQs' counts */
-	struct mutex read_mutex;	/* a reader; a CQ leaving */
-	wait_queue_head_t wait;
-	struct list_head pending;
+	struct kqp_evq q;
 };
 
 /* Histogram buckets of the callback-to-ring delay: [2^b, 2^(b+1)) ns. */
@@ -56,7 +51,7 @@ struct kqp_cq_stats {
  * @uid: the caller's value, reported with channel and async events
  * @cqe: the CQ's actual depth
  * @channel: completion channel, referenced, or NULL
- * @chan_entry: in @channel->pending while notifications wait
+ * @chan_entry: in @channel->q while notifications wait
  * @chan_pending: notifications waiting in @channel, under its lock
  * @comp_events_reported: notifications read from @channel, under its lock
  * @ring: the shared ring: header, then @entries CQEs, in @ring_vmem

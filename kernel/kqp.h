@@ -106,14 +106,13 @@ extern struct workqueue_struct *kqp_wq;
  *   kqp_cq.lock				(spin, bh) producer, arming
  *     kqp_qp.lock			(spin, irq) a QP's slots
  *     kqp_srq.lock			(spin, irq) an SRQ's slots
- *     kqp_channel.lock			(spin, irqsave) pending CQs
- *     kqp_async.lock (async.c)		(spin, irqsave) async events
- *   kqp_channel.read_mutex -> kqp_channel.lock
- *   kqp_async.read_mutex -> kqp_async.lock
+ *     kqp_channel.q.lock		(spin, irqsave) pending CQs
+ *     kqp_async.q.lock (async.c)	(spin, irqsave) async events
+ *   kqp_evq.read_mutex -> kqp_evq.lock (evq.h): a channel's, an async fd's
  *   ib_device.event_handler_rwsem	ib_core's, read: a device event
  *     kqp_asyncs_lock (async.c)	(spin, irqsave) the queues device
  *					events go to
- *       kqp_async.lock
+ *       kqp_async.q.lock
  *   xa_lock(&kqp_ucontext.objects)	a leaf: taken under kqp_file.lock,
  *					kqp_ucontext.lock and others
  *   kqp_users_lock (account.c), kqp_devices_rwsem (device.c) and
