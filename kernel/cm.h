@@ -47,7 +47,7 @@ enum kqp_cm_answer {
  * @answer: what the id waits for the caller to answer, if anything: a
  *	connection request (ACCEPT or REJECT) or a connection response
  *	(ESTABLISH or REJECT); set by the event handler and cleared by those
- *	commands, all under the rdma_cm handler lock (see kqp_reject_ioctl())
+ *	commands, all under the rdma_cm handler lock (see kqp_cm_answer())
  * @events_reported: events for this id taken by GET_EVENT
  * @cm_events: events rdma_cm delivered for the id; written under the
  *	rdma_cm handler lock, waited on by NOTIFY (see kqp_notify_ioctl())

@@ -649,6 +649,59 @@ int kqp_connect_ioctl(struct kqp_ucmd *ucmd)
 	return ret;
 }
 
+/* How an owner answers its id (kqp_cm_answer()). */
+enum kqp_cm_how {
+	KQP_CM_ACCEPT,		/* a request: @param, then @uid */
+	KQP_CM_ESTABLISH,	/* a response */
+	KQP_CM_REJECT,		/* either: @pdata */
+};
+
+/*
+ * What the id waits for its owner to answer (ctx->answer), answered once,
+ * under the handler's lock, so that the answer, and an accepted id's new
+ * uid and readiness, are ordered with the events that follow.  Answering
+ * anything else, or nothing, is EINVAL: ib_cm would also send a REJ from
+ * an id whose own REQ (active side, before any answer) or REP (passive
+ * side, after ACCEPT) still waits for a reply, and leave that MAD
+ * retrying.  The listener then sees the REQ again as a new request, and
+ * the MAD holds the ib_cm id for 16 response timeouts (about 75 s), so
+ * destroying the id, or closing the file, sleeps that long.
+ * rdma_accept() sends such a REJ when it fails.  ucma takes all of
+ * these.  With the id locked (kqp_cm_id_lock()).
+ */
+static int kqp_cm_answer(struct kqp_cm_id *ctx, enum kqp_cm_how how,
+			 struct rdma_conn_param *param, u64 uid,
+			 const void *pdata, u8 pdata_len)
+{
+	int ret = -EINVAL;
+
+	rdma_lock_handler(ctx->cm_id);
+	switch (how) {
+	case KQP_CM_ACCEPT:
+		if (ctx->answer == KQP_ANSWER_REQUEST)
+			ret = rdma_accept(ctx->cm_id, param);
+		if (!ret) {
+			ctx->uid = uid;
+			ctx->ready = true;
+		}
+		break;
+	case KQP_CM_ESTABLISH:
+		if (ctx->answer == KQP_ANSWER_RESPONSE)
+			ret = rdma_accept(ctx->cm_id, NULL);
+		break;
+	case KQP_CM_REJECT:
+		if (ctx->answer != KQP_ANSWER_NONE)
+			ret = rdma_reject(ctx->cm_id, pdata_len ? pdata : NULL,
+					  pdata_len,
+					  IB_CM_REJ_CONSUMER_DEFINED);
+		break;
+	}
+	if (!ret)
+		ctx->answer = KQP_ANSWER_NONE;
+	rdma_unlock_handler(ctx->cm_id);
+	return ret;
+}
+
 int kqp_accept_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_accept *cmd = ucmd->cmd;
@@ -660,25 +713,9 @@ int kqp_accept_ioctl(struct kqp_ucmd *ucmd)
 	ctx = kqp_conn_lock(ucmd, cmd->id, &cmd->param, &param, pdata);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
-	/*
-	 * rdma_accept() wants the handler lock, and taking it also makes the
-	 * id ready atomically with respect to the events that follow.  Only
-	 * a request is accepted (see kqp_reject_ioctl()): on an active id still
-	 * waiting for its answer, rdma_accept() fails and rejects, and the
-	 * REJ leaves the id's REQ retrying.
-	 */
 	if (ctx->qp)
 		kqp_qp_peer_rnr(ctx->qp, ctx->cm_id, param.rnr_retry_count);
-	rdma_lock_handler(ctx->cm_id);
-	ret = -EINVAL;
-	if (ctx->answer == KQP_ANSWER_REQUEST)
-		ret = rdma_accept(ctx->cm_id, &param);
-	if (!ret) {
-		ctx->uid = cmd->uid;
-		ctx->ready = true;
-		ctx->answer = KQP_ANSWER_NONE;
-	}
-	rdma_unlock_handler(ctx->cm_id);
+	ret = kqp_cm_answer(ctx, KQP_CM_ACCEPT, &param, cmd->uid, NULL, 0);
 	kqp_cm_id_unlock(ctx);
 	return ret;
 }
@@ -699,27 +736,8 @@ int kqp_reject_ioctl(struct kqp_ucmd *ucmd)
 	ctx = kqp_cm_id_lock(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
-	/*
-	 * Only an answer to a request or a response (ctx->answer; ACCEPT and
-	 * ESTABLISH keep to it too).  ib_cm also sends a REJ from an id
-	 * whose own REQ (active side, before any answer) or REP (passive
-	 * side, after ACCEPT) still waits for a reply, and leaves that MAD
-	 * retrying: the listener sees the REQ again as a new request, and
-	 * the MAD holds the ib_cm id for 16 response timeouts (about 75 s),
-	 * so destroying the id, or closing the file, sleeps that long.
-	 * rdma_accept() sends such a REJ when it fails.  ucma takes all of
-	 * these.
-	 */
-	rdma_lock_handler(ctx->cm_id);
-	ret = -EINVAL;
-	if (ctx->answer != KQP_ANSWER_NONE)
-		ret = rdma_reject(ctx->cm_id,
-				  cmd->private_data_len ? pdata : NULL,
-				  cmd->private_data_len,
-				  IB_CM_REJ_CONSUMER_DEFINED);
-	if (!ret)
-		ctx->answer = KQP_ANSWER_NONE;
-	rdma_unlock_handler(ctx->cm_id);
+	ret = kqp_cm_answer(ctx, KQP_CM_REJECT, NULL, 0, pdata,
+			    cmd->private_data_len);
 	kqp_cm_id_unlock(ctx);
 	return ret;
 }
@@ -752,14 +770,7 @@ int kqp_establish_ioctl(struct kqp_ucmd *ucmd)
 	ctx = kqp_cm_id_lock(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
-	/* Only a response is answered so (see kqp_reject_ioctl()). */
-	rdma_lock_handler(ctx->cm_id);
-	ret = -EINVAL;
-	if (ctx->answer == KQP_ANSWER_RESPONSE)
-		ret = rdma_accept(ctx->cm_id, NULL);
-	if (!ret)
-		ctx->answer = KQP_ANSWER_NONE;
-	rdma_unlock_handler(ctx->cm_id);
+	ret = kqp_cm_answer(ctx, KQP_CM_ESTABLISH, NULL, 0, NULL, 0);
 	kqp_cm_id_unlock(ctx);
 	return ret;
 }
