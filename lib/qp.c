@@ -829,6 +829,13 @@ int kqp_post_buf(const struct kqp_post_target *t, unsigned long req,
 	return ret;
 }
 
+/* The request after @wr, an ibv_recv_wr or an ibv_send_wr. */
+static void *kqp_wr_next(const void *wr, bool recv)
+{
+	return recv ? (void *)((const struct ibv_recv_wr *)wr)->next :
+		      (void *)((const struct ibv_send_wr *)wr)->next;
+}
+
 /*
  * Hand a built list to the kernel; on failure point at the culprit.
  * 0 or -errno.
@@ -846,8 +853,7 @@ static int kqp_post_list(const struct kqp_post_target *t, unsigned long req,
 		return 0;
 	w = first;
 	for (i = 0; i < posted && w; i++)
-		w = recv ? (void *)((struct ibv_recv_wr *)w)->next :
-			   (void *)((struct ibv_send_wr *)w)->next;
+		w = kqp_wr_next(w, recv);
 	if (bad)
 		*bad = w;
 	return ret;
@@ -874,81 +880,49 @@ static void kqp_recv_wr_fill(void *p, const struct ibv_recv_wr *wr)
 	}
 }
 
+/*
+ * A list of ibv_send_wr or of ibv_recv_wr: the walk over either, which
+ * kqp_post() writes once.  @req: the ioctl that posts it without a ring.
+ */
 struct kqp_post_kind {
 	unsigned long req;
 	bool recv;
-	void *(*next)(const void *wr);
-	int (*num_sge)(const void *wr);
-	size_t (*size)(const void *wr);
-	void (*fill)(void *p, enum ibv_qp_type type, const void *wr);
 };
-
-static void *kqp_send_next(const void *wr)
-{
-	return ((const struct ibv_send_wr *)wr)->next;
-}
-
-static int kqp_send_num_sge(const void *wr)
-{
-	return ((const struct ibv_send_wr *)wr)->num_sge;
-}
-
-static size_t kqp_send_size(const void *wr)
-{
-	return kqp_send_wr_size(wr);
-}
-
-static void kqp_send_fill(void *p, enum ibv_qp_type type, const void *wr)
-{
-	kqp_send_wr_fill(p, type, wr);
-}
-
-static void *kqp_recv_next(const void *wr)
-{
-	return ((const struct ibv_recv_wr *)wr)->next;
-}
-
-static int kqp_recv_num_sge(const void *wr)
-{
-	return ((const struct ibv_recv_wr *)wr)->num_sge;
-}
-
-static size_t kqp_recv_size(const void *wr)
-{
-	return kqp_recv_wr_size(wr);
-}
-
-static void kqp_recv_fill(void *p, enum ibv_qp_type type, const void *wr)
-{
-	(void)type;
-	kqp_recv_wr_fill(p, wr);
-}
 
 static const struct kqp_post_kind kqp_send_kind = {
 	.req = KQP_IOCTL_POST_SEND,
-	.next = kqp_send_next,
-	.num_sge = kqp_send_num_sge,
-	.size = kqp_send_size,
-	.fill = kqp_send_fill,
 };
 
 static const struct kqp_post_kind kqp_recv_kind = {
 	.req = KQP_IOCTL_POST_RECV,
 	.recv = true,
-	.next = kqp_recv_next,
-	.num_sge = kqp_recv_num_sge,
-	.size = kqp_recv_size,
-	.fill = kqp_recv_fill,
 };
 
 static const struct kqp_post_kind kqp_srq_recv_kind = {
 	.req = KQP_IOCTL_POST_SRQ_RECV,
 	.recv = true,
-	.next = kqp_recv_next,
-	.num_sge = kqp_recv_num_sge,
-	.size = kqp_recv_size,
-	.fill = kqp_recv_fill,
 };
+
+static int kqp_wr_num_sge(const void *wr, bool recv)
+{
+	return recv ? ((const struct ibv_recv_wr *)wr)->num_sge :
+		      ((const struct ibv_send_wr *)wr)->num_sge;
+}
+
+/* The request's size in the kernel's form; its num_sge is not negative. */
+static size_t kqp_wr_size(const void *wr, bool recv)
+{
+	return recv ? kqp_recv_wr_size(wr) : kqp_send_wr_size(wr);
+}
+
+static void kqp_wr_fill(void *p, enum ibv_qp_type type, const void *wr,
+			bool recv)
+{
+	if (recv)
+		kqp_recv_wr_fill(p, wr);
+	else
+		kqp_send_wr_fill(p, type, wr);
+}
 
 /*
  * Post a list in as few ioctls as it takes: one, unless it is longer than
@@ -974,9 +948,10 @@ static int kqp_post(const struct kqp_post_target *t,
 		uint32_t count = 0;
 
 		invalid = NULL;
-		for (w = wr; w; w = kind->next(w)) {
-			if (kind->num_sge(w) < 0 ||
-			    (sz = kind->size(w)) > KQP_POST_MAX_BYTES) {
+		for (w = wr; w; w = kqp_wr_next(w, kind->recv)) {
+			if (kqp_wr_num_sge(w, kind->recv) < 0 ||
+			    (sz = kqp_wr_size(w, kind->recv)) >
+			    KQP_POST_MAX_BYTES) {
 				invalid = w;
 				break;
 			}
@@ -999,9 +974,10 @@ static int kqp_post(const struct kqp_post_target *t,
 				buf = p;
 				cap = len;
 			}
-			for (w = wr; off < len; w = kind->next(w)) {
-				kind->fill((char *)buf + off, t->type, w);
-				off += kind->size(w);
+			for (w = wr; off < len; w = kqp_wr_next(w, kind->recv)) {
+				kqp_wr_fill((char *)buf + off, t->type, w,
+					    kind->recv);
+				off += kqp_wr_size(w, kind->recv);
 			}
 			ret = kqp_post_list(t, kind->req, buf, len, count, wr,
 					    bad, kind->recv);
