@@ -580,13 +580,20 @@ out:
 	return ret;
 }
 
+/*
+ * The most private data a caller may pass: rdma_cm's length is a u8.
+ * KQP_MAX_PRIVATE_DATA, one more, sizes what events report and the
+ * buffers here.
+ */
+#define KQP_CM_PDATA_MAX U8_MAX
+
 /* @buf has room for KQP_MAX_PRIVATE_DATA bytes. */
 static int kqp_conn_param_from_user(struct rdma_conn_param *dst,
 				    const struct kqp_conn_param *src, void *buf)
 {
 	if (src->__reserved[0] || src->__reserved[1])
 		return -EOPNOTSUPP;
-	if (src->private_data_len > KQP_MAX_PRIVATE_DATA)
+	if (src->private_data_len > KQP_CM_PDATA_MAX)
 		return -EINVAL;
 
 	memset(dst, 0, sizeof(*dst));
@@ -727,7 +734,7 @@ int kqp_reject_ioctl(struct kqp_ucmd *ucmd)
 	struct kqp_cm_id *ctx;
 	int ret;
 
-	if (cmd->private_data_len > KQP_MAX_PRIVATE_DATA)
+	if (cmd->private_data_len > KQP_CM_PDATA_MAX)
 		return -EINVAL;
 	if (cmd->private_data_len &&
 	    copy_from_user(pdata, u64_to_user_ptr(cmd->private_data),

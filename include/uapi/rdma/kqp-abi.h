@@ -506,8 +506,9 @@ struct kqp_listen {
 /**
  * struct kqp_conn_param - connection parameters, as struct rdma_conn_param
  * @private_data: user pointer to @private_data_len bytes, or 0
- * @private_data_len: at most KQP_MAX_PRIVATE_DATA; rdma_cm applies the
- *	transport's own, smaller, limit (EINVAL beyond it)
+ * @private_data_len: at most 255, as rdma_cm's length is a u8 (EINVAL
+ *	beyond it); rdma_cm applies the transport's own, smaller, limit
+ *	(EINVAL beyond it too)
  * @responder_resources: as in struct rdma_conn_param
  * @initiator_depth: as in struct rdma_conn_param
  * @flow_control: as in struct rdma_conn_param
@@ -578,7 +579,7 @@ struct kqp_accept {
  * @size: sizeof(struct kqp_reject)
  * @flags: must be 0
  * @id: handle
- * @private_data_len: at most KQP_MAX_PRIVATE_DATA
+ * @private_data_len: at most 255, as for struct kqp_conn_param
  * @private_data: user pointer, or 0
  *
  * REJECT answers a connection request (an id from

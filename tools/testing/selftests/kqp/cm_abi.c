@@ -431,6 +431,63 @@ TEST(migrate_listener_with_request_ebusy)
 }
 
 /*
+ * rdma_cm's private data length is a u8: a length of KQP_MAX_PRIVATE_DATA
+ * (256) must be refused, not cut to 0 and the call made without the
+ * data.  Each call is made where it would otherwise succeed.
+ */
+TEST(private_data_past_u8_einval)
+{
+	struct kqp_connect c = { .size = sizeof(c) };
+	struct kqp_accept a = { .size = sizeof(a) };
+	struct kqp_reject r = { .size = sizeof(r) };
+	uint8_t pdata[KQP_MAX_PRIVATE_DATA] = { 1 };
+	int s = kq_open(), cf = kq_open();
+	struct kqp_get_event ev;
+	uint32_t lid, cid;
+	uint16_t p = port();
+
+	ASSERT_LE(0, s);
+	ASSERT_LE(0, cf);
+	ASSERT_EQ(0, kq_create(s, KQP_PS_TCP, KQP_QPT_RC, 1, &lid));
+	ASSERT_EQ(0, kq_bind(s, lid, p));
+	ASSERT_EQ(0, kq_listen(s, lid, 4));
+	ASSERT_EQ(0, kq_client(cf, p, &cid));
+	c.id = cid;
+	c.param.qp_num = 0x1234;
+	c.param.retry_count = 7;
+	c.param.rnr_retry_count = 7;
+	c.param.private_data = (uintptr_t)pdata;
+	c.param.private_data_len = sizeof(pdata);
+	EXPECT_EQ(EINVAL, kqp_test_ioctl(cf, KQP_IOCTL_CONNECT, &c));
+	c.param.private_data_len = 8;
+	ASSERT_EQ(0, kqp_test_ioctl(cf, KQP_IOCTL_CONNECT, &c));
+	ASSERT_EQ(0, kq_expect(s, EV_CONNECT_REQUEST, &ev));
+	/* The transport pads the data: at least ours arrived. */
+	EXPECT_LE(8, ev.out_private_data_len);
+	EXPECT_EQ(1, ev.out_private_data[0]);
+
+	a.id = ev.out_id;
+	a.param.qp_num = 0x5678;
+	a.param.private_data = (uintptr_t)pdata;
+	a.param.private_data_len = sizeof(pdata);
+	EXPECT_EQ(EINVAL, kqp_test_ioctl(s, KQP_IOCTL_ACCEPT, &a));
+	r.id = ev.out_id;
+	r.private_data = (uintptr_t)pdata;
+	r.private_data_len = sizeof(pdata);
+	EXPECT_EQ(EINVAL, kqp_test_ioctl(s, KQP_IOCTL_REJECT, &r));
+	r.private_data_len = 8;
+	EXPECT_EQ(0, kqp_test_ioctl(s, KQP_IOCTL_REJECT, &r));
+	ASSERT_EQ(0, kq_event(cf, &ev, 30000));
+	EXPECT_EQ(EV_REJECTED, ev.out_event);
+	EXPECT_LE(8, ev.out_private_data_len);
+	EXPECT_EQ(1, ev.out_private_data[0]);
+	EXPECT_EQ(0, kq_destroy(cf, cid, NULL));
+	EXPECT_EQ(0, kq_destroy(s, lid, NULL));
+	close(s);
+	close(cf);
+}
+
+/*
  * Closing a file destroys its ids whatever state they are in: bound,
  * listening with unreported requests, resolving, connecting to nobody,
  * connected, joined to a group.  Done in a child, so the ids' owner is
