@@ -55,7 +55,7 @@
  *    MODIFY_SRQ to a deeper SRQ, would take its user past the
  *    max_queue_bytes module parameter, which bounds the kernel memory of
  *    all of a user's queues together, as kqp estimates it from their
- *    capabilities (see README.md, "Module parameters").  It is checked
+ *    capabilities (see kqp(7), MODULE PARAMETERS).  It is checked
  *    before the device allocates anything; nothing is created, and a
  *    refused resize leaves the SRQ as it was.
  *  - EMFILE: a command that creates an object (an id, PD, CQ, QP, SRQ,

@@ -4,7 +4,7 @@
  * library under it, one fact per line.  Built twice from this source,
  * against libkqp and against rdma-core (conform_rdmacm); conform.sh runs
  * both in the bench guest and requires the same lines from each, except
- * for the differences README.md lists as deliberate.
+ * for the differences doc/features.md lists as deliberate.
  *
  * Observed: the libraries' strings; the device's and the port's
  * attributes; which CQ depths and MR access flags are accepted, and the

@@ -5,7 +5,7 @@
 # under it; built against rdma-core (conform_rdmacm) and against libkqp
 # (conform), both run here, in the bench guest, and must print the same
 # lines.  The differences kqp makes on purpose are listed in conform.allow,
-# each with its reason (README.md, "Deliberate differences", says the
+# each with its reason (doc/features.md, "Deliberate differences", says the
 # same): a difference not listed there fails, and so does a listed one
 # that no longer happens, so that the list stays true.  Prints TAP.
 set -u

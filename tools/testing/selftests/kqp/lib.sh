@@ -176,7 +176,7 @@ pair_ok() {
 # other printed nothing on stderr and exited 0, or timed out or was
 # killed after it.  kqp's completions reach the process before rxe's
 # worker goes on, which widens that gap; seen on 6.12-rt, on 6.1 and
-# across two 6.12 guests (README, Standard RDMA tools).
+# across two 6.12 guests (doc/features.md, Standard RDMA tools).
 lost_ack() {
 	local n=$KQP_WORK/$1 w o
 	for w in s c; do
