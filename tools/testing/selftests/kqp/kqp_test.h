@@ -24,7 +24,14 @@
 
 #include <rdma/kqp-abi.h>
 
+/*
+ * A helper source built into tests (rings_lib.c) defines KQP_TEST_LIB: the
+ * harness may be in one object of a program only, so such a source sees
+ * none of it, nor the helpers that report through it.
+ */
+#ifndef KQP_TEST_LIB
 #include "kselftest_harness.h"
+#endif
 
 #define KQP_DEV "/dev/kqp"
 
@@ -131,9 +138,12 @@ static inline long kqp_test_objects_become(long want, int ms)
 	return got;
 }
 
+#ifndef KQP_TEST_LIB
 /*
  * The pipes to a process that stayed root (kqp_test_keys_reader()), for
  * the keys a test that dropped root must still learn; -1 without one.
+ * State of the program: a helper source (KQP_TEST_LIB) would get a copy
+ * of its own that no test started, so it sees none of this.
  */
 static int kqp_test_keys_req = -1, kqp_test_keys_resp = -1;
 
@@ -237,6 +247,7 @@ static inline int kqp_test_dma_lkeys(uint32_t *keys, int max)
 		memcpy(keys, all, n * sizeof(*keys));
 	return n;
 }
+#endif /* KQP_TEST_LIB */
 
 /* The index kqp gives the RDMA device called @name, or KQP_NO_DEVICE. */
 static inline uint32_t kqp_test_dev_index(int fd, const char *name)
@@ -308,6 +319,7 @@ struct kqp_test_other_mr {
 	int up[2], down[2];
 };
 
+#ifndef KQP_TEST_LIB
 static inline void kqp_test_other_mr(struct __test_metadata *_metadata,
 				     struct kqp_test_other_mr *o,
 				     uint32_t access)
@@ -380,6 +392,7 @@ static inline void kqp_test_expect_segv(struct __test_metadata *_metadata,
 	if (WIFSIGNALED(status))
 		EXPECT_EQ(SIGSEGV, WTERMSIG(status));
 }
+#endif /* KQP_TEST_LIB */
 
 /*
  * A thread that tears @sge between a good address and lkey and a bad
