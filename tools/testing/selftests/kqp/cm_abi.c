@@ -153,6 +153,16 @@ static int kq_client(int fd, uint16_t p, uint32_t *id)
 	return 0;
 }
 
+/* A listener on @s at port @p, and a client id on @c resolved to it. */
+static int kq_listener_and_client(int s, int c, uint16_t p, uint32_t *lid,
+				  uint32_t *cid)
+{
+	if (kq_create(s, KQP_PS_TCP, KQP_QPT_RC, 1, lid) ||
+	    kq_bind(s, *lid, p) || kq_listen(s, *lid, 4))
+		return -1;
+	return kq_client(c, p, cid);
+}
+
 static int cm_ids_of(pid_t pid)
 {
 	char line[512], key[32];
@@ -404,10 +414,7 @@ TEST(migrate_listener_with_request_ebusy)
 	ASSERT_LE(0, s);
 	ASSERT_LE(0, c);
 	ASSERT_LE(0, other);
-	ASSERT_EQ(0, kq_create(s, KQP_PS_TCP, KQP_QPT_RC, 1, &lid));
-	ASSERT_EQ(0, kq_bind(s, lid, p));
-	ASSERT_EQ(0, kq_listen(s, lid, 4));
-	ASSERT_EQ(0, kq_client(c, p, &cid));
+	ASSERT_EQ(0, kq_listener_and_client(s, c, p, &lid, &cid));
 	ASSERT_EQ(0, kq_connect(c, cid, 0x1234));
 	struct pollfd pfd = { .fd = s, .events = POLLIN };
 	ASSERT_EQ(1, poll(&pfd, 1, 30000));
@@ -448,10 +455,7 @@ TEST(private_data_past_u8_einval)
 
 	ASSERT_LE(0, s);
 	ASSERT_LE(0, cf);
-	ASSERT_EQ(0, kq_create(s, KQP_PS_TCP, KQP_QPT_RC, 1, &lid));
-	ASSERT_EQ(0, kq_bind(s, lid, p));
-	ASSERT_EQ(0, kq_listen(s, lid, 4));
-	ASSERT_EQ(0, kq_client(cf, p, &cid));
+	ASSERT_EQ(0, kq_listener_and_client(s, cf, p, &lid, &cid));
 	c.id = cid;
 	c.param.qp_num = 0x1234;
 	c.param.retry_count = 7;
