@@ -10,7 +10,6 @@
 #include <linux/anon_inodes.h>
 #include <linux/file.h>
 #include <linux/nsproxy.h>
-#include <linux/poll.h>
 #include <linux/slab.h>
 
 #include <net/net_namespace.h>

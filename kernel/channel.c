@@ -11,7 +11,6 @@
  */
 #include <linux/anon_inodes.h>
 #include <linux/file.h>
-#include <linux/poll.h>
 #include <linux/slab.h>
 
 #include "kqp.h"

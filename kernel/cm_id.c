@@ -587,12 +587,13 @@ out:
  */
 #define KQP_CM_PDATA_MAX U8_MAX
 
-/* @buf has room for KQP_MAX_PRIVATE_DATA bytes. */
+/*
+ * @buf has room for KQP_MAX_PRIVATE_DATA bytes.  @src->__reserved was
+ * checked by the dispatcher (kqp/cmds.h).
+ */
 static int kqp_conn_param_from_user(struct rdma_conn_param *dst,
 				    const struct kqp_conn_param *src, void *buf)
 {
-	if (src->__reserved[0] || src->__reserved[1])
-		return -EOPNOTSUPP;
 	if (src->private_data_len > KQP_CM_PDATA_MAX)
 		return -EINVAL;
 

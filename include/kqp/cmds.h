@@ -39,8 +39,10 @@ KQP_CMD(RESOLVE_ROUTE, resolve_route, struct kqp_resolve_route,
 	timeout_ms, 0, TABLE, ())
 KQP_CMD(QUERY_ID, query_id, struct kqp_query_id, out_paths, 0, TABLE, ())
 KQP_CMD(LISTEN, listen, struct kqp_listen, backlog, 0, TABLE, ())
-KQP_CMD(CONNECT, connect, struct kqp_connect, param, 0, TABLE, (__reserved))
-KQP_CMD(ACCEPT, accept, struct kqp_accept, param, 0, TABLE, (__reserved))
+KQP_CMD(CONNECT, connect, struct kqp_connect, param, 0, TABLE,
+	(__reserved, param.__reserved))
+KQP_CMD(ACCEPT, accept, struct kqp_accept, param, 0, TABLE,
+	(__reserved, param.__reserved))
 KQP_CMD(REJECT, reject, struct kqp_reject, private_data, 0, TABLE, ())
 KQP_CMD(DISCONNECT, disconnect, struct kqp_id_cmd, __reserved, 0, TABLE,
 	(__reserved))
