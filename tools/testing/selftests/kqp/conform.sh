@@ -18,6 +18,7 @@ trap 'rm -rf "$work"' EXIT
 
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
 . "$here/lib.sh"
+kqp_need_bench
 KQP_SHOW_LINES=60
 
 echo "TAP version 13"

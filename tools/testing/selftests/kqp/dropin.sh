@@ -30,6 +30,7 @@ KQP_LIB=$lib
 KQP_LIMIT=$limit
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
 . "$here/lib.sh"
+kqp_need_bench
 
 # How many objects of a type kqp ever made ("TYPE LIVE MADE").
 made() {

@@ -35,6 +35,29 @@
 
 #define KQP_DEV "/dev/kqp"
 
+/*
+ * The bench (tools/testing/vm/guest.sh) names its Soft-RoCE device in
+ * KQP_TEST_RDMA_DEV, and always does.  Without it, run by hand or by
+ * kselftest's run_tests on a machine without that setup, a test that
+ * needs it skips, as kselftests do when what they test is absent; in the
+ * bench nothing skips this way.  A program whose tests all need it (all
+ * but lib_device, which defines KQP_TEST_HOST) skips as a whole.
+ */
+#define KQP_TEST_NEED_BENCH() do {					\
+	if (!getenv("KQP_TEST_RDMA_DEV"))				\
+		SKIP(return, "no Soft-RoCE setup: KQP_TEST_RDMA_DEV unset"); \
+} while (0)
+
+#if !defined(KQP_TEST_LIB) && !defined(KQP_TEST_HOST)
+static void __attribute__((constructor)) kqp_test_need_bench(void)
+{
+	if (getenv("KQP_TEST_RDMA_DEV"))
+		return;
+	printf("TAP version 13\n1..0 # SKIP no Soft-RoCE setup: KQP_TEST_RDMA_DEV unset\n");
+	exit(KSFT_SKIP);
+}
+#endif
+
 #define offsetofend(T, m) (offsetof(T, m) + sizeof(((T *)0)->m))
 
 /* The attributes of each transition, as ib_core's table of them asks. */

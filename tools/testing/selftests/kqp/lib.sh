@@ -30,6 +30,15 @@ kqp_emit() {
 	fi
 }
 
+# kqp_need_bench: exit with kselftest's skip (4) and a TAP plan that says
+# why, unless the bench's Soft-RoCE setup is there: KQP_TEST_RDMA_DEV,
+# which the bench always sets (as kqp_test.h's programs do).
+kqp_need_bench() {
+	[ -n "${KQP_TEST_RDMA_DEV:-}" ] && return 0
+	echo "1..0 # SKIP no Soft-RoCE setup: KQP_TEST_RDMA_DEV unset"
+	exit 4
+}
+
 # tap STATUS DESCRIPTION: one TAP line, numbered in order.
 tap() {
 	kqp_n=$((kqp_n + 1))

@@ -30,6 +30,7 @@ count=10
 
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
 . "$here/lib.sh"
+kqp_need_bench
 
 # side WHO [slow] CMD...: run CMD preloaded with libkqp if WHO is kqp,
 # and with mckey_slow.so ahead of it if asked.  It execs, as lib.sh's

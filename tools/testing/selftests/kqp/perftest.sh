@@ -26,6 +26,7 @@ KQP_WORK=$(mktemp -d)
 trap 'rm -rf "$KQP_WORK"' EXIT
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
 . "$here/lib.sh"
+kqp_need_bench
 
 addr=${KQP_TEST_ADDR:-192.0.2.1}
 dev=${KQP_TEST_RDMA_DEV:-rxe0}

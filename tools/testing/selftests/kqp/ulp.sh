@@ -20,6 +20,12 @@
 # the bench's KQP_TEST_* names and addresses.
 set -u
 
+# Without the bench's setup, a skip (as lib.sh's kqp_need_bench).
+if [ -z "${KQP_TEST_RDMA_DEV:-}" ]; then
+	echo "1..0 # SKIP no Soft-RoCE setup: KQP_TEST_RDMA_DEV unset"
+	exit 4
+fi
+
 ulp=${KQP_ULP_KMOD:-}
 dev=${KQP_TEST_RDMA_DEV:-rxe0}
 addr=${KQP_TEST_ADDR:-192.0.2.1}
