@@ -104,9 +104,6 @@ int kqp_create_ah_ioctl(struct kqp_ucmd *ucmd)
 		goto err_pd;
 	}
 	ah->pd = pd;
-	ret = kqp_object_reserve(uctx, &ah->vobj.obj, KQP_OBJ_AH);
-	if (ret)
-		goto err_free;
 
 	down_read(&kdev->hw_rwsem);
 	if (pd->vobj.hw_gone) {
@@ -116,19 +113,18 @@ int kqp_create_ah_ioctl(struct kqp_ucmd *ucmd)
 	ret = kqp_ah_attr_from_user(kdev->ibdev, &cmd->attr, &attr);
 	if (ret)
 		goto err_unlock;
-	ret = kqp_vobj_charge(&ah->vobj, uctx, kdev);
+	ret = kqp_vobj_begin(uctx, &ah->vobj, KQP_OBJ_AH, kdev, 0);
 	if (ret)
 		goto err_unlock;
 	/* The user variant resolves a RoCE peer's MAC address from its GID. */
 	ibah = rdma_create_user_ah(pd->pd, &attr, NULL);
 	if (IS_ERR(ibah)) {
 		ret = PTR_ERR(ibah);
-		kqp_vobj_uncharge(&ah->vobj);
+		kqp_vobj_cancel(uctx, &ah->vobj);
 		goto err_unlock;
 	}
 	ah->ah = ibah;
-	kref_get(&kdev->ref);
-	kqp_vobj_init(&ah->vobj, kdev, kqp_ah_destroy_hw);
+	kqp_vobj_made(&ah->vobj, kdev, kqp_ah_destroy_hw);
 	up_read(&kdev->hw_rwsem);
 
 	cmd->out_ah = ah->vobj.obj.id;
@@ -136,8 +132,6 @@ int kqp_create_ah_ioctl(struct kqp_ucmd *ucmd)
 
 err_unlock:
 	up_read(&kdev->hw_rwsem);
-	kqp_object_release_id(uctx, &ah->vobj.obj);
-err_free:
 	kfree(ah);
 err_pd:
 	kqp_pd_put_user(pd);

@@ -522,19 +522,10 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 	cq->uctx = uctx;
 	cq->uid = uid;
 
-	ret = kqp_object_reserve(uctx, &cq->vobj.obj, KQP_OBJ_CQ);
+	ret = kqp_vobj_begin(uctx, &cq->vobj, KQP_OBJ_CQ, kdev,
+			     kqp_cq_queue_bytes(cqe));
 	if (ret)
 		goto err_free;
-	/* Within max_queue_bytes before the device allocates anything. */
-	ret = kqp_queue_charge(uctx, &cq->vobj, kqp_cq_queue_bytes(cqe),
-			       false);
-	if (ret)
-		goto err_release;
-
-	lockdep_assert_held_read(&kdev->hw_rwsem);
-	ret = kqp_vobj_charge(&cq->vobj, uctx, kdev);
-	if (ret)
-		goto err_queue;
 	/* The depth asked for, as uverbs asks: the device may round it up. */
 	attr.cqe = cqe;
 	attr.comp_vector = comp_vector;
@@ -542,7 +533,7 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 			    kqp_cq_event_handler, cq, &attr);
 	if (IS_ERR(ibcq)) {
 		ret = PTR_ERR(ibcq);
-		goto err_uncharge;
+		goto err_cancel;
 	}
 	/*
 	 * Not armed yet: the completion handler does not run before the ring
@@ -567,8 +558,7 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 	cq->cq = ibcq;
 	cq->cqe = ibcq->cqe;
 	cq->channel = chan;
-	kref_get(&kdev->ref);
-	kqp_vobj_init(&cq->vobj, kdev, kqp_cq_destroy_hw);
+	kqp_vobj_made(&cq->vobj, kdev, kqp_cq_destroy_hw);
 	/* From now on completions flow into the ring. */
 	ib_req_notify_cq(ibcq, IB_CQ_NEXT_COMP);
 	return cq;
@@ -576,12 +566,8 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 err_destroy:
 	/* A CQ the device keeps is left to it, struct and all. */
 	freeable = kqp_cq_destroy_ib(cq, ibcq);
-err_uncharge:
-	kqp_vobj_uncharge(&cq->vobj);
-err_queue:
-	kqp_queue_uncharge(uctx, &cq->vobj);
-err_release:
-	kqp_object_release_id(uctx, &cq->vobj.obj);
+err_cancel:
+	kqp_vobj_cancel(uctx, &cq->vobj);
 err_free:
 	if (freeable)
 		kfree(cq);
@@ -774,67 +760,42 @@ bool kqp_cq_release_auto(struct kqp_ucontext *uctx, struct kqp_cq *cq,
 int kqp_flush_cq_ioctl(struct kqp_ucmd *ucmd)
 {
 	struct kqp_flush_cq *cmd = ucmd->cmd;
-	struct kqp_ucontext *uctx = ucmd->uctx;
-	struct kqp_device *kdev;
+	bool more = false, sched = false;
+	struct kqp_vobj *vobj;
 	struct kqp_cq *cq;
-	int ret = 0;
 
-	cq = kqp_cq_get(uctx, cmd->cq);
-	if (IS_ERR(cq))
-		return PTR_ERR(cq);
-	kdev = cq->vobj.kdev;
+	vobj = kqp_vobj_get_hw(ucmd->uctx, cmd->cq, KQP_OBJ_CQ);
+	if (IS_ERR(vobj))
+		return PTR_ERR(vobj);
+	cq = container_of(vobj, struct kqp_cq, vobj);
 
-	down_read(&kdev->hw_rwsem);
-	if (cq->vobj.hw_gone) {
-		ret = -ENXIO;
-	} else {
-		bool more = false, sched = false;
-
-		/* In the caller's context, so the room it made is used now. */
-		spin_lock_bh(&cq->lock);
-		if (cq->ring_flags & KQP_CQ_RING_OVERFLOW) {
-			kqp_cq_set_ring_flags(cq, cq->ring_flags &
-						  ~KQP_CQ_RING_OVERFLOW);
-			kqp_cq_drain(cq, cq->entries, &more);
-			/*
-			 * Unless the ring filled again: what is left goes to
-			 * the poll, and the CQ is armed now, so that what
-			 * comes next is not left waiting for a softirq (on
-			 * PREEMPT_RT a thread).  A poll still running from
-			 * before arms again once it is done (kqp_cq_poll()),
-			 * so a callback it swallowed is reported as missed.
-			 */
-			if (!(cq->ring_flags & KQP_CQ_RING_OVERFLOW))
-				sched = more || kqp_cq_arm(cq);
-		}
+	/* In the caller's context, so the room it made is used now. */
+	spin_lock_bh(&cq->lock);
+	if (cq->ring_flags & KQP_CQ_RING_OVERFLOW) {
+		kqp_cq_set_ring_flags(cq, cq->ring_flags &
+					  ~KQP_CQ_RING_OVERFLOW);
+		kqp_cq_drain(cq, cq->entries, &more);
 		/*
-		 * Scheduled with bottom halves off, the poll runs here, at
-		 * spin_unlock_bh(), in the caller's time.  Raised from task
-		 * context with them on, the softirq would only wake
-		 * ksoftirqd, a thread switch (two under a busy-polling
-		 * caller) before the completion reaches the ring.
+		 * Unless the ring filled again: what is left goes to the
+		 * poll, and the CQ is armed now, so that what comes next is
+		 * not left waiting for a softirq (on PREEMPT_RT a thread).
+		 * A poll still running from before arms again once it is
+		 * done (kqp_cq_poll()), so a callback it swallowed is
+		 * reported as missed.
 		 */
-		if (sched)
-			irq_poll_sched(&cq->iop);
-		spin_unlock_bh(&cq->lock);
+		if (!(cq->ring_flags & KQP_CQ_RING_OVERFLOW))
+			sched = more || kqp_cq_arm(cq);
 	}
-	up_read(&kdev->hw_rwsem);
-	kqp_object_put(&cq->vobj.obj);
-	return ret;
-}
-
-/* mmap of a CQ's ring: the offset names the CQ.  ENOENT: no CQ's. */
-int kqp_cq_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma)
-{
-	struct kqp_object *obj;
-	struct kqp_cq *cq;
-	int ret;
-
-	obj = kqp_object_get(uctx, vma->vm_pgoff, KQP_OBJ_CQ);
-	if (IS_ERR(obj))
-		return PTR_ERR(obj);
-	cq = container_of(obj, struct kqp_cq, vobj.obj);
-	ret = kqp_vmem_mmap(cq->ring_vmem, vma);
-	kqp_object_put(obj);
-	return ret;
+	/*
+	 * Scheduled with bottom halves off, the poll runs here, at
+	 * spin_unlock_bh(), in the caller's time.  Raised from task context
+	 * with them on, the softirq would only wake ksoftirqd, a thread
+	 * switch (two under a busy-polling caller) before the completion
+	 * reaches the ring.
+	 */
+	if (sched)
+		irq_poll_sched(&cq->iop);
+	spin_unlock_bh(&cq->lock);
+	kqp_vobj_put_hw(vobj);
+	return 0;
 }

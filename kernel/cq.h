@@ -152,6 +152,5 @@ bool kqp_cq_release_auto(struct kqp_ucontext *uctx, struct kqp_cq *cq,
 			 struct kqp_cq_counts *counts);
 void kqp_cq_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 void kqp_cq_stats_read(struct kqp_cq_stats *st);
-int kqp_cq_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma);
 
 #endif /* KQP_CQ_H */

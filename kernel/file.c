@@ -15,6 +15,7 @@
 #include <linux/uaccess.h>
 
 #include "kqp.h"
+#include "account.h"
 #include "cm.h"
 #include "cq.h"
 #include "pd.h"
@@ -384,24 +385,38 @@ static __poll_t kqp_fops_poll(struct file *filp, struct poll_table_struct *wait)
 	return kqp_events_poll(filp->private_data, filp, wait);
 }
 
+/*
+ * mmap of a CQ's ring or a QP's rings: the offset is the object's handle
+ * (handles are never both); the rules are kqp_vmem_mmap()'s.  No such
+ * object, one already going, or a QP without rings: EINVAL.
+ */
 static int kqp_fops_mmap(struct file *filp, struct vm_area_struct *vma)
 {
 	struct kqp_ucontext *uctx = READ_ONCE(((struct kqp_file *)
 					      filp->private_data)->uctx);
+	struct kqp_object *obj;
+	struct kqp_vmem *vmem;
 	int ret;
 
 	if (!uctx)
 		return -EINVAL;
 	if (!kqp_uctx_is_callers(uctx))
 		return -EPERM;
-	/* The offset is a CQ's handle or a QP's; handles are never both. */
 	if (vma->vm_pgoff > U32_MAX)
 		return -EINVAL;
-	ret = kqp_cq_mmap(uctx, vma);
-	if (ret == -ENOENT)
-		ret = kqp_qp_mmap(uctx, vma);
-	/* No such object, or one already going: as before, EINVAL. */
-	return ret == -ENOENT || ret == -ENXIO ? -EINVAL : ret;
+	obj = kqp_object_get(uctx, vma->vm_pgoff, KQP_OBJ_CQ);
+	if (obj == ERR_PTR(-ENOENT))
+		obj = kqp_object_get(uctx, vma->vm_pgoff, KQP_OBJ_QP);
+	if (IS_ERR(obj))
+		return -EINVAL;
+	/* Set before the object was published, unchanged until its free. */
+	if (obj->type == KQP_OBJ_CQ)
+		vmem = container_of(obj, struct kqp_cq, vobj.obj)->ring_vmem;
+	else
+		vmem = container_of(obj, struct kqp_qp, vobj.obj)->ring_vmem;
+	ret = vmem ? kqp_vmem_mmap(vmem, vma) : -EINVAL;
+	kqp_object_put(obj);
+	return ret;
 }
 
 static int kqp_fops_open(struct inode *inode, struct file *filp)

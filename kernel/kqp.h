@@ -60,8 +60,8 @@ extern struct workqueue_struct *kqp_wq;
  *   uid	a u64 the caller gives an object and gets back with its
  *		events and completions.  Not a user id.
  *   vobj	struct kqp_vobj: an object with a device half (PD, CQ, QP,
- *		MR, AH, SRQ), released on destroy or on device removal,
- *		whichever comes first (@hw_gone).
+ *		MR, AH, SRQ), made in kqp_vobj_begin()'s steps, released on
+ *		destroy or device removal, whichever comes first (@hw_gone).
  *   id		struct kqp_cm_id: an RDMA CM id.  cm_id.c, event.c and
  *		mcast.c name a pointer to one "ctx", as ucma.c names its
  *		struct ucma_context.
@@ -134,6 +134,8 @@ extern struct workqueue_struct *kqp_wq;
  * channel's and the async queue's locks.
  */
 
+struct kqp_async;
+struct kqp_poller;
 struct kqp_ucontext;
 struct kqp_user;
 struct dentry;
@@ -194,8 +196,6 @@ struct kqp_device {
  * it to another file (KQP_IOCTL_ATTACH) makes the two share one, so that
  * event channels and the verbs objects their ids use live in one table.
  */
-struct kqp_poller;
-
 struct kqp_ucontext {
 	struct kref ref;
 	struct xarray objects;
@@ -219,8 +219,6 @@ struct kqp_ucontext {
  * XA_FLAGS_ALLOC uses XA_MARK_0 for itself.
  */
 #define KQP_OBJ_MARK_RINGS	XA_MARK_1
-
-struct kqp_async;
 
 /**
  * struct kqp_file - one open of /dev/kqp: an event channel
@@ -301,6 +299,7 @@ bool kqp_object_claim(struct kqp_ucontext *uctx, struct kqp_object *obj);
 void kqp_object_abort(struct kqp_ucontext *uctx, struct kqp_object *obj);
 int kqp_object_destroy_id(struct kqp_ucontext *uctx, u32 id,
 			  enum kqp_obj_type type);
+void kqp_file_destroy_objects(struct kqp_file *kfile);
 
 struct kqp_ucontext *kqp_ucontext_alloc(void);
 void kqp_ucontext_put(struct kqp_ucontext *uctx);
@@ -336,8 +335,14 @@ struct kqp_vobj {
 	u64 queue_bytes;
 };
 
-void kqp_vobj_init(struct kqp_vobj *vobj, struct kqp_device *kdev,
+int kqp_vobj_begin(struct kqp_ucontext *uctx, struct kqp_vobj *vobj,
+		   enum kqp_obj_type type, struct kqp_device *kdev, u64 qbytes);
+void kqp_vobj_cancel(struct kqp_ucontext *uctx, struct kqp_vobj *vobj);
+void kqp_vobj_made(struct kqp_vobj *vobj, struct kqp_device *kdev,
 		   void (*destroy_hw)(struct kqp_vobj *vobj));
+struct kqp_vobj *kqp_vobj_get_hw(struct kqp_ucontext *uctx, u32 handle,
+				 enum kqp_obj_type type);
+void kqp_vobj_put_hw(struct kqp_vobj *vobj);
 
 void kqp_vobj_release_hw(struct kqp_vobj *vobj);
 void kqp_vobj_destroy_hw(struct kqp_vobj *vobj);
@@ -382,9 +387,6 @@ int kqp_query_pkey_ioctl(struct kqp_ucmd *ucmd);
 /* file.c */
 extern const struct file_operations kqp_fops;
 struct kqp_ucontext *kqp_file_uctx(struct kqp_file *kfile);
-
-/* object.c */
-void kqp_file_destroy_objects(struct kqp_file *kfile);
 
 /* async.c */
 int kqp_create_async_fd_ioctl(struct kqp_ucmd *ucmd);

@@ -309,7 +309,7 @@ static int kqp_qp_mcast(struct kqp_ucmd *ucmd, bool attach)
 unlock:
 	mutex_unlock(&qp->mcast_mutex);
 out:
-	kqp_qp_put_hw(qp);
+	kqp_vobj_put_hw(&qp->vobj);
 	return ret;
 }
 

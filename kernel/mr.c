@@ -165,19 +165,16 @@ int kqp_reg_mr_ioctl(struct kqp_ucmd *ucmd)
 		goto err_pd;
 	}
 	mr->pd = pd;
-	ret = kqp_object_reserve(uctx, &mr->vobj.obj, KQP_OBJ_MR);
-	if (ret)
-		goto err_free;
 	ret = kqp_mr_charge(uctx, mr, cmd->addr, cmd->length);
 	if (ret)
-		goto err_release;
+		goto err_free;
 
 	down_read(&kdev->hw_rwsem);
 	if (pd->vobj.hw_gone) {
 		ret = -ENXIO;
 		goto err_unlock;
 	}
-	ret = kqp_vobj_charge(&mr->vobj, uctx, kdev);
+	ret = kqp_vobj_begin(uctx, &mr->vobj, KQP_OBJ_MR, kdev, 0);
 	if (ret)
 		goto err_unlock;
 	/* Pins the calling process's pages, against its RLIMIT_MEMLOCK. */
@@ -185,7 +182,7 @@ int kqp_reg_mr_ioctl(struct kqp_ucmd *ucmd)
 			      access);
 	if (IS_ERR(ibmr)) {
 		ret = PTR_ERR(ibmr);
-		kqp_vobj_uncharge(&mr->vobj);
+		kqp_vobj_cancel(uctx, &mr->vobj);
 		goto err_unlock;
 	}
 	mr->mr = ibmr;
@@ -193,8 +190,7 @@ int kqp_reg_mr_ioctl(struct kqp_ucmd *ucmd)
 	mr->iova = cmd->iova;
 	mr->length = cmd->length;
 	mr->access = access;
-	kref_get(&kdev->ref);
-	kqp_vobj_init(&mr->vobj, kdev, kqp_mr_destroy_hw);
+	kqp_vobj_made(&mr->vobj, kdev, kqp_mr_destroy_hw);
 	up_read(&kdev->hw_rwsem);
 
 	cmd->out_mr = mr->vobj.obj.id;
@@ -210,8 +206,6 @@ int kqp_reg_mr_ioctl(struct kqp_ucmd *ucmd)
 err_unlock:
 	up_read(&kdev->hw_rwsem);
 	kqp_mr_uncharge(uctx, mr);
-err_release:
-	kqp_object_release_id(uctx, &mr->vobj.obj);
 err_free:
 	kfree(mr);
 err_pd:

@@ -422,9 +422,83 @@ void kqp_ucontext_put(struct kqp_ucontext *uctx)
 	kref_put(&uctx->ref, kqp_ucontext_release);
 }
 
-void kqp_vobj_init(struct kqp_vobj *vobj, struct kqp_device *kdev,
+/*
+ * The steps every verbs object's creation takes, in the spirit of uverbs'
+ * rdma_alloc_begin_uobject() and _commit_, with @kdev->hw_rwsem held for
+ * reading from the first to the third and the device checked alive:
+ *   kqp_vobj_begin()     a handle reserved, @qbytes charged against
+ *                        max_queue_bytes, the object charged to the rdma
+ *                        cgroup: all before the device allocates anything;
+ *   (the object made in ib_core)
+ *   kqp_vobj_made()      the device referenced, the object on its list;
+ *   kqp_object_commit()  the answer written, then the object published,
+ *                        or aborted (file.c).
+ * Until kqp_vobj_made(), kqp_vobj_cancel() undoes kqp_vobj_begin(); after
+ * it, kqp_object_abort() undoes everything.
+ */
+int kqp_vobj_begin(struct kqp_ucontext *uctx, struct kqp_vobj *vobj,
+		   enum kqp_obj_type type, struct kqp_device *kdev, u64 qbytes)
+{
+	int ret;
+
+	lockdep_assert_held_read(&kdev->hw_rwsem);
+	ret = kqp_object_reserve(uctx, &vobj->obj, type);
+	if (ret)
+		return ret;
+	ret = kqp_queue_charge(uctx, vobj, qbytes, false);
+	if (ret)
+		goto err_release;
+	ret = kqp_vobj_charge(vobj, uctx, kdev);
+	if (ret)
+		goto err_queue;
+	return 0;
+
+err_queue:
+	kqp_queue_uncharge(uctx, vobj);
+err_release:
+	kqp_object_release_id(uctx, &vobj->obj);
+	return ret;
+}
+
+void kqp_vobj_cancel(struct kqp_ucontext *uctx, struct kqp_vobj *vobj)
+{
+	kqp_vobj_uncharge(vobj);
+	kqp_queue_uncharge(uctx, vobj);
+	kqp_object_release_id(uctx, &vobj->obj);
+}
+
+/*
+ * The verbs object @handle names, referenced, with its device's hardware
+ * held for a command (hw_rwsem for reading); ENXIO once device removal
+ * took its hardware half.  kqp_vobj_put_hw() lets both go.
+ */
+struct kqp_vobj *kqp_vobj_get_hw(struct kqp_ucontext *uctx, u32 handle,
+				 enum kqp_obj_type type)
+{
+	struct kqp_object *obj = kqp_object_get(uctx, handle, type);
+	struct kqp_vobj *vobj;
+
+	if (IS_ERR(obj))
+		return ERR_CAST(obj);
+	vobj = container_of(obj, struct kqp_vobj, obj);
+	down_read(&vobj->kdev->hw_rwsem);
+	if (!vobj->hw_gone)
+		return vobj;
+	up_read(&vobj->kdev->hw_rwsem);
+	kqp_object_put(obj);
+	return ERR_PTR(-ENXIO);
+}
+
+void kqp_vobj_put_hw(struct kqp_vobj *vobj)
+{
+	up_read(&vobj->kdev->hw_rwsem);
+	kqp_object_put(&vobj->obj);
+}
+
+void kqp_vobj_made(struct kqp_vobj *vobj, struct kqp_device *kdev,
 		   void (*destroy_hw)(struct kqp_vobj *vobj))
 {
+	kref_get(&kdev->ref);
 	vobj->kdev = kdev;
 	vobj->destroy_hw = destroy_hw;
 	vobj->owner = get_task_pid(current, PIDTYPE_TGID);

@@ -42,33 +42,25 @@ static struct kqp_pd *kqp_pd_create_locked(struct kqp_ucontext *uctx,
 	struct ib_pd *ibpd;
 	int ret;
 
-	lockdep_assert_held_read(&kdev->hw_rwsem);
 	pd = kzalloc(sizeof(*pd), GFP_KERNEL_ACCOUNT);
 	if (!pd)
 		return ERR_PTR(-ENOMEM);
-	ret = kqp_object_reserve(uctx, &pd->vobj.obj, KQP_OBJ_PD);
+	ret = kqp_vobj_begin(uctx, &pd->vobj, KQP_OBJ_PD, kdev, 0);
 	if (ret)
 		goto err_free;
-	ret = kqp_vobj_charge(&pd->vobj, uctx, kdev);
-	if (ret)
-		goto err_release;
 	ibpd = ib_alloc_pd(kdev->ibdev, 0);
 	if (IS_ERR(ibpd)) {
 		ret = PTR_ERR(ibpd);
-		goto err_uncharge;
+		kqp_vobj_cancel(uctx, &pd->vobj);
+		goto err_free;
 	}
 	pd->pd = ibpd;
 	pd->uctx = uctx;
 	xa_init(&pd->mrs);
 	pd->is_default = is_default;
-	kref_get(&kdev->ref);
-	kqp_vobj_init(&pd->vobj, kdev, kqp_pd_destroy_hw);
+	kqp_vobj_made(&pd->vobj, kdev, kqp_pd_destroy_hw);
 	return pd;
 
-err_uncharge:
-	kqp_vobj_uncharge(&pd->vobj);
-err_release:
-	kqp_object_release_id(uctx, &pd->vobj.obj);
 err_free:
 	kfree(pd);
 	return ERR_PTR(ret);

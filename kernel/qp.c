@@ -198,12 +198,11 @@ static int kqp_wq_init(struct kqp_wq *wq, u32 depth)
 	return wq->slots ? 0 : -ENOMEM;
 }
 
-/* A QP struct for CREATE_QP, reserved in the table. */
+/* A QP struct for CREATE_QP; kqp_qp_create_hw() reserves its handle. */
 static struct kqp_qp *kqp_qp_alloc(struct kqp_ucontext *uctx,
 				   const struct kqp_create_qp *cmd)
 {
 	struct kqp_qp *qp;
-	int ret;
 
 	qp = kzalloc(sizeof(*qp), GFP_KERNEL_ACCOUNT);
 	if (!qp)
@@ -218,11 +217,6 @@ static struct kqp_qp *kqp_qp_alloc(struct kqp_ucontext *uctx,
 	qp->uid = cmd->uid;
 	qp->qp_type = cmd->qp_type == KQP_QPT_RC ? IB_QPT_RC : IB_QPT_UD;
 	qp->sq_sig_all = cmd->flags & KQP_CREATE_QP_SQ_SIG_ALL;
-	ret = kqp_object_reserve(uctx, &qp->vobj.obj, KQP_OBJ_QP);
-	if (ret) {
-		kfree(qp);
-		return ERR_PTR(ret);
-	}
 	return qp;
 }
 
@@ -358,8 +352,8 @@ static u64 kqp_qp_precharge(struct ib_device *dev,
 
 /*
  * Create the QP on @kdev: through the core on an id, which makes what the
- * caller did not name, or directly.  The QP takes over the reference on
- * @kdev; on failure it is dropped.
+ * caller did not name, or directly.  The caller's reference on @kdev is
+ * dropped either way: a QP made holds its own (kqp_vobj_made()).
  */
 static int kqp_qp_create_hw(struct kqp_uscope *us, struct kqp_qp *qp,
 			    struct kqp_cm_id *cm, struct kqp_device *kdev,
@@ -374,24 +368,18 @@ static int kqp_qp_create_hw(struct kqp_uscope *us, struct kqp_qp *qp,
 		ret = -ENXIO;
 		goto err_hw;
 	}
-	/* Within max_queue_bytes before the device allocates anything. */
-	ret = kqp_queue_charge(us->uctx, &qp->vobj,
-			       kqp_qp_precharge(kdev->ibdev, &attr->cap,
-						qp->srq),
-			       false);
+	ret = kqp_vobj_begin(us->uctx, &qp->vobj, KQP_OBJ_QP, kdev,
+			     kqp_qp_precharge(kdev->ibdev, &attr->cap,
+					      qp->srq));
 	if (ret)
 		goto err_hw;
-	ret = kqp_vobj_charge(&qp->vobj, us->uctx, kdev);
-	if (ret)
-		goto err_queue;
 	if (cm) {
 		/* UD: not bound into the id, so that it can join groups. */
 		ret = kqp_core_create_qp(&us->scope, cm->cm_id,
 					 qp->pd ? qp->pd->pd : NULL, attr,
 					 &res, qp->qp_type == IB_QPT_UD, &ibqp);
 		if (ret) {
-			kqp_vobj_uncharge(&qp->vobj);
-			kqp_queue_uncharge(us->uctx, &qp->vobj);
+			kqp_vobj_cancel(us->uctx, &qp->vobj);
 			up_read(&kdev->hw_rwsem);
 			kqp_core_release(&us->scope, &res);
 			goto err_kdev;
@@ -411,7 +399,7 @@ static int kqp_qp_create_hw(struct kqp_uscope *us, struct kqp_qp *qp,
 		ibqp = ib_create_qp(qp->pd->pd, attr);
 		if (IS_ERR(ibqp)) {
 			ret = PTR_ERR(ibqp);
-			goto err_vobj;
+			goto err_cancel;
 		}
 	}
 	qp->qp = ibqp;
@@ -428,14 +416,13 @@ static int kqp_qp_create_hw(struct kqp_uscope *us, struct kqp_qp *qp,
 		qp->cm = cm;
 		kref_get(&cm->mem_ref);
 	}
-	kqp_vobj_init(&qp->vobj, kdev, kqp_qp_destroy_hw);
+	kqp_vobj_made(&qp->vobj, kdev, kqp_qp_destroy_hw);
 	up_read(&kdev->hw_rwsem);
+	kqp_device_put(kdev);
 	return 0;
 
-err_vobj:
-	kqp_vobj_uncharge(&qp->vobj);
-err_queue:
-	kqp_queue_uncharge(us->uctx, &qp->vobj);
+err_cancel:
+	kqp_vobj_cancel(us->uctx, &qp->vobj);
 err_hw:
 	up_read(&kdev->hw_rwsem);
 err_kdev:
@@ -632,7 +619,6 @@ err_cm:
 		kqp_cm_id_unlock(cm);
 err_deps:
 	kqp_qp_release_deps(uctx, qp, unused);
-	kqp_object_release_id(uctx, &qp->vobj.obj);
 	kfree(qp);
 	return ret;
 }
@@ -657,47 +643,12 @@ int kqp_destroy_qp_ioctl(struct kqp_ucmd *ucmd)
 	return kqp_ucmd_respond(ucmd, sizeof(*cmd));
 }
 
-/* Look up a QP and hold its device's hardware for a command. */
+/* The QP @handle names, its device's hardware held (kqp_vobj_get_hw()). */
 struct kqp_qp *kqp_qp_get_hw(struct kqp_ucontext *uctx, u32 handle)
 {
-	struct kqp_object *obj;
-	struct kqp_qp *qp;
+	struct kqp_vobj *vobj = kqp_vobj_get_hw(uctx, handle, KQP_OBJ_QP);
 
-	obj = kqp_object_get(uctx, handle, KQP_OBJ_QP);
-	if (IS_ERR(obj))
-		return ERR_CAST(obj);
-	qp = container_of(obj, struct kqp_qp, vobj.obj);
-	down_read(&qp->vobj.kdev->hw_rwsem);
-	if (qp->vobj.hw_gone) {
-		up_read(&qp->vobj.kdev->hw_rwsem);
-		kqp_object_put(obj);
-		return ERR_PTR(-ENXIO);
-	}
-	return qp;
-}
-
-void kqp_qp_put_hw(struct kqp_qp *qp)
-{
-	up_read(&qp->vobj.kdev->hw_rwsem);
-	kqp_object_put(&qp->vobj.obj);
-}
-
-/*
- * mmap of a QP's rings: the offset names the QP, the rules are a CQ
- * ring's (kqp_vmalloc_mmap()).  ENOENT when the handle is no QP's.
- */
-int kqp_qp_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma)
-{
-	struct kqp_object *obj;
-	struct kqp_qp *qp;
-	int ret;
-
-	obj = kqp_object_get(uctx, vma->vm_pgoff, KQP_OBJ_QP);
-	if (IS_ERR(obj))
-		return PTR_ERR(obj);
-	qp = container_of(obj, struct kqp_qp, vobj.obj);
-	/* Set before the QP was published, never changed until its free. */
-	ret = qp->ring_vmem ? kqp_vmem_mmap(qp->ring_vmem, vma) : -EINVAL;
-	kqp_object_put(obj);
-	return ret;
+	if (IS_ERR(vobj))
+		return ERR_CAST(vobj);
+	return container_of(vobj, struct kqp_qp, vobj);
 }

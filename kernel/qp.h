@@ -193,8 +193,6 @@ int kqp_create_qp_ioctl(struct kqp_ucmd *ucmd);
 int kqp_destroy_qp_ioctl(struct kqp_ucmd *ucmd);
 void kqp_qp_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 struct kqp_qp *kqp_qp_get_hw(struct kqp_ucontext *uctx, u32 handle);
-void kqp_qp_put_hw(struct kqp_qp *qp);
-int kqp_qp_mmap(struct kqp_ucontext *uctx, struct vm_area_struct *vma);
 void kqp_qp_cap_to_user(struct kqp_qp_cap *dst, const struct ib_qp_cap *src);
 
 /* qp_state.c */

@@ -250,7 +250,7 @@ int kqp_modify_qp_ioctl(struct kqp_ucmd *ucmd)
 		ret = ib_modify_qp(qp->qp, &attr, mask);
 	}
 out:
-	kqp_qp_put_hw(qp);
+	kqp_vobj_put_hw(&qp->vobj);
 	return ret;
 }
 
@@ -311,7 +311,7 @@ int kqp_query_qp_ioctl(struct kqp_ucmd *ucmd)
 	cmd->out_qp_type = qp->qp_type == IB_QPT_RC ? KQP_QPT_RC : KQP_QPT_UD;
 	cmd->out_sq_sig_all = qp->sq_sig_all;
 out:
-	kqp_qp_put_hw(qp);
+	kqp_vobj_put_hw(&qp->vobj);
 	/* Not under hw_rwsem: device removal would wait on the copy. */
 	return ret ? ret : kqp_ucmd_respond(ucmd, sizeof(*cmd));
 }

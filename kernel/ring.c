@@ -805,7 +805,7 @@ static int kqp_doorbell_one(struct kqp_ucontext *uctx, u32 handle, u32 flags)
 		}
 	}
 out:
-	kqp_qp_put_hw(qp);
+	kqp_vobj_put_hw(&qp->vobj);
 	return ret;
 }
 

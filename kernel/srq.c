@@ -286,20 +286,15 @@ static int kqp_srq_create_hw(struct kqp_srq *srq, struct kqp_ucontext *uctx,
 	ret = kqp_srq_check_init(kdev->ibdev, a);
 	if (ret)
 		return ret;
-	/* Within max_queue_bytes before the device allocates anything. */
-	ret = kqp_queue_charge(uctx, &srq->vobj,
-			       kqp_srq_queue_bytes(a->max_wr, a->max_sge,
-						   kqp_srq_nslots(a->max_wr)),
-			       false);
+	ret = kqp_vobj_begin(uctx, &srq->vobj, KQP_OBJ_SRQ, kdev,
+			     kqp_srq_queue_bytes(a->max_wr, a->max_sge,
+						 kqp_srq_nslots(a->max_wr)));
 	if (ret)
 		return ret;
-	ret = kqp_vobj_charge(&srq->vobj, uctx, kdev);
-	if (ret)
-		goto err_queue;
 	ibsrq = ib_create_srq(srq->pd->pd, &init);
 	if (IS_ERR(ibsrq)) {
 		ret = PTR_ERR(ibsrq);
-		goto err_uncharge;
+		goto err_cancel;
 	}
 	/* What the device made: at least what was asked. */
 	ret = ib_query_srq(ibsrq, &got);
@@ -325,17 +320,15 @@ static int kqp_srq_create_hw(struct kqp_srq *srq, struct kqp_ucontext *uctx,
 	a->max_wr = got.max_wr;
 	a->max_sge = srq->max_sge;
 	WRITE_ONCE(srq->ready, true);
-	kqp_vobj_init(&srq->vobj, kdev, kqp_srq_destroy_hw);
+	kqp_vobj_made(&srq->vobj, kdev, kqp_srq_destroy_hw);
 	return 0;
 
 err_srq:
 	ib_destroy_srq(ibsrq);
 	/* A handler that was running sees !ready, but reads @srq. */
 	synchronize_rcu();
-err_uncharge:
-	kqp_vobj_uncharge(&srq->vobj);
-err_queue:
-	kqp_queue_uncharge(uctx, &srq->vobj);
+err_cancel:
+	kqp_vobj_cancel(uctx, &srq->vobj);
 	return ret;
 }
 
@@ -357,13 +350,10 @@ int kqp_create_srq_ioctl(struct kqp_ucmd *ucmd)
 	srq->free_head = KQP_SRQ_NO_SLOT;
 	srq->uctx = uctx;
 	srq->uid = cmd->uid;
-	ret = kqp_object_reserve(uctx, &srq->vobj.obj, KQP_OBJ_SRQ);
-	if (ret)
-		goto err_free;
 	pd = kqp_pd_take(uctx, cmd->pd);
 	if (IS_ERR(pd)) {
 		ret = PTR_ERR(pd);
-		goto err_release;
+		goto err_free;
 	}
 	srq->pd = pd;
 	kdev = pd->vobj.kdev;
@@ -376,15 +366,12 @@ int kqp_create_srq_ioctl(struct kqp_ucmd *ucmd)
 	up_read(&kdev->hw_rwsem);
 	if (ret)
 		goto err_pd;
-	kref_get(&kdev->ref);
 
 	cmd->out_srq = srq->vobj.obj.id;
 	return kqp_object_commit(ucmd, &srq->vobj.obj, sizeof(*cmd));
 
 err_pd:
 	kqp_pd_put_user(pd);
-err_release:
-	kqp_object_release_id(uctx, &srq->vobj.obj);
 err_free:
 	kvfree(srq->slots);
 	mutex_destroy(&srq->post_mutex);
@@ -402,26 +389,14 @@ static struct kqp_srq *kqp_srq_get(struct kqp_ucontext *uctx, u32 handle)
 	return container_of(obj, struct kqp_srq, vobj.obj);
 }
 
-/* Look an SRQ up and hold its device's hardware for a command. */
+/* The SRQ @handle names, its device's hardware held (kqp_vobj_get_hw()). */
 static struct kqp_srq *kqp_srq_get_hw(struct kqp_ucontext *uctx, u32 handle)
 {
-	struct kqp_srq *srq = kqp_srq_get(uctx, handle);
+	struct kqp_vobj *vobj = kqp_vobj_get_hw(uctx, handle, KQP_OBJ_SRQ);
 
-	if (IS_ERR(srq))
-		return srq;
-	down_read(&srq->vobj.kdev->hw_rwsem);
-	if (srq->vobj.hw_gone) {
-		up_read(&srq->vobj.kdev->hw_rwsem);
-		kqp_object_put(&srq->vobj.obj);
-		return ERR_PTR(-ENXIO);
-	}
-	return srq;
-}
-
-static void kqp_srq_put_hw(struct kqp_srq *srq)
-{
-	up_read(&srq->vobj.kdev->hw_rwsem);
-	kqp_object_put(&srq->vobj.obj);
+	if (IS_ERR(vobj))
+		return ERR_CAST(vobj);
+	return container_of(vobj, struct kqp_srq, vobj);
 }
 
 int kqp_destroy_srq_ioctl(struct kqp_ucmd *ucmd)
@@ -564,7 +539,7 @@ int kqp_modify_srq_ioctl(struct kqp_ucmd *ucmd)
 	}
 	mutex_unlock(&srq->post_mutex);
 out:
-	kqp_srq_put_hw(srq);
+	kqp_vobj_put_hw(&srq->vobj);
 	return ret;
 }
 
@@ -579,7 +554,7 @@ int kqp_query_srq_ioctl(struct kqp_ucmd *ucmd)
 	if (IS_ERR(srq))
 		return PTR_ERR(srq);
 	ret = ib_query_srq(srq->srq, &attr);
-	kqp_srq_put_hw(srq);
+	kqp_vobj_put_hw(&srq->vobj);
 	if (ret)
 		return ret;
 	kqp_srq_attr_to_user(&cmd->out_attr, &attr);
@@ -680,7 +655,7 @@ int kqp_post_srq_recv_ioctl(struct kqp_ucmd *ucmd)
 	mutex_unlock(&srq->post_mutex);
 	kfree(ksge);
 out:
-	kqp_srq_put_hw(srq);
+	kqp_vobj_put_hw(&srq->vobj);
 	kvfree(buf);
 	cmd->out_posted = i;
 	/* The posted count is part of the answer, failure or not. */

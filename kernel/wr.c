@@ -31,10 +31,17 @@ static u64 kqp_wrid(struct kqp_qp *qp, u32 slot, bool recv)
 }
 
 /*
- * The completion opcodes and statuses a kernel ib_wc carries are passed
- * to the ring as they are; the uapi's names for them must therefore be
- * ib_core's values.
+ * A request's opcode goes to the device as it is, and the completion
+ * opcodes and statuses a kernel ib_wc carries go to the ring as they are;
+ * the uapi's names for them must therefore be ib_core's values.
  */
+KQP_SAME_AS_IB(KQP_WR_OP_RDMA_WRITE, IB_WR_RDMA_WRITE);
+KQP_SAME_AS_IB(KQP_WR_OP_RDMA_WRITE_WITH_IMM, IB_WR_RDMA_WRITE_WITH_IMM);
+KQP_SAME_AS_IB(KQP_WR_OP_SEND, IB_WR_SEND);
+KQP_SAME_AS_IB(KQP_WR_OP_SEND_WITH_IMM, IB_WR_SEND_WITH_IMM);
+KQP_SAME_AS_IB(KQP_WR_OP_RDMA_READ, IB_WR_RDMA_READ);
+KQP_SAME_AS_IB(KQP_WR_OP_ATOMIC_CMP_AND_SWP, IB_WR_ATOMIC_CMP_AND_SWP);
+KQP_SAME_AS_IB(KQP_WR_OP_ATOMIC_FETCH_AND_ADD, IB_WR_ATOMIC_FETCH_AND_ADD);
 KQP_SAME_AS_IB(KQP_WC_OP_SEND, IB_WC_SEND);
 KQP_SAME_AS_IB(KQP_WC_OP_RDMA_WRITE, IB_WC_RDMA_WRITE);
 KQP_SAME_AS_IB(KQP_WC_OP_RDMA_READ, IB_WC_RDMA_READ);
@@ -356,29 +363,17 @@ long kqp_build_send(struct kqp_qp *qp, struct kqp_object **ah,
 
 	memset(kwr, 0, sizeof(*kwr));
 	switch (hdr->opcode) {
-	case KQP_WR_OP_SEND:
-		wr->opcode = IB_WR_SEND;
-		break;
-	case KQP_WR_OP_SEND_WITH_IMM:
-		wr->opcode = IB_WR_SEND_WITH_IMM;
-		break;
-	case KQP_WR_OP_RDMA_WRITE:
-		wr->opcode = IB_WR_RDMA_WRITE;
-		break;
-	case KQP_WR_OP_RDMA_WRITE_WITH_IMM:
-		wr->opcode = IB_WR_RDMA_WRITE_WITH_IMM;
-		break;
 	case KQP_WR_OP_RDMA_READ:
-		wr->opcode = IB_WR_RDMA_READ;
-		access = IB_ACCESS_LOCAL_WRITE;
-		break;
 	case KQP_WR_OP_ATOMIC_CMP_AND_SWP:
-		wr->opcode = IB_WR_ATOMIC_CMP_AND_SWP;
-		access = IB_ACCESS_LOCAL_WRITE;
-		break;
 	case KQP_WR_OP_ATOMIC_FETCH_AND_ADD:
-		wr->opcode = IB_WR_ATOMIC_FETCH_AND_ADD;
+		/* The device writes what it reads into the local SGEs. */
 		access = IB_ACCESS_LOCAL_WRITE;
+		fallthrough;
+	case KQP_WR_OP_RDMA_WRITE:
+	case KQP_WR_OP_RDMA_WRITE_WITH_IMM:
+	case KQP_WR_OP_SEND:
+	case KQP_WR_OP_SEND_WITH_IMM:
+		wr->opcode = hdr->opcode;
 		break;
 	default:
 		return -EINVAL;
@@ -622,7 +617,7 @@ put_ah:
 	mutex_unlock(recv ? &qp->rq_mutex : &qp->sq_mutex);
 	kfree(kwr);
 out:
-	kqp_qp_put_hw(qp);
+	kqp_vobj_put_hw(&qp->vobj);
 	kvfree(buf);
 	cmd->out_posted = i;
 	/* The posted count is part of the answer, failure or not. */
