@@ -92,15 +92,15 @@ bench:
 	@tools/bench/bench.sh $(BENCH_KERNEL)
 
 bench-perftest:
-	@tools/bench/perftest.sh $(BENCH_KERNEL)
+	@tools/bench/bench-perftest.sh $(BENCH_KERNEL)
 
-# What bounds the bench's ratios: tools/bench/floor.sh.
+# What bounds the bench's ratios: tools/bench/bench-floor.sh.
 bench-floor:
-	@tools/bench/floor.sh $(BENCH_KERNEL)
+	@tools/bench/bench-floor.sh $(BENCH_KERNEL)
 
-# Where the ping-pong's time goes: tools/bench/breakdown.sh.
+# Where the ping-pong's time goes: tools/bench/bench-breakdown.sh.
 bench-breakdown:
-	@tools/bench/breakdown.sh $(BENCH_KERNEL)
+	@tools/bench/bench-breakdown.sh $(BENCH_KERNEL)
 
 demo:
 	@tools/testing/demo.sh

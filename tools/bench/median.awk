@@ -2,8 +2,8 @@
 #
 # median.awk: median(v, k), the median of the n[v, k] values of key k
 # for variant v in val[v, k, 1..n[v, k]], or "" for none.  The awk
-# programs of table.sh, perftest.sh and floor.sh put it before their own
-# text.
+# programs of table.sh, bench-perftest.sh and bench-floor.sh put it before
+# their own text.
 function median(v, k,    m, i, j, t, a) {
 	m = n[v, k]
 	if (!m)

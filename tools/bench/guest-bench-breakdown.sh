@@ -21,7 +21,7 @@
 #   k_poll        kqp_cq_poll(): kqp's softirq starts
 #   kqp_cq_publish  kqp's tracepoint: the ring's tail covers the CQE
 # Each round leaves $KQP_OUT/bd-VARIANT-ROUND.trace (the trace) and
-# .client/.server (the stamps) for tools/bench/breakdown.sh, or
+# .client/.server (the stamps) for tools/bench/bench-breakdown.sh, or
 # bd-VARIANT-ROUND.failed.
 set -u
 

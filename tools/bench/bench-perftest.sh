@@ -1,12 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-# perftest.sh [NAME]: make bench-perftest.  Boots the bench kernel NAME
-# (default 6.12) with tools/bench/guest-perftest.sh, which runs Debian's
-# perftest (ib_send_lat, ib_send_bw, ib_write_bw, with -R) stock on both
-# sides and preloaded with libkqp on both sides, then prints the medians
-# over rounds and their ratio, kept in build/vm/NAME-perftest/out/
-# perftest-table.txt.  PERFTEST_ROUNDS (default 3) sets the rounds.
+# bench-perftest.sh [NAME]: make bench-perftest.  Boots the bench kernel
+# NAME (default 6.12) with tools/bench/guest-bench-perftest.sh, which runs
+# Debian's perftest (ib_send_lat, ib_send_bw, ib_write_bw, with -R) stock
+# on both sides and preloaded with libkqp on both sides, then prints the
+# medians over rounds and their ratio, kept in
+# build/vm/NAME-perftest/out/perftest-table.txt.  PERFTEST_ROUNDS (default
+# 3) sets the rounds.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,7 +20,7 @@ mkdir -p "$repo/build/bench"
 printf 'PERFTEST_ROUNDS=%q\n' "${PERFTEST_ROUNDS:-3}" \
 	> "$repo/build/bench/args"
 KQP_VM_DIR=$name-perftest "$repo/tools/testing/vm/run.sh" \
-	--script "$here/guest-perftest.sh" "$name"
+	--script "$here/guest-bench-perftest.sh" "$name"
 rc=$?
 
 # median() from median.awk, then the table.

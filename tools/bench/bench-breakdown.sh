@@ -1,13 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-# breakdown.sh [NAME]: make bench-breakdown.  Where the one-way time of an
-# 8 B RC SEND ping-pong goes, for rdma-core and for libkqp on the same rxe
-# device, and for libkqp ringing for every receive (kqp-sync,
+# bench-breakdown.sh [NAME]: make bench-breakdown.  Where the one-way time
+# of an 8 B RC SEND ping-pong goes, for rdma-core and for libkqp on the
+# same rxe device, and for libkqp ringing for every receive (kqp-sync,
 # KQP_RECV_ASYNC=0): boots the bench kernel NAME (default 6.12) with
-# tools/bench/guest-breakdown.sh, which traces BREAKDOWN_ROUNDS (default 3)
-# rounds of each, then attributes each message's trip, from the sender's
-# ibv_post_send() to the receiver's ibv_poll_cq() returning it, to:
+# tools/bench/guest-bench-breakdown.sh, which traces BREAKDOWN_ROUNDS
+# (default 3) rounds of each, then attributes each message's trip, from
+# the sender's ibv_post_send() to the receiver's ibv_poll_cq() returning
+# it, to:
 #   A1 post call -> kernel entry   the doorbell's system call starts
 #   A2 kernel entry -> driver post  to rdma_rxe's rxe_post_send()
 #   B  driver post -> peer's CQE    to rxe_cq_post() of the peer's receive
@@ -46,7 +47,7 @@ make -s -C "$here" || exit 1
 printf 'BREAKDOWN_ROUNDS=%q\nBREAKDOWN_ITERS=%q\n' "$rounds" "$iters" \
 	> "$repo/build/bench/breakdown-args"
 KQP_VM_DIR=$name-breakdown "$repo/tools/testing/vm/run.sh" \
-	--script "$here/guest-breakdown.sh" "$name"
+	--script "$here/guest-bench-breakdown.sh" "$name"
 rc=$?
 
 # One round's events, one per line, in time order: "US EVENT PID", with

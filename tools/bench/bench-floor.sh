@@ -1,10 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-# floor.sh [NAME]: make bench-floor.  What bounds issue 16's ratios on
-# this bench, measured rather than argued: boots the bench kernel NAME
-# (default 6.12) with tools/bench/guest-floor.sh, which times rdma_rxe's
-# own rxe_create_qp() under cmtime, and the CPU time each message of
+# bench-floor.sh [NAME]: make bench-floor.  What bounds make bench's
+# ratios on this bench, measured rather than argued: boots the bench kernel
+# NAME (default 6.12) with tools/bench/guest-bench-floor.sh, which times
+# rdma_rxe's own rxe_create_qp() under cmtime, and the CPU time each message of
 # rcbench's 64 B rate test costs, for rdma-core and for libkqp.  Prints
 # the medians over rounds, kept in
 # build/vm/NAME-floor/out/floor-table.txt.  FLOOR_ROUNDS (default 3)
@@ -27,7 +27,7 @@ make -s -C "$here" || exit 1
 printf 'FLOOR_ROUNDS=%q\n' "$rounds" > "$repo/build/bench/floor-args"
 rm -f "$out"/floor-*-*.txt "$out"/floor-*-*.failed
 KQP_VM_DIR=$name-floor "$repo/tools/testing/vm/run.sh" \
-	--script "$here/guest-floor.sh" "$name"
+	--script "$here/guest-bench-floor.sh" "$name"
 rc=$?
 if ! ls "$out"/floor-*-*.txt > /dev/null 2>&1; then
 	echo "floor: no round left results in $out"

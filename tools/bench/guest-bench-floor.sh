@@ -33,7 +33,7 @@
 #                mostly waiting, not the work a message needs)
 #   fl_busy_cpus how many of the guest's CPUs were busy meanwhile
 # Each round's keys go to $KQP_OUT/floor-VARIANT-ROUND.txt for
-# tools/bench/floor.sh; a round that failed leaves .failed instead.
+# tools/bench/bench-floor.sh; a round that failed leaves .failed instead.
 set -u
 
 repo=$KQP_REPO

@@ -7,8 +7,8 @@
 # mode (-R): stock on both sides against LD_PRELOAD=libkqp.so on both
 # sides, PERFTEST_ROUNDS times (default 3), the order swapped every round.
 # Each run's figures go to $KQP_OUT/perftest-VARIANT-ROUND.txt as "key
-# value" lines, which tools/bench/perftest.sh turns into the table; a run
-# that failed leaves no line for its key.  -F: TCG's clock makes
+# value" lines, which tools/bench/bench-perftest.sh turns into the table;
+# a run that failed leaves no line for its key.  -F: TCG's clock makes
 # perftest's CPU frequency check fail now and then ("Can't produce a
 # report"), for stock and kqp alike.
 set -u
