@@ -19,6 +19,8 @@
 #                             by stage, rdma-core beside kqp (BREAKDOWN_ROUNDS)
 #   make fuzz                 the ioctl fuzzer on the debug kernel for as long as
 #                             asked (FUZZ_SECONDS, FUZZ_CALLS, FUZZ_SEED, ...)
+#   make perftest-all         every perftest program over kqp, each side preloaded
+#                             and both, with its options (PERFTEST_KERNEL, 6.12)
 #   make deps                 install what the build and the bench need (apt)
 #   make install | install-lib | install-man | uninstall
 #   make deb                  Debian packages kqp-dkms, libkqp1, libkqp-dev
@@ -42,7 +44,7 @@ KDIR ?=
 MODDIR ?=
 export KERNELS PAIR_KERNELS VERSION
 
-.PHONY: help all module lib selftests bench bench-perftest bench-floor bench-breakdown check pair demo deps fuzz perftest install \
+.PHONY: help all module lib selftests bench bench-perftest bench-floor bench-breakdown check pair demo deps fuzz perftest-all install \
 	install-lib install-man uninstall clean clean-module deb
 
 all: module lib
@@ -110,9 +112,9 @@ fuzz:
 	@tools/testing/fuzz.sh
 
 # perftest's whole set over kqp (make check runs each program once):
-# tools/testing/perftest.sh.
-perftest:
-	@tools/testing/perftest.sh
+# tools/testing/perftest-all.sh.
+perftest-all:
+	@tools/testing/perftest-all.sh
 
 deps:
 	tools/deps.sh

@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-# The guest half of make perftest (tools/testing/perftest.sh), run by
-# guest.sh in script mode after the Soft-RoCE setup: load kqp.ko, run
-# perftest.sh's whole set into the results' TAP, and unload kqp.ko.
+# The guest half of make perftest-all (tools/testing/perftest-all.sh),
+# run by guest.sh in script mode after the Soft-RoCE setup: load kqp.ko,
+# run the selftest perftest.sh's whole set into the results' TAP, and
+# unload kqp.ko.
 set -u
 
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
