@@ -25,6 +25,9 @@
 #   make install | install-lib | install-man | uninstall
 #   make deb                  Debian packages kqp-dkms, libkqp1, libkqp-dev
 #                             in build/deb (debian/, dpkg-buildpackage)
+#
+# A target's script is tools/.../TARGET.sh, and what it runs in a guest
+# guest-TARGET.sh beside it (doc/testing.md, Scripts and code checks).
 
 VERSION := 0.1.0
 PREFIX ?= /usr/local
