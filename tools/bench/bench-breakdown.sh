@@ -34,20 +34,16 @@ name=${1:-6.12}
 out=$repo/build/vm/$name-breakdown/out
 rounds=${BREAKDOWN_ROUNDS:-3}
 iters=${BREAKDOWN_ITERS:-2000}
-for v in "$rounds" "$iters"; do
-	case "$v" in
-	''|*[!0-9]*|0)
-		echo "breakdown: BREAKDOWN_ROUNDS and BREAKDOWN_ITERS must be positive numbers" >&2
-		exit 1 ;;
-	esac
-done
 
-make -s -C "$repo" lib || exit 1
-make -s -C "$here" || exit 1
-printf 'BREAKDOWN_ROUNDS=%q\nBREAKDOWN_ITERS=%q\n' "$rounds" "$iters" \
-	> "$repo/build/bench/breakdown-args"
-KQP_VM_DIR=$name-breakdown "$repo/tools/testing/vm/run.sh" \
-	--script "$here/guest-bench-breakdown.sh" "$name"
+# host_build and the rest of what the host halves share.
+# shellcheck source=tools/testing/host.sh
+. "$repo/tools/testing/host.sh" breakdown
+host_positive BREAKDOWN_ROUNDS "$rounds"
+host_positive BREAKDOWN_ITERS "$iters"
+host_build lib rcbench
+host_args "$repo/build/bench/breakdown-args" BREAKDOWN_ROUNDS="$rounds" \
+	BREAKDOWN_ITERS="$iters"
+host_guest "$name" "$name-breakdown"
 rc=$?
 
 # One round's events, one per line, in time order: "US EVENT PID", with

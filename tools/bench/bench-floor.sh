@@ -16,18 +16,15 @@ repo=$(cd "$here/../.." && pwd)
 name=${1:-6.12}
 out=$repo/build/vm/$name-floor/out
 rounds=${FLOOR_ROUNDS:-3}
-case "$rounds" in
-''|*[!0-9]*|0)
-	echo "floor: FLOOR_ROUNDS must be a positive number, not '$rounds'" >&2
-	exit 1 ;;
-esac
 
-make -s -C "$repo" lib || exit 1
-make -s -C "$here" || exit 1
-printf 'FLOOR_ROUNDS=%q\n' "$rounds" > "$repo/build/bench/floor-args"
+# host_build and the rest of what the host halves share.
+# shellcheck source=tools/testing/host.sh
+. "$repo/tools/testing/host.sh" floor
+host_positive FLOOR_ROUNDS "$rounds"
+host_build lib rcbench
+host_args "$repo/build/bench/floor-args" FLOOR_ROUNDS="$rounds"
 rm -f "$out"/floor-*-*.txt "$out"/floor-*-*.failed
-KQP_VM_DIR=$name-floor "$repo/tools/testing/vm/run.sh" \
-	--script "$here/guest-bench-floor.sh" "$name"
+host_guest "$name" "$name-floor"
 rc=$?
 if ! ls "$out"/floor-*-*.txt > /dev/null 2>&1; then
 	echo "floor: no round left results in $out"

@@ -14,13 +14,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 name=${1:-6.12}
 out=$repo/build/vm/$name-perftest/out
+rounds=${PERFTEST_ROUNDS:-3}
 
-make -s -C "$repo" lib || exit 1
-mkdir -p "$repo/build/bench"
-printf 'PERFTEST_ROUNDS=%q\n' "${PERFTEST_ROUNDS:-3}" \
-	> "$repo/build/bench/args"
-KQP_VM_DIR=$name-perftest "$repo/tools/testing/vm/run.sh" \
-	--script "$here/guest-bench-perftest.sh" "$name"
+# host_build and the rest of what the host halves share.
+# shellcheck source=tools/testing/host.sh
+. "$repo/tools/testing/host.sh" perftest
+host_positive PERFTEST_ROUNDS "$rounds"
+host_build lib
+host_args "$repo/build/bench/perftest-args" PERFTEST_ROUNDS="$rounds"
+host_guest "$name" "$name-perftest"
 rc=$?
 
 # median() from median.awk, then the table.

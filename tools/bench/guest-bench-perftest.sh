@@ -22,7 +22,7 @@ export KQP_WORK
 port=18700
 rounds=3
 # shellcheck disable=SC1091
-[ -r "$repo/build/bench/args" ] && . "$repo/build/bench/args"
+[ -r "$repo/build/bench/perftest-args" ] && . "$repo/build/bench/perftest-args"
 rounds=${PERFTEST_ROUNDS:-$rounds}
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
 . "$repo/tools/testing/selftests/kqp/lib.sh"

@@ -35,6 +35,9 @@ rm -f "$tapdir"/deb*.tap "$tapdir"/deb*.rc
 # tap and show, each also into $out; a log is shown whole.
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
 . "$top/tools/testing/selftests/kqp/lib.sh"
+# host_guest: guest-check-deb.sh.
+# shellcheck source=tools/testing/host.sh
+. "$top/tools/testing/host.sh" deb
 KQP_TAP_FILE=$out
 KQP_SHOW_LINES=100000
 elapsed() { echo "# $1: $(( $(date +%s) - start )) s so far" | tee -a "$out"; }
@@ -171,8 +174,7 @@ elapsed "host checks"
 
 # The guest: its own results directory, so the suite's 6.12 counts stay.
 rm -f "$top/build/vm/$guest_dir/counts"
-KQP_VM_DIR=$guest_dir "$vm/run.sh" --script "$top/tools/testing/guest-check-deb.sh" 6.12 \
-	> "$work/guest.log" 2>&1
+host_guest 6.12 "$guest_dir" > "$work/guest.log" 2>&1
 grc=$?
 res=$top/build/vm/$guest_dir
 rc=1

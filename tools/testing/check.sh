@@ -17,10 +17,10 @@ KERNELS=${KERNELS:-6.1 6.12 6.12-rt debug}
 PAIR_KERNELS=${PAIR_KERNELS:-6.1 6.12}
 VERSION=${VERSION:-$(sed -n 's/^VERSION := //p' "$top/Makefile")}
 
-if what=$("$top/tools/deps.sh" --missing); then
-	echo "check: $what is missing; running make deps"
-	"$top/tools/deps.sh" || { echo "check: make deps failed"; echo "0 passed, 1 failed"; exit 1; }
-fi
+# host_deps.
+# shellcheck source=tools/testing/host.sh
+. "$top/tools/testing/host.sh" check
+host_deps || { echo "check: make deps failed"; echo "0 passed, 1 failed"; exit 1; }
 
 host=$top/build/host
 rm -rf "$host"

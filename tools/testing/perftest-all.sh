@@ -10,8 +10,10 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
 name=${PERFTEST_KERNEL:-6.12}
 
-make -s -C "$repo" lib selftests || exit 1
-exec "$repo/tools/testing/vm/run.sh" --script "$here/guest-perftest-all.sh" "$name"
+# host_build and host_guest.
+# shellcheck source=tools/testing/host.sh
+. "$here/host.sh" perftest-all
+host_build lib selftests
+host_guest "$name"
