@@ -57,7 +57,6 @@ events() {
 		"$1.trace" | awk '{ printf "%.3f %s %s\n", $1 * 1000000, $2, $3 }'
 }
 
-stages="A1 A2 B C C1 C2 C3 D total"
 for t in "$out"/bd-*-*.trace; do
 	[ -e "$t" ] || continue
 	base=${t%.trace}
@@ -105,7 +104,7 @@ for t in "$out"/bd-*-*.trace; do
 done > "$out/breakdown-trips.txt"
 
 # Each round's median per stage ("VARIANT STAGE US"), from values sorted
-# by round and stage; then median.awk's median() over rounds.
+# by round and stage; then results.awk's median() over rounds.
 grep -v ' trips \| dropped \| insys ' "$out/breakdown-trips.txt" |
 	sort -k1,1 -k2,2 -k3,3g | awk '
 	function flush() { if (c) print v, k, c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2 }
@@ -113,14 +112,14 @@ grep -v ' trips \| dropped \| insys ' "$out/breakdown-trips.txt" |
 		v = f; sub(/^bd-/, "", v); sub(/-[0-9]+$/, "", v) }
 	{ a[++c] = $3 }
 	END { flush() }' > "$out/breakdown-rounds.txt"
-awk "$(cat "$here/median.awk")"'
+awk "$(cat "$here/results.awk")"'
 FNR == NR {
 	v = $1; sub(/^bd-/, "", v); sub(/-[0-9]+$/, "", v)
 	if ($2 == "trips" || $2 == "dropped" || $2 == "insys") cnt[v, $2] += $3
 	if ($2 == "trips") nr[v]++
 	next
 }
-{ n[$1, $2]++; val[$1, $2, n[$1, $2]] = $3 }
+{ add($1, $2, $3) }
 function us(x) { return x == "" ? "-" : sprintf("%.1f", x) }
 END {
 	split("A1 A2 B C C1 C2 C3 D D_insys total syscall", st, " ")

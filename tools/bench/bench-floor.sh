@@ -31,20 +31,14 @@ if ! ls "$out"/floor-*-*.txt > /dev/null 2>&1; then
 	exit 1
 fi
 
-# median() from median.awk, then the table.
-awk "$(cat "$here/median.awk")"'
+# take(), ratio_row() and the rest from results.awk, then the table.
+awk "$(cat "$here/results.awk")"'
 FNR == 1 {
-	v = FILENAME; sub(/.*\/floor-/, "", v); rd = v
-	sub(/-[0-9]+\.txt$/, "", v); sub(/.*-/, "", rd); sub(/\.txt$/, "", rd)
-	r[v]++; if (rd + 0 > last + 0) last = rd + 0
+	v = file_variant("floor"); rd = file_round()
+	r[v]++; if (rd > last) last = rd
 }
-NF == 2 { n[v, $1]++; val[v, $1, n[v, $1]] = $2; by[v, $1, rd] = $2 }
-function cell(x) { return x == "" ? "-" : x }
-function row(label, k,    s, q) {
-	s = median("rdmacm", k); q = median("kqp", k)
-	printf "%-48s %9s %9s %7s\n", label, cell(s), cell(q),
-	       (s != "" && q != "" && s + 0 > 0) ? sprintf("%.2f", q / s) : "-"
-}
+NF == 2 { take(v, rd) }
+function row(label, k) { ratio_row("%-48s %9s %9s %7s\n", label, k) }
 END {
 	printf "What bounds the bench, on Soft-RoCE under QEMU/TCG; median of rounds\n"
 	printf "(rdma-core %d, kqp %d); ratio = kqp / rdma-core.\n\n", r["rdmacm"], r["kqp"]

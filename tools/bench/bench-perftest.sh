@@ -25,15 +25,12 @@ host_args "$repo/build/bench/perftest-args" PERFTEST_ROUNDS="$rounds"
 host_guest "$name" "$name-perftest"
 rc=$?
 
-# median() from median.awk, then the table.
-awk "$(cat "$here/median.awk")"'
-FNR == 1 { v = FILENAME; sub(/.*\/perftest-/, "", v); sub(/-[0-9]+\.txt$/, "", v) }
-NF == 2 { n[v, $1]++; val[v, $1, n[v, $1]] = $2; keys[$1] = 1 }
-function row(k, label, better,    s, q) {
-	s = median("rdmacm", k); q = median("kqp", k)
-	printf "%-36s %10s %10s %8s   %s\n", label, s == "" ? "-" : s,
-	       q == "" ? "-" : q,
-	       (s != "" && q != "" && s + 0 > 0) ? sprintf("%.2f", q / s) : "-", better
+# take(), ratio_row() and the rest from results.awk, then the table.
+awk "$(cat "$here/results.awk")"'
+FNR == 1 { v = file_variant("perftest") }
+NF == 2 { add(v, $1, $2) }
+function row(k, label, better) {
+	ratio_row("%-36s %10s %10s %8s   %s\n", label, k, better)
 }
 END {
 	printf "perftest -R on Soft-RoCE under QEMU/TCG, stock on both sides against\n"
