@@ -9,6 +9,7 @@
 # pair (run_pair), and, in a guest, loading kqp.ko (kqp_load) and a
 # kmemleak report (kqp_kmemleak_scan).  A script may set, before calling them:
 #   KQP_LIB		libkqp.so to preload (side, run_pair)
+#   KQP_PRELOAD		libraries to preload ahead of it, either side (side)
 #   KQP_LIMIT		seconds each process may run (side, run_pair)
 #   KQP_WORK		a directory for outputs (run_pair)
 #   KQP_TAP_PREFIX	put before each TAP description
@@ -53,15 +54,20 @@ show() {
 	sed 's/^/# /' "$@" | tail -n "${KQP_SHOW_LINES:-40}" | kqp_emit
 }
 
-# side WHO CMD... &: run CMD under the timeout, preloaded if WHO is "kqp".
-# It execs, so run it in the background: $! is then timeout's pid, and a
-# kill of it reaches CMD (a kill of a shell running the function would
-# leave CMD running, holding its port and /dev/kqp).
+# side WHO CMD... &: run CMD under the timeout, preloaded if WHO is "kqp",
+# with KQP_PRELOAD's libraries ahead of libkqp (and alone for stock).
+# It execs, so run it in the background, or in a subshell to wait for
+# it: $! is then timeout's pid, and a kill of it reaches CMD (a kill of a
+# shell running the function would leave CMD running, holding its port
+# and /dev/kqp).
 side() {
-	local who=$1
+	local who=$1 pre=${KQP_PRELOAD:-}
 	shift
 	if [ "$who" = kqp ]; then
-		LD_PRELOAD=$KQP_LIB exec timeout -k 5 "$KQP_LIMIT" "$@"
+		pre="$pre $KQP_LIB"
+	fi
+	if [ -n "$pre" ]; then
+		LD_PRELOAD=${pre# } exec timeout -k 5 "$KQP_LIMIT" "$@"
 	fi
 	exec timeout -k 5 "$KQP_LIMIT" "$@"
 }
