@@ -27,10 +27,7 @@ rounds=${PERFTEST_ROUNDS:-$rounds}
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
 . "$repo/tools/testing/selftests/kqp/lib.sh"
 
-if ! kqp_load "$KQP_KMOD"; then
-	echo "perftest: insmod $KQP_KMOD failed"
-	exit 1
-fi
+kqp_load "$KQP_KMOD" perftest || exit 1
 for p in ib_send_lat ib_send_bw ib_write_bw; do
 	if ! command -v "$p" > /dev/null; then
 		echo "perftest: $p is missing (make deps installs perftest)"

@@ -9,8 +9,8 @@ set -u
 
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
 . "$KQP_REPO/tools/testing/selftests/kqp/lib.sh"
-kqp_load "$KQP_KMOD" || exit 1
+kqp_load "$KQP_KMOD" perftest-all || exit 1
 "$KQP_REPO/build/selftests/perftest.sh" | tee "$KQP_OUT/tap/50-perftest.tap"
 rc=${PIPESTATUS[0]}
-rmmod kqp || rc=1
+kqp_unload perftest-all || rc=1
 exit $rc
