@@ -19,10 +19,15 @@
 #                             by stage, rdma-core beside kqp (BREAKDOWN_ROUNDS)
 #   make fuzz                 the ioctl fuzzer on the debug kernel for as long as
 #                             asked (FUZZ_SECONDS, FUZZ_CALLS, FUZZ_SEED, ...)
+#   make perftest-all         every perftest program over kqp, each side preloaded
+#                             and both, with its options (PERFTEST_KERNEL, 6.12)
 #   make deps                 install what the build and the bench need (apt)
 #   make install | install-lib | install-man | uninstall
 #   make deb                  Debian packages kqp-dkms, libkqp1, libkqp-dev
 #                             in build/deb (debian/, dpkg-buildpackage)
+#
+# A target's script is tools/.../TARGET.sh, and what it runs in a guest
+# guest-TARGET.sh beside it (doc/testing.md, Scripts and code checks).
 
 VERSION := 0.1.0
 PREFIX ?= /usr/local
@@ -42,7 +47,7 @@ KDIR ?=
 MODDIR ?=
 export KERNELS PAIR_KERNELS VERSION
 
-.PHONY: help all module lib selftests bench bench-perftest bench-floor bench-breakdown check pair demo deps fuzz perftest install \
+.PHONY: help all module lib selftests bench bench-perftest bench-floor bench-breakdown check pair demo deps fuzz perftest-all install \
 	install-lib install-man uninstall clean clean-module deb
 
 all: module lib
@@ -92,15 +97,15 @@ bench:
 	@tools/bench/bench.sh $(BENCH_KERNEL)
 
 bench-perftest:
-	@tools/bench/perftest.sh $(BENCH_KERNEL)
+	@tools/bench/bench-perftest.sh $(BENCH_KERNEL)
 
-# What bounds the bench's ratios: tools/bench/floor.sh.
+# What bounds the bench's ratios: tools/bench/bench-floor.sh.
 bench-floor:
-	@tools/bench/floor.sh $(BENCH_KERNEL)
+	@tools/bench/bench-floor.sh $(BENCH_KERNEL)
 
-# Where the ping-pong's time goes: tools/bench/breakdown.sh.
+# Where the ping-pong's time goes: tools/bench/bench-breakdown.sh.
 bench-breakdown:
-	@tools/bench/breakdown.sh $(BENCH_KERNEL)
+	@tools/bench/bench-breakdown.sh $(BENCH_KERNEL)
 
 demo:
 	@tools/testing/demo.sh
@@ -110,9 +115,9 @@ fuzz:
 	@tools/testing/fuzz.sh
 
 # perftest's whole set over kqp (make check runs each program once):
-# tools/testing/perftest.sh.
-perftest:
-	@tools/testing/perftest.sh
+# tools/testing/perftest-all.sh.
+perftest-all:
+	@tools/testing/perftest-all.sh
 
 deps:
 	tools/deps.sh

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
  * kqp's tracepoints: the points of the data path that no function entry
- * marks, for make bench-breakdown (tools/bench/breakdown.sh) and for
+ * marks, for make bench-breakdown (tools/bench/bench-breakdown.sh) and for
  * anyone asking where a completion's time went.  Disabled, each costs a
  * static branch.
  */

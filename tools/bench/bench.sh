@@ -26,35 +26,23 @@ repo=$(cd "$here/../.." && pwd)
 name=${1:-6.12}
 out=$repo/build/vm/$name/out
 start=$(date +%s)
-
-if what=$("$repo/tools/deps.sh" --missing); then
-	echo "bench: $what is missing; installing what is (make deps)"
-	"$repo/tools/deps.sh" || exit 1
-fi
-make -s -C "$repo" lib || exit 1
-make -s -C "$here" || exit 1
-
 rounds=${BENCH_ROUNDS:-3}
-case "$rounds" in
-''|*[!0-9]*|0)
-	echo "bench: BENCH_ROUNDS must be a positive number, not '$rounds'" >&2
-	exit 1 ;;
-esac
 scale_budget=${BENCH_SCALE_BUDGET:-120}
-case "$scale_budget" in
-''|*[!0-9]*)
-	echo "bench: BENCH_SCALE_BUDGET must be a number, not '$scale_budget'" >&2
-	exit 1 ;;
-esac
-# The guest reads its parameters from here: the kernel command line
-# carries no environment.
-printf 'BENCH_ROUNDS=%q\nSCALE_BUDGET=%q\nargs=%q\n' "$rounds" \
-	"$scale_budget" "${BENCH_ARGS:-}" > "$repo/build/bench/args"
+
+# host_deps, host_build and the rest of what the host halves share.
+# shellcheck source=tools/testing/host.sh
+. "$repo/tools/testing/host.sh" bench
+host_positive BENCH_ROUNDS "$rounds"
+host_number BENCH_SCALE_BUDGET "$scale_budget"
+host_deps || exit 1
+host_build lib rcbench
+host_args "$repo/build/bench/args" BENCH_ROUNDS="$rounds" \
+	SCALE_BUDGET="$scale_budget" args="${BENCH_ARGS:-}"
 
 # Three variants take half as long again as two did: 14 minutes with two
 # other guests on the host then.  run.sh gives a --script guest 1800 s.
 export KQP_GUEST_TIMEOUT=${KQP_GUEST_TIMEOUT:-3600}
-"$repo/tools/testing/vm/run.sh" --script "$here/guest-bench.sh" "$name"
+host_guest "$name"
 rc=$?
 echo
 "$here/table.sh" "$out" "$out/bench.json" | tee "$out/bench-table.txt"

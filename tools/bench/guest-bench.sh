@@ -231,10 +231,7 @@ for c in $rnr_counters; do
 		echo "bench: $counters/$c is missing: no RNR count in the results"
 done
 
-if ! kqp_load "$KQP_KMOD"; then
-	echo "bench: insmod $KQP_KMOD failed"
-	exit 1
-fi
+kqp_load "$KQP_KMOD" bench || exit 1
 
 # The kqp variant is libkqp's default, whatever started the guest said.
 unset KQP_RINGS
@@ -272,8 +269,5 @@ kqp_cq_stats
 
 # Kernel splats: run.sh's judge() reads this guest's dmesg afterwards, with
 # the suite's whole pattern, and fails the run on one.
-if ! rmmod kqp; then
-	echo "bench: rmmod kqp failed: a reference leaked"
-	fail=1
-fi
+kqp_unload bench || fail=1
 exit $fail

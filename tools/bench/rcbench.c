@@ -158,8 +158,8 @@ static uint64_t now_ns(void)
 /*
  * --stamps FILE: when each 8 B ping-pong message was posted and when the
  * poll that returned it came back, on this side, for make
- * bench-breakdown (tools/bench/breakdown.sh), which sets them beside the
- * kernel's trace (trace_clock mono: the same clock as CLOCK_MONOTONIC).
+ * bench-breakdown (tools/bench/bench-breakdown.sh), which sets them beside
+ * the kernel's trace (trace_clock mono: the same clock as CLOCK_MONOTONIC).
  * Kept in memory while the test runs and written at its end, so that
  * taking them costs a clock read.
  */

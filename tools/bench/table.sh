@@ -29,16 +29,11 @@ dir=${1:?usage: table.sh DIR [JSON]}
 json=${2:-$dir/bench.json}
 shopt -s nullglob
 
-# median() from median.awk, then the table.
-awk -v json="$json" "$(cat "$here/median.awk")"'
+# median(), take() and the rest from results.awk, then the table.
+awk -v json="$json" "$(cat "$here/results.awk")"'
 FNR == 1 {
-	v = FILENAME
-	sub(/.*\/bench-/, "", v)
-	r = v
-	sub(/-[0-9]+\.txt$/, "", v)
-	sub(/\.txt$/, "", r)
-	sub(/.*-/, "", r)
-	r += 0
+	v = file_variant("bench")
+	r = file_round()
 	# A scale run: its keys count for its variant, in its round.
 	if (sub(/^scale-/, "", v))
 		scalerounds[v]++
@@ -50,11 +45,7 @@ FNR == 1 {
 		maxround = r
 }
 /^#/ || NF != 2 { next }
-{ n[v, $1]++; val[v, $1, n[v, $1]] = $2; byround[v, $1, r] = $2 }
-
-function ratio(q, s) {
-	return (s != "" && q != "" && s + 0 > 0) ? sprintf("%.2f", q / s) : ""
-}
+{ take(v, r) }
 
 function jstr(s) {
 	gsub(/\\/, "\\\\", s)
@@ -87,12 +78,12 @@ function row(k, label, unit, better, optional,    s, q, r, t, i, j, line) {
 		med[i] = median(var[i], k)
 		if (med[i] == "" && !optional)
 			missing = 1
-		line = line sprintf(" %10s", med[i] == "" ? "-" : med[i])
+		line = line sprintf(" %10s", cell(med[i]))
 	}
-	line = line sprintf(" %8s", r == "" ? "-" : r)
+	line = line sprintf(" %8s", cell(r))
 	for (i = 1; i <= nextra; i++) {
 		t = ratio(median(extra[i], k), s)
-		line = line sprintf(" %8s", t == "" ? "-" : t)
+		line = line sprintf(" %8s", cell(t))
 	}
 	print line "   " better
 
@@ -105,7 +96,7 @@ function row(k, label, unit, better, optional,    s, q, r, t, i, j, line) {
 		       (i > 1 ? "," : ""), jstr(var[i]), jnum(med[i]) > json
 		for (j = 1; j <= maxround; j++)
 			printf "%s%s", (j > 1 ? ", " : ""),
-			       jnum(byround[var[i], k, j]) > json
+			       jnum(by[var[i], k, j]) > json
 		printf "] }" > json
 	}
 	printf "\n      },\n      \"ratio\": %s", jnum(r) > json

@@ -4,7 +4,7 @@
 # make check: the whole kqp suite.  Host-side tests first (the build, dkms,
 # libkqp's symbols against rdma-core's, the README's Layout against the
 # tree, the library without a module, the
-# Debian packages with their own 6.12 guest: tools/testing/deb/check.sh),
+# Debian packages with their own 6.12 guest: tools/testing/check-deb.sh),
 # then the VM suite on every kernel in $KERNELS, and on those of them in
 # $PAIR_KERNELS the two-guest tests too (run.sh --pair).  The last line is
 # "N passed, N failed", summed over all of it; the exit status is non-zero
@@ -17,10 +17,10 @@ KERNELS=${KERNELS:-6.1 6.12 6.12-rt debug}
 PAIR_KERNELS=${PAIR_KERNELS:-6.1 6.12}
 VERSION=${VERSION:-$(sed -n 's/^VERSION := //p' "$top/Makefile")}
 
-if what=$("$top/tools/deps.sh" --missing); then
-	echo "check: $what is missing; running make deps"
-	"$top/tools/deps.sh" || { echo "check: make deps failed"; echo "0 passed, 1 failed"; exit 1; }
-fi
+# host_deps.
+# shellcheck source=tools/testing/host.sh
+. "$top/tools/testing/host.sh" check
+host_deps || { echo "check: make deps failed"; echo "0 passed, 1 failed"; exit 1; }
 
 host=$top/build/host
 rm -rf "$host"
@@ -94,7 +94,7 @@ grep -E '^(not )?ok' "$host/tap/run_tests.tap"
 
 echo "check: the Debian packages (make deb, lintian, install, a 6.12 guest, purge)"
 deb_start=$(date +%s)
-"$top/tools/testing/deb/check.sh" "$host/tap" > "$host/deb.log" 2>&1
+"$top/tools/testing/check-deb.sh" "$host/tap" > "$host/deb.log" 2>&1
 [ -s "$host/tap/deb.tap" ] ||
 	printf 'not ok 1 the package check ran\n1..1\n' > "$host/tap/deb.tap"
 grep -E '^(not )?ok' "$host/tap/deb.tap"

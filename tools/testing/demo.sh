@@ -9,9 +9,9 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 kernel=${DEMO_KERNEL:-6.12}
 
-if what=$("$top/tools/deps.sh" --missing); then
-	echo "demo: $what is missing; installing what is (make deps)"
-	"$top/tools/deps.sh" || exit 1
-fi
-make -s -C "$top" lib || exit 1
+# host_deps and host_build.
+# shellcheck source=tools/testing/host.sh
+. "$top/tools/testing/host.sh" demo
+host_deps || exit 1
+host_build lib
 exec "$top/tools/testing/vm/run.sh" --demo "$kernel"

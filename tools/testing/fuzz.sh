@@ -23,20 +23,18 @@ calls=${FUZZ_CALLS:-0}
 seed=${FUZZ_SEED:-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')}
 threads=${FUZZ_THREADS:-4}
 
-for v in "$seconds" "$calls" "$threads"; do
-	case "$v" in
-	''|*[!0-9]*)
-		echo "fuzz: FUZZ_SECONDS, FUZZ_CALLS and FUZZ_THREADS are numbers" >&2
-		exit 1 ;;
-	esac
-done
+# host_build and the rest of what the host halves share.
+# shellcheck source=tools/testing/host.sh
+. "$repo/tools/testing/host.sh" fuzz
+host_number FUZZ_SECONDS "$seconds"
+host_number FUZZ_CALLS "$calls"
+host_number FUZZ_THREADS "$threads"
 case "$seed" in
 0x*) ;;
 *[!0-9]*) seed=0x$seed ;;
 esac
 
-make -s -C "$repo" lib selftests || exit 1
-mkdir -p "$repo/build/fuzz"
+host_build lib selftests
 args="--tap --seed $seed --threads $threads"
 [ -n "${FUZZ_SKIP:-}" ] && args+=" --skip $FUZZ_SKIP"
 [ -n "${FUZZ_TRACE:-}" ] && args+=" --trace @OUT@/fuzz-trace"
@@ -46,13 +44,11 @@ if [ "$calls" -gt 0 ]; then
 else
 	args+=" --calls 0 --seconds $seconds"
 fi
-# The guest reads this: the kernel command line carries no environment.
-printf 'FUZZ_ARGS=%q\n' "$args" > "$repo/build/fuzz/args"
+host_args "$repo/build/fuzz/args" FUZZ_ARGS="$args"
 echo "fuzz: $name, fuzz $args"
 
 start=$(date +%s)
-KQP_GUEST_TIMEOUT=${KQP_GUEST_TIMEOUT:-$((seconds + 1800))} \
-	"$repo/tools/testing/vm/run.sh" --script "$here/guest-fuzz.sh" "$name"
+KQP_GUEST_TIMEOUT=${KQP_GUEST_TIMEOUT:-$((seconds + 1800))} host_guest "$name"
 rc=$?
 echo "fuzz: seed $seed, $(( $(date +%s) - start )) s on the host"
 exit $rc

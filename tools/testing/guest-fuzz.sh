@@ -13,10 +13,10 @@ set -u
 FUZZ_ARGS=${FUZZ_ARGS//@OUT@/$KQP_OUT}
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
 . "$KQP_REPO/tools/testing/selftests/kqp/lib.sh"
-kqp_load "$KQP_KMOD" || exit 1
+kqp_load "$KQP_KMOD" fuzz || exit 1
 # shellcheck disable=SC2086
 "$KQP_REPO/build/selftests/fuzz" $FUZZ_ARGS | tee "$KQP_OUT/tap/50-fuzz.tap"
 rc=${PIPESTATUS[0]}
 kqp_kmemleak_scan "$KQP_OUT/kmemleak"
-rmmod kqp || rc=1
+kqp_unload fuzz || rc=1
 exit $rc

@@ -181,7 +181,7 @@ demo() {
 	echo "--- Soft-RoCE: $KQP_TEST_RDMA_DEV on $KQP_TEST_NETDEV ($KQP_TEST_ADDR)"
 	rdma link show
 	echo "--- insmod kqp.ko"
-	insmod "$kqp_kmod" || return 1
+	kqp_load "$kqp_kmod" || return 1
 	ls -l /dev/kqp
 	echo "--- rdma-core's ibv_devices, unchanged, with LD_PRELOAD=libkqp.so:"
 	echo "    the list comes from kqp.ko's QUERY ioctl, not from uverbs"

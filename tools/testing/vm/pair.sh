@@ -62,11 +62,13 @@ only=" ${KQP_PAIR_TESTS:-} "
 mkdir -p "$rv"
 trap 'echo gone > "$rv/gone.$role"' EXIT
 
-# tap, show, wait_listen and kqp_qps_made.
+# tap, show, side, wait_listen and kqp_qps_made.
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
 . "$repo/tools/testing/selftests/kqp/lib.sh"
 KQP_TAP_PREFIX="- pair: "
 KQP_SHOW_LINES=15
+KQP_LIB=$lib
+KQP_LIMIT=$limit
 
 # put NAME WORDS...: write $rv/NAME whole, so that the peer never reads
 # half of it.
@@ -100,16 +102,6 @@ wait_pid() {
 	kill "$1" 2>/dev/null && echo "# killed process $1 after ${2}s"
 	wait "$1"
 	wait_rc=$?
-}
-
-# side WHO CMD...: CMD with LD_PRELOAD=libkqp.so if WHO is kqp (after
-# $pre, if set), with the per-process timeout.  Unlike lib.sh's side it
-# does not exec: a client runs it in the foreground.
-side() {
-	local who=$1 p=${pre:-}
-	shift
-	[ "$who" = kqp ] && p="$p $lib"
-	LD_PRELOAD=${p# } timeout -k 5 "$limit" "$@"
 }
 
 # made_ok WHO BEFORE: did this guest's kqp make QPs since BEFORE exactly
@@ -148,7 +140,7 @@ perftest_n=100
 # mismatch makes it exit non-zero.
 server_cmd() {
 	local port=$2
-	ready=listen stop=exit pre='' sgood='' cgood=''
+	ready=listen stop=exit sgood='' cgood=''
 	bad='[Ff]ail|[Ee]rror|mismatch|[Cc]ouldn.t|Invalid|[Uu]nable'
 	case $1 in
 	rping) cmd=(rping -s -a "$A" -p "$port" -C 20 -S 4096 -V) ;;
@@ -277,7 +269,8 @@ b_step() {
 	fi
 	if [ "$(cat "$rv/$id.ready")" = ok ]; then
 		before=$(kqp_qps_made)
-		side "$cw" stdbuf -oL "${cmd[@]}" > "$rv/$id.client.out" 2>&1
+		(KQP_PRELOAD=$pre side "$cw" stdbuf -oL "${cmd[@]}") \
+			> "$rv/$id.client.out" 2>&1
 		rc=$?
 		made_ok "$cw" "$before" && made=yes
 		case $name in

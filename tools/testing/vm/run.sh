@@ -18,7 +18,7 @@
 #
 # KQP_VM_DIR=DIR: results in build/vm/DIR instead of build/vm/NAME, for a
 # --script run that must not overwrite the suite's results on NAME (make
-# check's package step, tools/testing/deb/check.sh).
+# check's package step, tools/testing/check-deb.sh).
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

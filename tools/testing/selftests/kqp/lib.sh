@@ -6,9 +6,11 @@
 # TAP lines (tap), logs as TAP comments (show), commands run preloaded
 # with libkqp or not, under a timeout (side), a listener to wait for
 # (wait_listen), the QPs kqp made (kqp_qps_made), a server and client
-# pair (run_pair), and, in a guest, loading kqp.ko (kqp_load) and a
-# kmemleak report (kqp_kmemleak_scan).  A script may set, before calling them:
+# pair (run_pair), and, in a guest, loading and unloading kqp.ko
+# (kqp_load, kqp_unload) and a kmemleak report (kqp_kmemleak_scan).  A
+# script may set, before calling them:
 #   KQP_LIB		libkqp.so to preload (side, run_pair)
+#   KQP_PRELOAD		libraries to preload ahead of it, either side (side)
 #   KQP_LIMIT		seconds each process may run (side, run_pair)
 #   KQP_WORK		a directory for outputs (run_pair)
 #   KQP_TAP_PREFIX	put before each TAP description
@@ -62,15 +64,20 @@ show() {
 	sed 's/^/# /' "$@" | tail -n "${KQP_SHOW_LINES:-40}" | kqp_emit
 }
 
-# side WHO CMD... &: run CMD under the timeout, preloaded if WHO is "kqp".
-# It execs, so run it in the background: $! is then timeout's pid, and a
-# kill of it reaches CMD (a kill of a shell running the function would
-# leave CMD running, holding its port and /dev/kqp).
+# side WHO CMD... &: run CMD under the timeout, preloaded if WHO is "kqp",
+# with KQP_PRELOAD's libraries ahead of libkqp (and alone for stock).
+# It execs, so run it in the background, or in a subshell to wait for
+# it: $! is then timeout's pid, and a kill of it reaches CMD (a kill of a
+# shell running the function would leave CMD running, holding its port
+# and /dev/kqp).
 side() {
-	local who=$1
+	local who=$1 pre=${KQP_PRELOAD:-}
 	shift
 	if [ "$who" = kqp ]; then
-		LD_PRELOAD=$KQP_LIB exec timeout -k 5 "$KQP_LIMIT" "$@"
+		pre="$pre $KQP_LIB"
+	fi
+	if [ -n "$pre" ]; then
+		LD_PRELOAD=${pre# } exec timeout -k 5 "$KQP_LIMIT" "$@"
 	fi
 	exec timeout -k 5 "$KQP_LIMIT" "$@"
 }
@@ -95,10 +102,21 @@ kqp_qps_made() {
 	awk '$1 == "qps" { print $3 }' /sys/kernel/debug/kqp/objects
 }
 
-# kqp_load KMOD: insmod kqp.ko and see /dev/kqp made (devtmpfs makes the
-# node synchronously; no udev is needed).
+# kqp_load KMOD [WHO]: insmod kqp.ko and see /dev/kqp made (devtmpfs
+# makes the node synchronously; no udev is needed).  With WHO, says so
+# when it failed, WHO first.
 kqp_load() {
-	insmod "$1" && [ -c /dev/kqp ]
+	insmod "$1" && [ -c /dev/kqp ] && return 0
+	[ -z "${2:-}" ] || echo "$2: insmod $1 failed"
+	return 1
+}
+
+# kqp_unload WHO: rmmod kqp; says so when it failed, WHO first: a
+# reference leaked.
+kqp_unload() {
+	rmmod kqp && return 0
+	echo "$1: rmmod kqp failed: a reference leaked"
+	return 1
 }
 
 # kqp_kmemleak_scan FILE: kmemleak's report into FILE, on a kernel that

@@ -25,26 +25,14 @@ lib=$repo/lib/libkqp.so
 slow=$here/mckey_slow.so
 addr=${KQP_TEST_ADDR:-192.0.2.1}
 objects=/sys/kernel/debug/kqp/objects
-limit=${KQP_MCKEY_TIMEOUT:-120}
 count=10
+# For lib.sh's side(); the sender adds mckey_slow.so (KQP_PRELOAD).
+KQP_LIB=$lib
+KQP_LIMIT=${KQP_MCKEY_TIMEOUT:-120}
 
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
 . "$here/lib.sh"
 kqp_need_bench
-
-# side WHO [slow] CMD...: run CMD preloaded with libkqp if WHO is kqp,
-# and with mckey_slow.so ahead of it if asked.  It execs, as lib.sh's
-# does: run it in the background or in a subshell.
-side() {
-	local who=$1 pre=
-	shift
-	if [ "$1" = slow ]; then
-		pre=$slow
-		shift
-	fi
-	[ "$who" = kqp ] && pre="$pre $lib"
-	LD_PRELOAD=${pre# } exec timeout -k 5 "$limit" "$@"
-}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -82,7 +70,8 @@ run() {
 		sleep 0.1
 	done
 	if [ $joined -eq 0 ]; then
-		(side "$sw" slow stdbuf -oL mckey -m "$group" -b "$addr" -C 25 -s) \
+		(KQP_PRELOAD=$slow side "$sw" stdbuf -oL mckey -m "$group" \
+			-b "$addr" -C 25 -s) \
 			> "$work/$name.s.out" 2>&1
 		src=$?
 	else

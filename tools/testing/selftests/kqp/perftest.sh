@@ -12,7 +12,8 @@
 # preloaded sides' QPs.  perftest checks no data.  A run that fails is run
 # again stock on both sides: if rdma-core fails too, the line is a SKIP
 # that says so, as the option is then not kqp's to support.  --quick runs
-# each program preloaded on both sides only.  The whole run has a budget
+# each program preloaded on both sides only (make check); make
+# perftest-all runs it whole.  The whole run has a budget
 # (KQP_PERFTEST_BUDGET seconds): runs it leaves no time for are SKIPs
 # that say so, never a hang of the bench.  Prints TAP.
 set -u

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * A program an administrator's user builds against the installed
- * libkqp-dev: cc prog.c $(pkg-config --cflags --libs kqp).  Uses
+ * libkqp-dev: cc check-deb-prog.c $(pkg-config --cflags --libs kqp).  Uses
  * librdmacm's API and libkqp's own kqp/kqp.h (with the uapi header it
  * includes).
  *

@@ -21,7 +21,7 @@
 #   k_poll        kqp_cq_poll(): kqp's softirq starts
 #   kqp_cq_publish  kqp's tracepoint: the ring's tail covers the CQE
 # Each round leaves $KQP_OUT/bd-VARIANT-ROUND.trace (the trace) and
-# .client/.server (the stamps) for tools/bench/breakdown.sh, or
+# .client/.server (the stamps) for tools/bench/bench-breakdown.sh, or
 # bd-VARIANT-ROUND.failed.
 set -u
 
@@ -54,10 +54,7 @@ trap tracer_off EXIT
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
 . "$repo/tools/testing/selftests/kqp/lib.sh"
 
-if ! kqp_load "$KQP_KMOD"; then
-	echo "breakdown: insmod $KQP_KMOD failed"
-	exit 1
-fi
+kqp_load "$KQP_KMOD" breakdown || exit 1
 if ! mountpoint -q $tr && ! mount -t tracefs nodev $tr; then
 	echo "breakdown: no tracefs"
 	exit 1
@@ -148,8 +145,5 @@ for r in $(seq 1 "$BREAKDOWN_ROUNDS"); do
 	done
 done
 tracer_off
-if ! rmmod kqp; then
-	echo "breakdown: rmmod kqp failed: a reference leaked"
-	fail=1
-fi
+kqp_unload breakdown || fail=1
 exit $fail

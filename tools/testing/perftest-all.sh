@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-# make perftest: every perftest program over kqp, with one side preloaded
+# make perftest-all: every perftest program over kqp, with one side preloaded
 # and with both, and the options people use with them
 # (tools/testing/selftests/kqp/perftest.sh without --quick), in a guest of
 # PERFTEST_KERNEL (default 6.12).  make check runs each program once,
@@ -10,8 +10,10 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
 name=${PERFTEST_KERNEL:-6.12}
 
-make -s -C "$repo" lib selftests || exit 1
-exec "$repo/tools/testing/vm/run.sh" --script "$here/guest-perftest.sh" "$name"
+# host_build and host_guest.
+# shellcheck source=tools/testing/host.sh
+. "$here/host.sh" perftest-all
+host_build lib selftests
+host_guest "$name"

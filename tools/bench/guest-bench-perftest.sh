@@ -7,8 +7,8 @@
 # mode (-R): stock on both sides against LD_PRELOAD=libkqp.so on both
 # sides, PERFTEST_ROUNDS times (default 3), the order swapped every round.
 # Each run's figures go to $KQP_OUT/perftest-VARIANT-ROUND.txt as "key
-# value" lines, which tools/bench/perftest.sh turns into the table; a run
-# that failed leaves no line for its key.  -F: TCG's clock makes
+# value" lines, which tools/bench/bench-perftest.sh turns into the table;
+# a run that failed leaves no line for its key.  -F: TCG's clock makes
 # perftest's CPU frequency check fail now and then ("Can't produce a
 # report"), for stock and kqp alike.
 set -u
@@ -22,15 +22,12 @@ export KQP_WORK
 port=18700
 rounds=3
 # shellcheck disable=SC1091
-[ -r "$repo/build/bench/args" ] && . "$repo/build/bench/args"
+[ -r "$repo/build/bench/perftest-args" ] && . "$repo/build/bench/perftest-args"
 rounds=${PERFTEST_ROUNDS:-$rounds}
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
 . "$repo/tools/testing/selftests/kqp/lib.sh"
 
-if ! kqp_load "$KQP_KMOD"; then
-	echo "perftest: insmod $KQP_KMOD failed"
-	exit 1
-fi
+kqp_load "$KQP_KMOD" perftest || exit 1
 for p in ib_send_lat ib_send_bw ib_write_bw; do
 	if ! command -v "$p" > /dev/null; then
 		echo "perftest: $p is missing (make deps installs perftest)"

@@ -1,13 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-# breakdown.sh [NAME]: make bench-breakdown.  Where the one-way time of an
-# 8 B RC SEND ping-pong goes, for rdma-core and for libkqp on the same rxe
-# device, and for libkqp ringing for every receive (kqp-sync,
+# bench-breakdown.sh [NAME]: make bench-breakdown.  Where the one-way time
+# of an 8 B RC SEND ping-pong goes, for rdma-core and for libkqp on the
+# same rxe device, and for libkqp ringing for every receive (kqp-sync,
 # KQP_RECV_ASYNC=0): boots the bench kernel NAME (default 6.12) with
-# tools/bench/guest-breakdown.sh, which traces BREAKDOWN_ROUNDS (default 3)
-# rounds of each, then attributes each message's trip, from the sender's
-# ibv_post_send() to the receiver's ibv_poll_cq() returning it, to:
+# tools/bench/guest-bench-breakdown.sh, which traces BREAKDOWN_ROUNDS
+# (default 3) rounds of each, then attributes each message's trip, from
+# the sender's ibv_post_send() to the receiver's ibv_poll_cq() returning
+# it, to:
 #   A1 post call -> kernel entry   the doorbell's system call starts
 #   A2 kernel entry -> driver post  to rdma_rxe's rxe_post_send()
 #   B  driver post -> peer's CQE    to rxe_cq_post() of the peer's receive
@@ -33,20 +34,16 @@ name=${1:-6.12}
 out=$repo/build/vm/$name-breakdown/out
 rounds=${BREAKDOWN_ROUNDS:-3}
 iters=${BREAKDOWN_ITERS:-2000}
-for v in "$rounds" "$iters"; do
-	case "$v" in
-	''|*[!0-9]*|0)
-		echo "breakdown: BREAKDOWN_ROUNDS and BREAKDOWN_ITERS must be positive numbers" >&2
-		exit 1 ;;
-	esac
-done
 
-make -s -C "$repo" lib || exit 1
-make -s -C "$here" || exit 1
-printf 'BREAKDOWN_ROUNDS=%q\nBREAKDOWN_ITERS=%q\n' "$rounds" "$iters" \
-	> "$repo/build/bench/breakdown-args"
-KQP_VM_DIR=$name-breakdown "$repo/tools/testing/vm/run.sh" \
-	--script "$here/guest-breakdown.sh" "$name"
+# host_build and the rest of what the host halves share.
+# shellcheck source=tools/testing/host.sh
+. "$repo/tools/testing/host.sh" breakdown
+host_positive BREAKDOWN_ROUNDS "$rounds"
+host_positive BREAKDOWN_ITERS "$iters"
+host_build lib rcbench
+host_args "$repo/build/bench/breakdown-args" BREAKDOWN_ROUNDS="$rounds" \
+	BREAKDOWN_ITERS="$iters"
+host_guest "$name" "$name-breakdown"
 rc=$?
 
 # One round's events, one per line, in time order: "US EVENT PID", with
@@ -60,7 +57,6 @@ events() {
 		"$1.trace" | awk '{ printf "%.3f %s %s\n", $1 * 1000000, $2, $3 }'
 }
 
-stages="A1 A2 B C C1 C2 C3 D total"
 for t in "$out"/bd-*-*.trace; do
 	[ -e "$t" ] || continue
 	base=${t%.trace}
@@ -108,7 +104,7 @@ for t in "$out"/bd-*-*.trace; do
 done > "$out/breakdown-trips.txt"
 
 # Each round's median per stage ("VARIANT STAGE US"), from values sorted
-# by round and stage; then median.awk's median() over rounds.
+# by round and stage; then results.awk's median() over rounds.
 grep -v ' trips \| dropped \| insys ' "$out/breakdown-trips.txt" |
 	sort -k1,1 -k2,2 -k3,3g | awk '
 	function flush() { if (c) print v, k, c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2 }
@@ -116,14 +112,14 @@ grep -v ' trips \| dropped \| insys ' "$out/breakdown-trips.txt" |
 		v = f; sub(/^bd-/, "", v); sub(/-[0-9]+$/, "", v) }
 	{ a[++c] = $3 }
 	END { flush() }' > "$out/breakdown-rounds.txt"
-awk "$(cat "$here/median.awk")"'
+awk "$(cat "$here/results.awk")"'
 FNR == NR {
 	v = $1; sub(/^bd-/, "", v); sub(/-[0-9]+$/, "", v)
 	if ($2 == "trips" || $2 == "dropped" || $2 == "insys") cnt[v, $2] += $3
 	if ($2 == "trips") nr[v]++
 	next
 }
-{ n[$1, $2]++; val[$1, $2, n[$1, $2]] = $3 }
+{ add($1, $2, $3) }
 function us(x) { return x == "" ? "-" : sprintf("%.1f", x) }
 END {
 	split("A1 A2 B C C1 C2 C3 D D_insys total syscall", st, " ")

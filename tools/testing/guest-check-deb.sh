@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
 # make check's package step, in a 6.12 guest (run.sh --script, from
-# tools/testing/deb/check.sh), while the packages are installed on the
+# tools/testing/check-deb.sh), while the packages are installed on the
 # host whose root the guest runs on: modprobe loads the kqp.ko dkms
 # installed, a stock rping server talks to rping with
 # LD_PRELOAD=libkqp.so.1 (the installed library, found by ld.so's cache),
 # data verified, and the program built with pkg-config against libkqp-dev
-# runs with and without the module.  TAP in $KQP_OUT/tap/10-deb.tap.
-# guest.sh set up rxe0 on kqp0 with $KQP_TEST_ADDR.
+# (check-deb-prog.c) runs with and without the module.  TAP in
+# $KQP_OUT/tap/10-deb.tap.  guest.sh set up rxe0 on kqp0 with $KQP_TEST_ADDR.
 set -u
 
 tap=$KQP_OUT/tap/10-deb.tap

@@ -1,15 +1,15 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-# check.sh TAPDIR: make check's package step (tools/testing/check.sh, as
-# root, before the guests).  Builds the packages (make deb), runs lintian
+# check-deb.sh TAPDIR: make check's package step (tools/testing/check.sh,
+# as root, before the guests).  Builds the packages (make deb), runs lintian
 # on them, installs them with apt-get, checks that dkms built and
 # installed kqp.ko for the bench kernels 6.1 and 6.12, and does so again
 # for a kernel installed later (dkms's kernel hook), builds a program
-# with pkg-config against the installed libkqp-dev, runs
-# tools/testing/deb/guest.sh in a 6.12 guest (the installed module and
-# library; results in build/vm/6.12-deb, not the suite's build/vm/6.12),
-# then purges the packages and checks that nothing they installed is
+# with pkg-config against the installed libkqp-dev (check-deb-prog.c),
+# runs tools/testing/guest-check-deb.sh in a 6.12 guest (the installed
+# module and library; results in build/vm/6.12-deb, not the suite's
+# build/vm/6.12), then purges the packages and checks that nothing they installed is
 # left.  Its own TAP goes to TAPDIR/deb.tap, the guest's to
 # TAPDIR/deb-guest-*.tap.
 #
@@ -17,9 +17,9 @@
 # it fails instead.  Whatever happens, it purges what it installed.
 set -uo pipefail
 
-top=$(cd "$(dirname "$0")/../../.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 vm=$top/tools/testing/vm
-tapdir=${1:?usage: check.sh TAPDIR}
+tapdir=${1:?usage: check-deb.sh TAPDIR}
 version=$(sed -n 's/^VERSION := //p' "$top/Makefile")
 work=$top/build/deb-check
 pkgs=(kqp-dkms libkqp1 libkqp-dev libkqp1-dbgsym)
@@ -35,6 +35,9 @@ rm -f "$tapdir"/deb*.tap "$tapdir"/deb*.rc
 # tap and show, each also into $out; a log is shown whole.
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
 . "$top/tools/testing/selftests/kqp/lib.sh"
+# host_guest: guest-check-deb.sh.
+# shellcheck source=tools/testing/host.sh
+. "$top/tools/testing/host.sh" deb
 KQP_TAP_FILE=$out
 KQP_SHOW_LINES=100000
 elapsed() { echo "# $1: $(( $(date +%s) - start )) s so far" | tee -a "$out"; }
@@ -149,11 +152,11 @@ mv=$(env -u PKG_CONFIG_PATH pkg-config --modversion kqp 2>&1)
 [ "$mv" = "$version" ]
 tap $? "pkg-config --modversion kqp says $version (got $mv)"
 # shellcheck disable=SC2046
-cc -Wall -Werror -o "$work/prog" "$top/tools/testing/deb/prog.c" \
+cc -Wall -Werror -o "$work/prog" "$top/tools/testing/check-deb-prog.c" \
 	$(env -u PKG_CONFIG_PATH pkg-config --cflags --libs kqp) > "$work/cc.log" 2>&1
 rc=$?
 [ $rc -eq 0 ] || show "$work/cc.log"
-tap $rc "cc prog.c \$(pkg-config --cflags --libs kqp) against the installed libkqp-dev"
+tap $rc "cc check-deb-prog.c \$(pkg-config --cflags --libs kqp) against the installed libkqp-dev"
 needed=$(readelf -d "$work/prog" 2> /dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 rc=1
 case " $needed " in *" libkqp.so.1 "*) rc=0 ;; esac
@@ -171,8 +174,7 @@ elapsed "host checks"
 
 # The guest: its own results directory, so the suite's 6.12 counts stay.
 rm -f "$top/build/vm/$guest_dir/counts"
-KQP_VM_DIR=$guest_dir "$vm/run.sh" --script "$top/tools/testing/deb/guest.sh" 6.12 \
-	> "$work/guest.log" 2>&1
+host_guest 6.12 "$guest_dir" > "$work/guest.log" 2>&1
 grc=$?
 res=$top/build/vm/$guest_dir
 rc=1

@@ -33,7 +33,7 @@
 #                mostly waiting, not the work a message needs)
 #   fl_busy_cpus how many of the guest's CPUs were busy meanwhile
 # Each round's keys go to $KQP_OUT/floor-VARIANT-ROUND.txt for
-# tools/bench/floor.sh; a round that failed leaves .failed instead.
+# tools/bench/bench-floor.sh; a round that failed leaves .failed instead.
 set -u
 
 repo=$KQP_REPO
@@ -71,10 +71,7 @@ trap tracer_off EXIT
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
 . "$repo/tools/testing/selftests/kqp/lib.sh"
 
-if ! kqp_load "$KQP_KMOD"; then
-	echo "floor: insmod $KQP_KMOD failed"
-	exit 1
-fi
+kqp_load "$KQP_KMOD" floor || exit 1
 if ! mountpoint -q $tr && ! mount -t tracefs nodev $tr; then
 	echo "floor: no tracefs"
 	exit 1
@@ -251,8 +248,5 @@ done
 # Kernel splats: run.sh's judge() reads this guest's dmesg afterwards, with
 # the suite's whole pattern, and fails the run on one.
 tracer_off
-if ! rmmod kqp; then
-	echo "floor: rmmod kqp failed: a reference leaked"
-	fail=1
-fi
+kqp_unload floor || fail=1
 exit $fail

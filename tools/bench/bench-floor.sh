@@ -1,10 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-# floor.sh [NAME]: make bench-floor.  What bounds issue 16's ratios on
-# this bench, measured rather than argued: boots the bench kernel NAME
-# (default 6.12) with tools/bench/guest-floor.sh, which times rdma_rxe's
-# own rxe_create_qp() under cmtime, and the CPU time each message of
+# bench-floor.sh [NAME]: make bench-floor.  What bounds make bench's
+# ratios on this bench, measured rather than argued: boots the bench kernel
+# NAME (default 6.12) with tools/bench/guest-bench-floor.sh, which times
+# rdma_rxe's own rxe_create_qp() under cmtime, and the CPU time each message of
 # rcbench's 64 B rate test costs, for rdma-core and for libkqp.  Prints
 # the medians over rounds, kept in
 # build/vm/NAME-floor/out/floor-table.txt.  FLOOR_ROUNDS (default 3)
@@ -16,38 +16,29 @@ repo=$(cd "$here/../.." && pwd)
 name=${1:-6.12}
 out=$repo/build/vm/$name-floor/out
 rounds=${FLOOR_ROUNDS:-3}
-case "$rounds" in
-''|*[!0-9]*|0)
-	echo "floor: FLOOR_ROUNDS must be a positive number, not '$rounds'" >&2
-	exit 1 ;;
-esac
 
-make -s -C "$repo" lib || exit 1
-make -s -C "$here" || exit 1
-printf 'FLOOR_ROUNDS=%q\n' "$rounds" > "$repo/build/bench/floor-args"
+# host_build and the rest of what the host halves share.
+# shellcheck source=tools/testing/host.sh
+. "$repo/tools/testing/host.sh" floor
+host_positive FLOOR_ROUNDS "$rounds"
+host_build lib rcbench
+host_args "$repo/build/bench/floor-args" FLOOR_ROUNDS="$rounds"
 rm -f "$out"/floor-*-*.txt "$out"/floor-*-*.failed
-KQP_VM_DIR=$name-floor "$repo/tools/testing/vm/run.sh" \
-	--script "$here/guest-floor.sh" "$name"
+host_guest "$name" "$name-floor"
 rc=$?
 if ! ls "$out"/floor-*-*.txt > /dev/null 2>&1; then
 	echo "floor: no round left results in $out"
 	exit 1
 fi
 
-# median() from median.awk, then the table.
-awk "$(cat "$here/median.awk")"'
+# take(), ratio_row() and the rest from results.awk, then the table.
+awk "$(cat "$here/results.awk")"'
 FNR == 1 {
-	v = FILENAME; sub(/.*\/floor-/, "", v); rd = v
-	sub(/-[0-9]+\.txt$/, "", v); sub(/.*-/, "", rd); sub(/\.txt$/, "", rd)
-	r[v]++; if (rd + 0 > last + 0) last = rd + 0
+	v = file_variant("floor"); rd = file_round()
+	r[v]++; if (rd > last) last = rd
 }
-NF == 2 { n[v, $1]++; val[v, $1, n[v, $1]] = $2; by[v, $1, rd] = $2 }
-function cell(x) { return x == "" ? "-" : x }
-function row(label, k,    s, q) {
-	s = median("rdmacm", k); q = median("kqp", k)
-	printf "%-48s %9s %9s %7s\n", label, cell(s), cell(q),
-	       (s != "" && q != "" && s + 0 > 0) ? sprintf("%.2f", q / s) : "-"
-}
+NF == 2 { take(v, rd) }
+function row(label, k) { ratio_row("%-48s %9s %9s %7s\n", label, k) }
 END {
 	printf "What bounds the bench, on Soft-RoCE under QEMU/TCG; median of rounds\n"
 	printf "(rdma-core %d, kqp %d); ratio = kqp / rdma-core.\n\n", r["rdmacm"], r["kqp"]
