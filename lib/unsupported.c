@@ -25,9 +25,6 @@
 
 KQP_EXPORT int rsocket(int domain, int type, int protocol)
 {
-	(void)domain;
-	(void)type;
-	(void)protocol;
 	return kqp_err(ENOSYS);
 }
 
@@ -76,8 +73,6 @@ KQP_RSOCKET_STUB(size_t, riowrite, int s, const void *buf, size_t count,
 
 KQP_EXPORT int rfcntl(int s, int cmd, ...)
 {
-	(void)s;
-	(void)cmd;
 	return kqp_err(ENOSYS);
 }
 
@@ -85,39 +80,28 @@ KQP_EXPORT int rfcntl(int s, int cmd, ...)
 
 KQP_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
-	(void)id;
-	(void)ece;
 	return kqp_err(ENOSYS);
 }
 
 KQP_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
-	(void)id;
-	(void)ece;
 	return kqp_err(ENOSYS);
 }
 
 KQP_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
 			       uint8_t private_data_len)
 {
-	(void)id;
-	(void)private_data;
-	(void)private_data_len;
 	return kqp_err(ENOSYS);
 }
 
 KQP_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
-	(void)qp;
-	(void)ece;
 	errno = EOPNOTSUPP;
 	return EOPNOTSUPP;
 }
 
 KQP_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
-	(void)qp;
-	(void)ece;
 	return EOPNOTSUPP;
 }
 
@@ -125,8 +109,6 @@ KQP_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 
 KQP_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
-	(void)cq;
-	(void)cqe;
 	return EOPNOTSUPP;
 }
 
@@ -140,8 +122,6 @@ KQP_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 KQP_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 			    void *addr, size_t length, int access)
 {
-	(void)mr;
-	(void)pd;
 	if ((flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
 	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!length || !addr)) ||
 	    (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
@@ -156,12 +136,6 @@ KQP_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 					    size_t length, uint64_t iova,
 					    int fd, int access)
 {
-	(void)pd;
-	(void)offset;
-	(void)length;
-	(void)iova;
-	(void)fd;
-	(void)access;
 	errno = EOPNOTSUPP;
 	return NULL;
 }
@@ -169,7 +143,6 @@ KQP_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 /* Objects live in one process's session; another's fd cannot share them. */
 KQP_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {
-	(void)cmd_fd;
 	errno = EOPNOTSUPP;
 	return NULL;
 }
@@ -177,16 +150,12 @@ KQP_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 KQP_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
 					uint32_t pd_handle)
 {
-	(void)context;
-	(void)pd_handle;
 	errno = EOPNOTSUPP;
 	return NULL;
 }
 
 KQP_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 {
-	(void)pd;
-	(void)mr_handle;
 	errno = EOPNOTSUPP;
 	return NULL;
 }
@@ -194,8 +163,6 @@ KQP_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 KQP_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
 					uint32_t dm_handle)
 {
-	(void)context;
-	(void)dm_handle;
 	errno = EOPNOTSUPP;
 	return NULL;
 }
@@ -203,17 +170,14 @@ KQP_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
 /* Nothing was ever imported, so there is nothing to let go of. */
 KQP_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
 {
-	(void)pd;
 }
 
 KQP_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
 {
-	(void)mr;
 }
 
 KQP_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
 {
-	(void)dm;
 }
 
 /* 0: no promise that data lands in order, as for rxe under libibverbs. */
@@ -221,9 +185,6 @@ KQP_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp,
 					  enum ibv_wr_opcode op,
 					  uint32_t flags)
 {
-	(void)qp;
-	(void)op;
-	(void)flags;
 	return 0;
 }
 
@@ -233,10 +194,6 @@ KQP_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
 					   uint8_t eth_mac[ETHERNET_LL_SIZE],
 					   uint16_t *vid)
 {
-	(void)context;
-	(void)attr;
-	(void)eth_mac;
-	(void)vid;
 	return -EOPNOTSUPP;
 }
 
@@ -250,6 +207,4 @@ void kqp_register_driver_1_1(const char *name, void *init_func);
 __asm__(".symver kqp_register_driver_1_1, ibv_register_driver@IBVERBS_1.1");
 KQP_EXPORT void kqp_register_driver_1_1(const char *name, void *init_func)
 {
-	(void)name;
-	(void)init_func;
 }
