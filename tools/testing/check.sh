@@ -76,8 +76,6 @@ if [ ! -e /dev/kqp ] && [ -x "$top/build/selftests/lib_device" ]; then
 	echo $? > "$host/tap/lib-no-module.rc"
 fi
 
-# The Debian packages: built, lintian, installed on the host, used in a
-# 6.12 guest (its results in build/vm/6.12-deb), purged.
 # kselftest's way in, as a kernel developer would run it: on the host,
 # without the bench's setup, what needs it skips and the rest passes.
 rt=$host/run_tests.log
@@ -92,6 +90,8 @@ fi > "$host/tap/run_tests.tap"
 echo "1..1" >> "$host/tap/run_tests.tap"
 grep -E '^(not )?ok' "$host/tap/run_tests.tap"
 
+# The Debian packages: built, lintian, installed on the host, used in a
+# 6.12 guest (its results in build/vm/6.12-deb), purged.
 echo "check: the Debian packages (make deb, lintian, install, a 6.12 guest, purge)"
 deb_start=$(date +%s)
 "$top/tools/testing/check-deb.sh" "$host/tap" > "$host/deb.log" 2>&1

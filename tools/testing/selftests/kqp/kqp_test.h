@@ -43,9 +43,10 @@
  * bench nothing skips this way.  A program whose tests all need it (all
  * but lib_device, which defines KQP_TEST_HOST) skips as a whole.
  */
+#define KQP_TEST_NO_BENCH "no Soft-RoCE setup: KQP_TEST_RDMA_DEV unset"
 #define KQP_TEST_NEED_BENCH() do {					\
 	if (!getenv("KQP_TEST_RDMA_DEV"))				\
-		SKIP(return, "no Soft-RoCE setup: KQP_TEST_RDMA_DEV unset"); \
+		SKIP(return, KQP_TEST_NO_BENCH);			\
 } while (0)
 
 #if !defined(KQP_TEST_LIB) && !defined(KQP_TEST_HOST)
@@ -53,7 +54,7 @@ static void __attribute__((constructor)) kqp_test_need_bench(void)
 {
 	if (getenv("KQP_TEST_RDMA_DEV"))
 		return;
-	printf("TAP version 13\n1..0 # SKIP no Soft-RoCE setup: KQP_TEST_RDMA_DEV unset\n");
+	printf("TAP version 13\n1..0 # SKIP %s\n", KQP_TEST_NO_BENCH);
 	exit(KSFT_SKIP);
 }
 #endif

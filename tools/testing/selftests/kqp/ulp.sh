@@ -20,11 +20,10 @@
 # the bench's KQP_TEST_* names and addresses.
 set -u
 
-# Without the bench's setup, a skip (as lib.sh's kqp_need_bench).
-if [ -z "${KQP_TEST_RDMA_DEV:-}" ]; then
-	echo "1..0 # SKIP no Soft-RoCE setup: KQP_TEST_RDMA_DEV unset"
-	exit 4
-fi
+# kqp_need_bench; the rest of lib.sh goes unused.
+# shellcheck source=tools/testing/selftests/kqp/lib.sh
+. "$(dirname "$0")/lib.sh"
+kqp_need_bench
 
 ulp=${KQP_ULP_KMOD:-}
 dev=${KQP_TEST_RDMA_DEV:-rxe0}
