@@ -417,14 +417,10 @@ struct ibv_cq_ex *kqp_create_cq_ex(struct ibv_context *context,
 	    (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS |
 					   IBV_CQ_INIT_ATTR_MASK_PD)) ||
 	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
-	     (attr->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN))) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	if (attr->cqe > INT32_MAX || attr->comp_vector > INT32_MAX) {
-		errno = EINVAL;
-		return NULL;
-	}
+	     (attr->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)))
+		return kqp_err_ptr(EOPNOTSUPP);
+	if (attr->cqe > INT32_MAX || attr->comp_vector > INT32_MAX)
+		return kqp_err_ptr(EINVAL);
 	ret = kqp_cq_create(context, (int)attr->cqe, attr->cq_context,
 			    attr->channel, (int)attr->comp_vector, &cq);
 	if (ret) {

@@ -159,8 +159,7 @@ KQP_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 			pthread_mutex_unlock(&devices_lock);
 			free(list);
 			free(infos);
-			errno = ENOMEM;
-			return NULL;
+			return kqp_err_ptr(ENOMEM);
 		}
 		list[i] = &kdev->ibv;
 	}

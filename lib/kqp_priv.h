@@ -55,6 +55,13 @@ static inline int kqp_err(int err)
 	return -1;
 }
 
+/* libibverbs' convention for calls that make an object: errno, NULL. */
+static inline void *kqp_err_ptr(int err)
+{
+	errno = err;
+	return NULL;
+}
+
 /* A helper's -errno as librdmacm's -1/errno. */
 static inline int kqp_ret(int ret)
 {

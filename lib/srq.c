@@ -64,10 +64,8 @@ KQP_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 	struct ibv_srq *srq;
 	int err;
 
-	if (!pd || !attr) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (!pd || !attr)
+		return kqp_err_ptr(EINVAL);
 	srq = kqp_srq_create(pd, &attr->attr, attr->srq_context, &err);
 	if (!srq)
 		errno = -err;
@@ -97,21 +95,15 @@ struct ibv_srq *kqp_create_srq_ex(struct ibv_context *context,
 	case IBV_SRQT_TM:
 		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
 		    !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TM) ||
-		    !attr->tm_cap.max_num_tags) {
-			errno = EINVAL;
-			return NULL;
-		}
-		errno = EOPNOTSUPP;
-		return NULL;
+		    !attr->tm_cap.max_num_tags)
+			return kqp_err_ptr(EINVAL);
+		return kqp_err_ptr(EOPNOTSUPP);
 	default:
-		errno = EINVAL;
-		return NULL;
+		return kqp_err_ptr(EINVAL);
 	}
 	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd ||
-	    attr->pd->context->cmd_fd != context->cmd_fd) {
-		errno = EINVAL;
-		return NULL;
-	}
+	    attr->pd->context->cmd_fd != context->cmd_fd)
+		return kqp_err_ptr(EINVAL);
 	srq = kqp_srq_create(attr->pd, &attr->attr, attr->srq_context, &err);
 	if (!srq)
 		errno = -err;

@@ -136,35 +136,30 @@ KQP_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 					    size_t length, uint64_t iova,
 					    int fd, int access)
 {
-	errno = EOPNOTSUPP;
-	return NULL;
+	return kqp_err_ptr(EOPNOTSUPP);
 }
 
 /* Objects live in one process's session; another's fd cannot share them. */
 KQP_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {
-	errno = EOPNOTSUPP;
-	return NULL;
+	return kqp_err_ptr(EOPNOTSUPP);
 }
 
 KQP_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
 					uint32_t pd_handle)
 {
-	errno = EOPNOTSUPP;
-	return NULL;
+	return kqp_err_ptr(EOPNOTSUPP);
 }
 
 KQP_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 {
-	errno = EOPNOTSUPP;
-	return NULL;
+	return kqp_err_ptr(EOPNOTSUPP);
 }
 
 KQP_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
 					uint32_t dm_handle)
 {
-	errno = EOPNOTSUPP;
-	return NULL;
+	return kqp_err_ptr(EOPNOTSUPP);
 }
 
 /* Nothing was ever imported, so there is nothing to let go of. */
