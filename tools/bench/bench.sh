@@ -4,12 +4,12 @@
 # bench.sh [NAME]: make bench.  Installs what is missing (make deps), builds
 # libkqp and rcbench (against libkqp and against rdma-core), boots the
 # bench kernel NAME (default 6.12; see tools/testing/vm/kernel-info.sh)
-# with tools/bench/guest-bench.sh, which runs rdma-core's, libkqp's and
-# libkqp's with KQP_RINGS=0 (its ioctl-per-post path) on one rxe device, then
-# prints the table (tools/bench/table.sh), also kept in
-# build/vm/NAME/out/bench-table.txt, and writes the same rows as JSON to
-# build/vm/NAME/out/bench.json.  Non-zero when either variant failed
-# or a result is missing.
+# with tools/bench/guest-bench.sh, which runs four variants on one rxe
+# device: rdma-core's, libkqp's, libkqp's with KQP_RINGS=0 (its
+# ioctl-per-post path) and with KQP_POLLER=1.  Then prints the table
+# (tools/bench/table.sh), also kept in build/vm/NAME/out/bench-table.txt,
+# and writes the same rows as JSON to build/vm/NAME/out/bench.json.
+# Non-zero when a variant failed or a result is missing.
 #
 # Environment:
 #   BENCH_ROUNDS  rounds of the four variants (default 3), the order
