@@ -4,8 +4,9 @@
 # bench-floor.sh [NAME]: make bench-floor.  What bounds make bench's
 # ratios on this bench, measured rather than argued: boots the bench kernel
 # NAME (default 6.12) with tools/bench/guest-bench-floor.sh, which times
-# rdma_rxe's own rxe_create_qp() under cmtime, and the CPU time each message of
-# rcbench's 64 B rate test costs, for rdma-core and for libkqp.  Prints
+# rdma_rxe's own rxe_create_qp() under cmtime, where a create QP's kernel
+# time goes, and the CPU time each message of rcbench's 64 B rate test
+# costs, for rdma-core and for libkqp.  Prints
 # the medians over rounds, kept in
 # build/vm/NAME-floor/out/floor-table.txt.  FLOOR_ROUNDS (default 3)
 # sets the rounds.  Non-zero when a round failed.
@@ -38,7 +39,12 @@ FNR == 1 {
 	r[v]++; if (rd > last) last = rd
 }
 NF == 2 { take(v, rd) }
+/^fl_fn_.*_us / && !($1 in fn_seen) { fn_seen[$1] = 1; fn[++fns] = $1 }
 function row(label, k) { ratio_row("%-48s %9s %9s %7s\n", label, k) }
+function fn_cell(v, k, c,    t) {
+	t = median(v, k)
+	return t == "" ? "-" : sprintf("%.1f (%.2f)", t, median(v, c))
+}
 END {
 	printf "What bounds the bench, on Soft-RoCE under QEMU/TCG; median of rounds\n"
 	printf "(rdma-core %d, kqp %d); ratio = kqp / rdma-core.\n\n", r["rdmacm"], r["kqp"]
@@ -53,6 +59,16 @@ END {
 		c = by["kqp", "fl_rxe_create_qp_us", i]
 		if (s != "" && c != "")
 			printf "  round %d: 5x needs at most %7.1f, rxe alone took %7.1f\n", i, s / 5, c
+	}
+	printf "\nWhere the kernel time of a create QP goes: cmtime -c 200 again, these\n"
+	printf "functions traced together; us per QP made (calls per QP). The time of a\n"
+	printf "function includes the traced functions it called.\n"
+	printf "%-48s %15s %15s\n", "function", "rdma-core", "kqp"
+	for (i = 1; i <= fns; i++) {
+		k = fn[i]; c = k; sub(/_us$/, "_calls", c)
+		name = k; sub(/^fl_fn_/, "", name); sub(/_us$/, "", name)
+		printf "%-48s %15s %15s\n", name, fn_cell("rdmacm", k, c),
+		       fn_cell("kqp", k, c)
 	}
 	printf "\n%-48s %9s %9s %7s\n", "64 B SEND rate, rcbench, per extra message", "rdma-core", "kqp", "ratio"
 	row("rate, 1 WR/post (Kmsg/s)", "fl_rate_list1_kmsgs")

@@ -14,6 +14,15 @@
 # durations are wall time: a call that was preempted counts whole.  Keys:
 #   fl_cmtime_create_qp_us, fl_cmtime_connect_us   cmtime's us / conn
 #   fl_rxe_create_qp_us    mean time per call, server's and client's QPs
+# Then cmtime again, with the functions in $parts traced together, to show
+# where a create QP's kernel time goes: the command's entry point
+# (uverbs' or kqp's), and what it calls that makes the CQs, the channels,
+# the rings and the QP, and the driver's mmap handler.  Each function that
+# the kernel has, and that ran, gives
+#   fl_fn_NAME_us          its time, summed over the run, per QP made
+#                          (the rxe_create_qp() calls)
+#   fl_fn_NAME_calls       its calls per QP made
+# A traced function's time includes the traced functions it called.
 #
 # Message rate: rcbench's 64 B rate test (post lists of 1 and of 16; the
 # other tests at their smallest counts), built against rdma-core and
@@ -87,35 +96,44 @@ stop() {
 	wait "$1" 2>/dev/null
 }
 
-# setup_cost VARIANT PORT: cmtime with rxe_create_qp() timed; keys on
-# stdout.
-setup_cost() {
+# traced_cmtime VARIANT PORT FUNCTION...: cmtime -c 200 with the
+# functions the kernel has of those named traced by function_graph; the
+# client's output in /tmp/floor-client.txt, the trace in
+# /tmp/floor-trace.txt.  Non-zero when cmtime failed or the trace lost
+# entries.
+traced_cmtime() {
+	local v=$1 p=$2 f spid crc lost
 	local -a pre=()
-	local spid crc lost
 
-	[ "$1" = kqp ] && pre=(env LD_PRELOAD="$lib")
-	"${pre[@]}" timeout -k 5 $RUN_TIMEOUT cmtime -c 200 -p "$2" \
+	shift 2
+	[ "$v" = kqp ] && pre=(env LD_PRELOAD="$lib")
+	"${pre[@]}" timeout -k 5 $RUN_TIMEOUT cmtime -c 200 -p "$p" \
 		> /tmp/floor-server.txt 2>&1 &
 	spid=$!
-	if ! wait_listen "$2" $spid; then
-		echo "floor: $1: cmtime's server did not listen" >&2
+	if ! wait_listen "$p" $spid; then
+		echo "floor: $v: cmtime's server did not listen" >&2
 		cat /tmp/floor-server.txt >&2
 		stop $spid
 		return 1
 	fi
+	echo > $tr/set_ftrace_filter
+	for f in "$@"; do
+		grep -qw "^$f" $tr/available_filter_functions &&
+			echo "$f" >> $tr/set_ftrace_filter
+	done
 	# funcgraph-tail names the function on a closing brace, for a call
 	# that the trace split (it slept, or another traced call ran).
-	if ! echo rxe_create_qp > $tr/set_ftrace_filter ||
+	if ! grep -q . $tr/set_ftrace_filter ||
 	   ! echo 1 > $tr/options/funcgraph-tail ||
 	   ! echo function_graph > $tr/current_tracer; then
-		echo "floor: $1: cannot trace rxe_create_qp" >&2
+		echo "floor: $v: cannot trace $*" >&2
 		stop $spid
 		tracer_off
 		return 1
 	fi
 	echo > $tr/trace
 	echo 1 > $tr/tracing_on
-	"${pre[@]}" timeout -k 5 $RUN_TIMEOUT cmtime -c 200 -p "$2" \
+	"${pre[@]}" timeout -k 5 $RUN_TIMEOUT cmtime -c 200 -p "$p" \
 		-s "$addr" > /tmp/floor-client.txt 2>&1
 	crc=$?
 	echo 0 > $tr/tracing_on
@@ -124,6 +142,17 @@ setup_cost() {
 	lost=$(awk '/^overrun:/ { s += $2 } END { print s + 0 }' \
 		$tr/per_cpu/cpu*/stats)
 	tracer_off
+	if [ $crc -ne 0 ] || [ "$lost" -ne 0 ]; then
+		echo "floor: $v: cmtime failed ($crc), or its trace is short ($lost lost)" >&2
+		cat /tmp/floor-client.txt >&2
+		return 1
+	fi
+}
+
+# setup_cost VARIANT PORT: cmtime with rxe_create_qp() timed; keys on
+# stdout.
+setup_cost() {
+	traced_cmtime "$1" "$2" rxe_create_qp || return 1
 	# "create qp    :   total ms   max ms   min us   us / conn"
 	awk -F: '$1 ~ /^create qp *$/ { n = split($2, a, " "); print "fl_cmtime_create_qp_us", a[n] }
 		 $1 ~ /^connect *$/ { n = split($2, a, " "); print "fl_cmtime_connect_us", a[n] }' \
@@ -137,14 +166,54 @@ setup_cost() {
 		/tmp/floor-trace.txt >> /tmp/floor-keys.txt
 	# cmtime exits 0 even when connections failed: a round counts only
 	# with every key, and with every QP's create in the trace.
-	if [ $crc -ne 0 ] || [ "$lost" -ne 0 ] ||
-	   [ "$(wc -l < /tmp/floor-keys.txt)" -ne 4 ] ||
+	if [ "$(wc -l < /tmp/floor-keys.txt)" -ne 4 ] ||
 	   ! grep -q '^fl_rxe_create_qp_calls 400$' /tmp/floor-keys.txt; then
-		echo "floor: $1: cmtime failed ($crc), or its trace is short ($lost lost):" >&2
+		echo "floor: $1: a key is missing, or a QP's create:" >&2
 		cat /tmp/floor-keys.txt /tmp/floor-client.txt >&2
 		return 1
 	fi
 	grep -v '_calls ' /tmp/floor-keys.txt
+}
+
+# What setup_parts traces; a name the kernel does not have is left out.
+# rdma-core 44's rxe provider makes its CQs and QPs with the write
+# commands or the ioctl methods, whichever the kernel takes.
+# ksys_mmap_pgoff() is every mmap(2) in the guest meanwhile, most of them
+# the libraries' mappings of queues and rings.
+parts="ib_uverbs_create_comp_channel ib_uverbs_create_cq ib_uverbs_create_qp
+ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE
+ib_uverbs_handler_UVERBS_METHOD_QP_CREATE ib_uverbs_modify_qp ib_uverbs_mmap
+kqp_create_qp_ioctl kqp_channel_make_fd kqp_cq_create_locked
+kqp_cq_ring_alloc kqp_qp_rings_init kqp_fops_mmap ib_create_qp_kernel
+rxe_create_cq rxe_create_qp rxe_modify_qp ksys_mmap_pgoff"
+
+# setup_parts VARIANT PORT: cmtime with every function in $parts traced;
+# keys on stdout.
+setup_parts() {
+	# shellcheck disable=SC2086 # one function per word
+	traced_cmtime "$1" "$2" $parts || return 1
+	# A call is "name() {", then a closing brace with its time,
+	# "} /* name */", or a leaf with its time, "name();"; a module's
+	# functions have " [module]" after the name.  Rows go in the order
+	# the calls first began.
+	awk '/\|/ {
+			f = $0
+			sub(/.*\| */, "", f)
+			sub(/^} \/\* /, "", f)
+			sub(/[ (\[].*/, "", f)
+			if (f == "") next
+			if (!(f in seen)) { seen[f] = 1; order[++m] = f }
+			if (!match($0, /[0-9.]+ us/)) next
+			t[f] += substr($0, RSTART, RLENGTH - 3); c[f]++
+		}
+		END {
+			q = c["rxe_create_qp"]
+			if (!q) exit 1
+			for (i = 1; i <= m; i++)
+				printf "fl_fn_%s_us %.1f\nfl_fn_%s_calls %.2f\n",
+				       order[i], t[order[i]] / q,
+				       order[i], c[order[i]] / q
+		}' /tmp/floor-trace.txt
 }
 
 # busy_ticks: the guest's busy time so far: user, nice, system, irq and
@@ -234,7 +303,8 @@ for round in $(seq 1 "$FLOOR_ROUNDS"); do
 		res=$KQP_OUT/floor-$v-$round
 		echo "floor: $v, round $round"
 		if setup_cost "$v" $port > "$res.tmp" &&
-		   rate_cost "$v" $((port + 1)) >> "$res.tmp"; then
+		   setup_parts "$v" $((port + 2)) >> "$res.tmp" &&
+		   rate_cost "$v" $((port + 3)) >> "$res.tmp"; then
 			mv "$res.tmp" "$res.txt"
 			sed 's/^/floor:   /' "$res.txt"
 		else
