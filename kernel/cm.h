@@ -56,7 +56,8 @@ enum kqp_cm_answer {
  * @mc_ids: handle -> struct kqp_mcast joined through this id; changed
  *	under @mutex
  * @purge_list: on a destroyer's list of ids to destroy
- * @qp: the QP created on the id, under @mutex
+ * @qp: the QP created on the id; changed under @mutex and the rdma_cm
+ *	handler lock (kqp_cm_id_set_qp()), so either keeps it
  * @mem_ref: keeps the struct: the id holds one, and its QP one, so a QP
  *	being destroyed can always take @mutex
  */
@@ -136,6 +137,7 @@ struct kqp_cm_id *kqp_cm_id_lock(struct kqp_ucmd *ucmd, u32 id);
 void kqp_cm_id_unlock(struct kqp_cm_id *ctx);
 int kqp_cm_id_check_bound(struct kqp_cm_id *ctx);
 void kqp_cm_id_mem_put(struct kqp_cm_id *ctx);
+void kqp_cm_id_set_qp(struct kqp_cm_id *ctx, struct kqp_qp *qp);
 
 /* event.c */
 int kqp_migrate_id_ioctl(struct kqp_ucmd *ucmd);

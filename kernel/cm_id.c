@@ -40,8 +40,8 @@
 
 /*
  * Give the rdma_cm id back: wait for the commands using it, destroy the
- * hardware of its QP (rdma_cm holds the QP until then), destroy the id.
- * The QP object itself stays until it is destroyed.
+ * hardware of its QP (no use without its id), destroy the id.  The QP
+ * object itself stays until it is destroyed.
  */
 static void kqp_cm_id_close(struct kqp_cm_id *ctx)
 {
@@ -241,6 +241,32 @@ err_backlog:
 }
 
 /*
+ * Set or clear the id's QP, with @ctx->mutex held: under the handler's
+ * lock too, so that the handler, which cannot take @ctx->mutex (it is
+ * taken before the handler's lock), finds the QP alive or none.  An id
+ * whose rdma_cm id went runs no handler.
+ */
+void kqp_cm_id_set_qp(struct kqp_cm_id *ctx, struct kqp_qp *qp)
+{
+	lockdep_assert_held(&ctx->mutex);
+	if (ctx->cm_id)
+		rdma_lock_handler(ctx->cm_id);
+	ctx->qp = qp;
+	if (ctx->cm_id)
+		rdma_unlock_handler(ctx->cm_id);
+}
+
+/*
+ * The id's RC QP, which kqp moves through its states as rdma_cm moves
+ * the QPs it holds (kqp_qp_cm_move()), or NULL.  With @ctx->mutex or the
+ * handler's lock held.  A UD QP is in RTS from its creation.
+ */
+static struct kqp_qp *kqp_cm_id_rc_qp(struct kqp_cm_id *ctx)
+{
+	return ctx->qp && ctx->qp->qp_type == IB_QPT_RC ? ctx->qp : NULL;
+}
+
+/*
  * NOTIFY waits here for the event that follows it (see
  * kqp_notify_ioctl()).  The bound is for a device that never answers;
  * ib_cm's worker normally runs within milliseconds.
@@ -261,7 +287,8 @@ static int __kqp_cm_event_handler(struct rdma_cm_id *cm_id,
 		/* Pairs with the acquire in kqp_resolve_route_ioctl(). */
 		smp_store_release(&ctx->addr_resolved, true);
 	}
-	/* The active side answers a REP with ESTABLISH or REJECT. */
+	kqp_qp_cm_event(kqp_cm_id_rc_qp(ctx), cm_id, event);
+	/* Without a QP, the active side answers a REP: ESTABLISH or REJECT. */
 	if (event->event == RDMA_CM_EVENT_CONNECT_RESPONSE)
 		ctx->answer = KQP_ANSWER_RESPONSE;
 
@@ -633,9 +660,11 @@ static struct kqp_cm_id *kqp_conn_lock(struct kqp_ucmd *ucmd, u32 id,
 	if (ret)
 		return ERR_PTR(ret);
 	ctx = kqp_cm_id_lock(ucmd, id);
-	/* A UD id's QP is not rdma_cm's (see core.c): name it. */
-	if (!IS_ERR(ctx) && ctx->qp)
+	/* The id's QP is not rdma_cm's (see core.c): name it. */
+	if (!IS_ERR(ctx) && ctx->qp) {
 		param->qp_num = ctx->qp->qp_num;
+		param->srq = !!ctx->qp->srq;
+	}
 	return ctx;
 }
 
@@ -652,6 +681,10 @@ int kqp_connect_ioctl(struct kqp_ucmd *ucmd)
 		return PTR_ERR(ctx);
 	if (ctx->qp)
 		kqp_qp_peer_rnr(ctx->qp, ctx->cm_id, param.rnr_retry_count);
+	/*
+	 * The QP waits in INIT for the REP (IB CM) or for iWARP's CM to move
+	 * it, as librdmacm's QPs do.
+	 */
 	ret = rdma_connect(ctx->cm_id, &param);
 	kqp_cm_id_unlock(ctx);
 	return ret;
@@ -687,15 +720,18 @@ static int kqp_cm_answer(struct kqp_cm_id *ctx, enum kqp_cm_how how,
 	switch (how) {
 	case KQP_CM_ACCEPT:
 		if (ctx->answer == KQP_ANSWER_REQUEST)
-			ret = rdma_accept(ctx->cm_id, param);
+			ret = kqp_qp_cm_accept(kqp_cm_id_rc_qp(ctx),
+					       ctx->cm_id, param);
 		if (!ret) {
 			ctx->uid = uid;
 			ctx->ready = true;
 		}
 		break;
 	case KQP_CM_ESTABLISH:
+		/* A QP made since CONNECT_RESPONSE moves now. */
 		if (ctx->answer == KQP_ANSWER_RESPONSE)
-			ret = rdma_accept(ctx->cm_id, NULL);
+			ret = kqp_qp_cm_accept(kqp_cm_id_rc_qp(ctx),
+					       ctx->cm_id, NULL);
 		break;
 	case KQP_CM_REJECT:
 		if (ctx->answer != KQP_ANSWER_NONE)
@@ -759,7 +795,17 @@ int kqp_disconnect_ioctl(struct kqp_ucmd *ucmd)
 	ctx = kqp_cm_id_lock(ucmd, cmd->id);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
-	ret = rdma_disconnect(ctx->cm_id);
+	/*
+	 * To ERR first on a device that uses the IB CM (iWARP's CM moves
+	 * it itself), as librdmacm's rdma_disconnect() and rdma_cm's do;
+	 * like librdmacm's, whether or not the id was ever connected.
+	 */
+	ret = 0;
+	if (kqp_cm_id_rc_qp(ctx) && ctx->cm_id->device &&
+	    rdma_cap_ib_cm(ctx->cm_id->device, ctx->cm_id->port_num))
+		ret = kqp_qp_cm_move(ctx->qp, ctx->cm_id, IB_QPS_ERR, NULL);
+	if (!ret)
+		ret = rdma_disconnect(ctx->cm_id);
 	kqp_cm_id_unlock(ctx);
 	return ret;
 }

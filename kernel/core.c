@@ -9,15 +9,17 @@
  *  - a missing send or receive CQ is allocated, sized from the queue's
  *    capabilities;
  *  - an id has at most one QP; its type is the id's;
- *  - the QP is created by rdma_cm on the id, so it is ready for receives
- *    (and, unconnected, for sends) when this returns, and rdma_cm moves a
- *    connected one to RTR and RTS when the connection is made;
- *  - except that a UD QP can be made outside the id (@unbound_ud): rdma_cm
- *    will not join a multicast group on an id that holds a QP (it WARNs,
- *    which panics a machine with panic_on_warn), and a UD QP needs nothing
- *    else from rdma_cm than the attributes rdma_init_qp_attr() gives.  It
- *    is moved to RTS here, the way rdma_cm moves its own, and its number
- *    goes to the peer in the connection parameters (cm_id.c);
+ *  - the QP is ready for receives (and, unconnected, for sends) when this
+ *    returns, and moves to RTR and RTS when the connection is made;
+ *  - the exported API's QP is created by rdma_cm on the id (rdma_cm moves
+ *    it, and its callers use the id as any of rdma_cm's);
+ *  - the ioctl path's (@unbound) is made outside the id, with the states
+ *    and attributes rdma_cm gives (rdma_init_qp_attr()), as librdmacm
+ *    does over ucma: to INIT here (a UD QP on to RTS), and a connected
+ *    one to RTR and RTS by cm_id.c, with its number in the connection
+ *    parameters.  rdma_cm will not join a multicast group on an id that
+ *    holds a QP (it WARNs, which panics a machine with panic_on_warn),
+ *    and a QP rdma_cm does not own could be made ahead of the call;
  *  - the capabilities the device gave are written back into @attr; a
  *    device may give a deeper queue than a CQ allocated here holds, and
  *    the depth written back is then what the CQ holds, so that a caller
@@ -59,8 +61,11 @@ void kqp_core_release(struct kqp_core_scope *scope, struct kqp_core_qp *res)
 	memset(res, 0, sizeof(*res));
 }
 
-/* A UD QP that rdma_cm does not hold, to RTS as rdma_cm moves its own. */
-static int kqp_core_ud_to_rts(struct rdma_cm_id *id, struct ib_qp *qp)
+/*
+ * A QP that rdma_cm does not hold to INIT, and a UD one on to RTS, as
+ * rdma_cm moves its own (cma_init_conn_qp(), cma_init_ud_qp()).
+ */
+static int kqp_core_unbound_init(struct rdma_cm_id *id, struct ib_qp *qp)
 {
 	struct ib_qp_attr qp_attr = { .qp_state = IB_QPS_INIT };
 	int mask, ret;
@@ -69,7 +74,7 @@ static int kqp_core_ud_to_rts(struct rdma_cm_id *id, struct ib_qp *qp)
 	if (ret)
 		return ret;
 	ret = ib_modify_qp(qp, &qp_attr, mask);
-	if (ret)
+	if (ret || id->qp_type != IB_QPT_UD)
 		return ret;
 	qp_attr.qp_state = IB_QPS_RTR;
 	ret = ib_modify_qp(qp, &qp_attr, IB_QP_STATE);
@@ -100,12 +105,13 @@ static int kqp_core_alloc_cq(struct kqp_core_scope *scope,
 }
 
 /*
- * The QP is returned in *@qp; with @unbound_ud and a UD id it is not
- * @id->qp, and the caller destroys it with ib_destroy_qp().
+ * The QP is returned in *@qp; with @unbound it is not @id->qp, and the
+ * caller moves it through its states and destroys it with
+ * ib_destroy_qp().
  */
 int kqp_core_create_qp(struct kqp_core_scope *scope, struct rdma_cm_id *id,
 		       struct ib_pd *pd, struct ib_qp_init_attr *attr,
-		       struct kqp_core_qp *res, bool unbound_ud,
+		       struct kqp_core_qp *res, bool unbound,
 		       struct ib_qp **qp)
 {
 	const struct kqp_core_scope_ops *ops = scope->ops;
@@ -147,14 +153,14 @@ int kqp_core_create_qp(struct kqp_core_scope *scope, struct rdma_cm_id *id,
 			goto err;
 	}
 
-	if (unbound_ud && id->qp_type == IB_QPT_UD) {
+	if (unbound) {
 		attr->port_num = id->port_num;
 		*qp = ib_create_qp(pd, attr);
 		if (IS_ERR(*qp)) {
 			ret = PTR_ERR(*qp);
 			goto err;
 		}
-		ret = kqp_core_ud_to_rts(id, *qp);
+		ret = kqp_core_unbound_init(id, *qp);
 		if (ret) {
 			ib_destroy_qp(*qp);
 			goto err;

@@ -50,7 +50,7 @@ struct kqp_core_qp {
 
 int kqp_core_create_qp(struct kqp_core_scope *scope, struct rdma_cm_id *id,
 		       struct ib_pd *pd, struct ib_qp_init_attr *attr,
-		       struct kqp_core_qp *res, bool unbound_ud,
+		       struct kqp_core_qp *res, bool unbound,
 		       struct ib_qp **qp);
 void kqp_core_release(struct kqp_core_scope *scope, struct kqp_core_qp *res);
 

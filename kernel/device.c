@@ -126,7 +126,8 @@ static int kqp_ib_add(struct ib_device *ibdev)
 /*
  * The device is going.  ib_core removes clients in the reverse order of
  * registration, so this runs before rdma_cm's removal: the ids are still
- * alive, and their QPs can still be handed back to rdma_cm.  Every
+ * alive, and their handlers may still move their QPs (kqp_qp_cm_move()
+ * finds a QP gone under its move_mutex).  Every
  * hardware object of every table goes now, QPs first; the objects stay,
  * answering ENXIO, until their owners destroy them.
  *

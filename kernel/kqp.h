@@ -93,6 +93,7 @@ extern struct workqueue_struct *kqp_wq;
  *					by address, kqp_lock_two())
  *     kqp_device.hw_rwsem		read: using hardware; write: removal
  *					and destroying a verbs object
+ *       kqp_qp.move_mutex		also under the handler's lock (qp.h)
  *       kqp_qp.sq_mutex		posting, and draining the send ring
  *         kqp_qp.rq_mutex		receives; under sq_mutex only to reset
  *       kqp_srq.post_mutex		posting to an SRQ, resizing it

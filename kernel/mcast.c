@@ -65,8 +65,8 @@ int kqp_join_mcast_ioctl(struct kqp_ucmd *ucmd)
 	mutex_lock(&ctx->mutex);
 
 	/*
-	 * rdma_cm WARNs on an id that holds a QP (an RC id's is rdma_cm's)
-	 * before it sees the id is not UD: refuse both first.
+	 * rdma_cm WARNs on an id that holds a QP (a kernel caller's) before
+	 * it sees the id is not UD: refuse both first.
 	 */
 	if (ctx->cm_id->qp_type != IB_QPT_UD || ctx->cm_id->qp) {
 		ret = -EINVAL;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * QPs created in the kernel for userspace: on an id through the core
- * (rdma_create_qp(3)), or alone for callers that move them through their
- * states (ibv_create_qp() + rdma_init_qp_attr() + ibv_modify_qp()).
+ * (rdma_create_qp(3)), which kqp moves through their states as the
+ * connection is made (cm_id.c), or alone for callers that move them
+ * (ibv_create_qp() + rdma_init_qp_attr() + ibv_modify_qp()).
  *
  * Work requests and completions: wr.c.  States and attributes (MODIFY_QP,
  * QUERY_QP): qp_state.c.  Multicast attachments: mcast.c.
@@ -55,7 +56,6 @@ static void kqp_qp_hw_abandon(struct kqp_qp *qp, int err)
 static void kqp_qp_destroy_hw(struct kqp_vobj *vobj)
 {
 	struct kqp_qp *qp = container_of(vobj, struct kqp_qp, vobj);
-	struct rdma_cm_id *cm_id = qp->cm ? qp->cm->cm_id : NULL;
 	int ret;
 
 	kqp_qp_mcast_detach_all(qp);
@@ -68,11 +68,6 @@ static void kqp_qp_destroy_hw(struct kqp_vobj *vobj)
 	if (qp->srq)
 		kqp_srq_del_qp(qp->srq, qp);
 
-	/*
-	 * While the id lives, rdma_cm holds the QP and must let go of it
-	 * itself.  The id's close destroys this before the id, under the
-	 * same lock, so a live cm_id here is one rdma_cm still uses.
-	 */
 	/*
 	 * No drain runs from here on (hw_rwsem, held for writing, keeps
 	 * them out, and they find hw_gone): the process must ring, and
@@ -91,14 +86,16 @@ static void kqp_qp_destroy_hw(struct kqp_vobj *vobj)
 		spin_unlock_irq(&qp->lock);
 	}
 
-	if (cm_id && cm_id->qp == qp->qp) {
-		rdma_destroy_qp(cm_id);
-	} else {
-		ret = ib_destroy_qp(qp->qp);
-		if (ret)
-			kqp_qp_hw_abandon(qp, ret);
-	}
+	/*
+	 * rdma_cm never holds it (kqp_core_create_qp()); kqp's moves of it
+	 * find it gone.
+	 */
+	mutex_lock(&qp->move_mutex);
+	ret = ib_destroy_qp(qp->qp);
+	if (ret)
+		kqp_qp_hw_abandon(qp, ret);
 	qp->qp = NULL;
+	mutex_unlock(&qp->move_mutex);
 }
 
 static void kqp_qp_free_rcu(struct rcu_head *rcu)
@@ -160,9 +157,9 @@ static u32 kqp_qp_free(struct kqp_ucontext *uctx, struct kqp_object *obj,
 	kqp_object_drain(obj);
 	if (cm) {
 		mutex_lock(&cm->mutex);
-		kqp_vobj_destroy_hw(&qp->vobj);
 		if (cm->qp == qp)
-			cm->qp = NULL;
+			kqp_cm_id_set_qp(cm, NULL);
+		kqp_vobj_destroy_hw(&qp->vobj);
 		mutex_unlock(&cm->mutex);
 	} else {
 		kqp_vobj_destroy_hw(&qp->vobj);
@@ -208,6 +205,7 @@ static struct kqp_qp *kqp_qp_alloc(struct kqp_ucontext *uctx,
 	if (!qp)
 		return ERR_PTR(-ENOMEM);
 	spin_lock_init(&qp->lock);
+	mutex_init(&qp->move_mutex);
 	mutex_init(&qp->sq_mutex);
 	INIT_WORK(&qp->drain_work, kqp_qp_drain_work);
 	mutex_init(&qp->rq_mutex);
@@ -374,10 +372,10 @@ static int kqp_qp_create_hw(struct kqp_uscope *us, struct kqp_qp *qp,
 	if (ret)
 		goto err_hw;
 	if (cm) {
-		/* UD: not bound into the id, so that it can join groups. */
+		/* Not bound into the id: kqp moves it (core.c, cm_id.c). */
 		ret = kqp_core_create_qp(&us->scope, cm->cm_id,
 					 qp->pd ? qp->pd->pd : NULL, attr,
-					 &res, qp->qp_type == IB_QPT_UD, &ibqp);
+					 &res, true, &ibqp);
 		if (ret) {
 			kqp_vobj_cancel(us->uctx, &qp->vobj);
 			up_read(&kdev->hw_rwsem);
@@ -407,11 +405,7 @@ static int kqp_qp_create_hw(struct kqp_uscope *us, struct kqp_qp *qp,
 	qp->cap = attr->cap;
 	if (qp->srq)
 		qp->srq_ibqp = ibqp;
-	/*
-	 * The id before the device list: once the device's removal can
-	 * find the QP, it must see whether rdma_cm holds it, or it would
-	 * ib_destroy_qp() a QP the id still points at.
-	 */
+	/* The id before the device list, which device removal walks. */
 	if (cm) {
 		qp->cm = cm;
 		kref_get(&cm->mem_ref);
@@ -496,7 +490,7 @@ static void kqp_create_qp_publish(struct kqp_uscope *us, struct kqp_qp *qp,
 		xa_unlock(xa);
 	}
 	if (cm) {
-		cm->qp = qp;
+		kqp_cm_id_set_qp(cm, qp);
 		kqp_cm_id_unlock(cm);
 	}
 }

@@ -93,6 +93,10 @@ struct kqp_ring {
  * @uctx: the owning context
  * @qp: the kernel QP; NULL once destroyed
  * @cm: the id it was created on, or NULL for a QP the caller transitions
+ * @move_mutex: serialises kqp's moves of a QP on an id (kqp_qp_cm_move(),
+ *	called under the rdma_cm handler's lock) with the destruction of its
+ *	hardware, which clears @qp under it: so rdma_cm's handler never
+ *	waits for the device's hw_rwsem
  * @pd: the PD, a user of it
  * @send_cq: a user of it
  * @recv_cq: a user of it
@@ -150,6 +154,7 @@ struct kqp_qp {
 	struct kqp_ucontext *uctx;
 	struct ib_qp *qp;
 	struct kqp_cm_id *cm;
+	struct mutex move_mutex;	/* @qp's moves and destruction */
 	struct kqp_pd *pd;
 	struct kqp_cq *send_cq;
 	struct kqp_cq *recv_cq;
@@ -200,6 +205,12 @@ int kqp_modify_qp_ioctl(struct kqp_ucmd *ucmd);
 int kqp_query_qp_ioctl(struct kqp_ucmd *ucmd);
 void kqp_qp_attr_to_user(struct ib_device *ibdev, struct kqp_qp_attr *dst,
 			 struct ib_qp_attr *src);
+int kqp_qp_cm_move(struct kqp_qp *qp, struct rdma_cm_id *cm_id,
+		   enum ib_qp_state state, const struct rdma_conn_param *param);
+int kqp_qp_cm_accept(struct kqp_qp *qp, struct rdma_cm_id *cm_id,
+		     struct rdma_conn_param *param);
+void kqp_qp_cm_event(struct kqp_qp *qp, struct rdma_cm_id *cm_id,
+		     struct rdma_cm_event *event);
 
 /* wr.c */
 int kqp_post_send_ioctl(struct kqp_ucmd *ucmd);

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * A QP's state and attributes: KQP_IOCTL_MODIFY_QP and _QUERY_QP, the
- * attributes between the ABI's struct kqp_qp_attr and ib_core's, and what
- * a move to RESET does to the kernel's slots and rings.
+ * attributes between the ABI's struct kqp_qp_attr and ib_core's, what a
+ * move to RESET does to the kernel's slots and rings, and how kqp moves
+ * a QP on an id as its connection is made and taken down.
  */
+#include <rdma/ib_cm.h>
+
 #include "kqp.h"
 #include "pd.h"
 #include "qp.h"
@@ -93,6 +96,111 @@ static void kqp_qp_reset(struct kqp_qp *qp)
 		smp_store_release(&rr->hdr->retired, qp->rq.tail);
 	}
 	spin_unlock_irq(&qp->lock);
+}
+
+/*
+ * Move @qp, an RC QP on @cm_id that rdma_cm does not hold
+ * (kqp_core_create_qp()), to @state as rdma_cm moves the QPs it holds
+ * (cma_modify_qp_rtr(), _rts() and _err()): to RTR, INIT again first for
+ * what the id learnt since the QP was made, and on to RTS, with @param's
+ * responder resources and initiator depth when it is given; or to ERR.
+ * The attributes are rdma_cm's (rdma_init_qp_attr()).  ENXIO once the
+ * QP's hardware went.  Under the id's handler lock or its mutex; takes
+ * only @qp->move_mutex, so rdma_cm's handler, shared by every id, never
+ * waits for a device's hw_rwsem.
+ */
+int kqp_qp_cm_move(struct kqp_qp *qp, struct rdma_cm_id *cm_id,
+		   enum ib_qp_state state, const struct rdma_conn_param *param)
+{
+	static const enum ib_qp_state steps[] = {
+		IB_QPS_INIT, IB_QPS_RTR, IB_QPS_RTS,
+	};
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	int i, mask = IB_QP_STATE, ret = 0;
+
+	mutex_lock(&qp->move_mutex);
+	if (!qp->qp) {
+		ret = -ENXIO;
+		goto out;
+	}
+	if (state == IB_QPS_ERR) {
+		ret = ib_modify_qp(qp->qp, &attr, mask);
+		goto out;
+	}
+	for (i = 0; i < ARRAY_SIZE(steps); i++) {
+		memset(&attr, 0, sizeof(attr));
+		attr.qp_state = steps[i];
+		ret = rdma_init_qp_attr(cm_id, &attr, &mask);
+		if (ret)
+			break;
+		if (param && steps[i] == IB_QPS_RTR)
+			attr.max_dest_rd_atomic = param->responder_resources;
+		if (param && steps[i] == IB_QPS_RTS)
+			attr.max_rd_atomic = param->initiator_depth;
+		ret = ib_modify_qp(qp->qp, &attr, mask);
+		if (ret || steps[i] == state)
+			break;
+	}
+out:
+	mutex_unlock(&qp->move_mutex);
+	return ret;
+}
+
+/*
+ * rdma_accept(), with the handler's lock held: the passive side's answer
+ * to a REQ (@param), or the active side's to a REP (NULL: the RTU, as
+ * ucma's users answer CONNECT_RESPONSE).  @qp, the id's RC QP or NULL,
+ * first goes to RTS, or to RTR where iWARP's CM takes it on, with
+ * @param's resources, as rdma_cm moves a QP it holds (cma_accept_ib(),
+ * cma_accept_iw(), cma_rep_recv()).  When that or the accept fails, the
+ * QP goes to ERR and the peer gets a REJ, as from rdma_accept().
+ */
+int kqp_qp_cm_accept(struct kqp_qp *qp, struct rdma_cm_id *cm_id,
+		     struct rdma_conn_param *param)
+{
+	enum ib_qp_state to = IB_QPS_RTS;
+	int ret = 0;
+
+	if (param && !rdma_cap_ib_cm(cm_id->device, cm_id->port_num))
+		to = IB_QPS_RTR;
+	if (qp)
+		ret = kqp_qp_cm_move(qp, cm_id, to, param);
+	if (ret) {
+		kqp_qp_cm_move(qp, cm_id, IB_QPS_ERR, NULL);
+		rdma_reject(cm_id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+		return ret;
+	}
+	/* It moves no QP of ours, and rejects on failure. */
+	ret = rdma_accept(cm_id, param);
+	if (ret && qp)
+		kqp_qp_cm_move(qp, cm_id, IB_QPS_ERR, NULL);
+	return ret;
+}
+
+/*
+ * What rdma_cm's handler does for a QP it holds, for @qp (the id's RC QP,
+ * or NULL), in the handler: a REP is answered at once
+ * (kqp_qp_cm_accept()), and the owner gets ESTABLISHED, or
+ * CONNECT_ERROR; a REJ on an IB CM device moves the QP to ERR.  An id
+ * without a QP gets CONNECT_RESPONSE, which its owner answers
+ * (kqp_establish_ioctl()).
+ */
+void kqp_qp_cm_event(struct kqp_qp *qp, struct rdma_cm_id *cm_id,
+		     struct rdma_cm_event *event)
+{
+	int ret;
+
+	if (!qp)
+		return;
+	if (event->event == RDMA_CM_EVENT_REJECTED &&
+	    rdma_cap_ib_cm(cm_id->device, cm_id->port_num)) {
+		kqp_qp_cm_move(qp, cm_id, IB_QPS_ERR, NULL);
+	} else if (event->event == RDMA_CM_EVENT_CONNECT_RESPONSE) {
+		ret = kqp_qp_cm_accept(qp, cm_id, NULL);
+		event->event = ret ? RDMA_CM_EVENT_CONNECT_ERROR :
+				     RDMA_CM_EVENT_ESTABLISHED;
+		event->status = ret;
+	}
 }
 
 /* The standard attribute bits, as enum ibv_qp_attr_mask; no resizing. */
@@ -220,9 +328,9 @@ int kqp_modify_qp_ioctl(struct kqp_ucmd *ucmd)
 	if (ret)
 		goto out;
 	/*
-	 * rdma_cm moves a QP on an id from state to state; the caller may
-	 * break it (into ERR) and change what its current state allows
-	 * (RTS to RTS, say), as librdmacm's users do.
+	 * kqp moves a QP on an id from state to state (kqp_qp_cm_move());
+	 * the caller may break it (into ERR) and change what its current
+	 * state allows (RTS to RTS, say), as librdmacm's users do.
 	 */
 	if (qp->cm && (mask & IB_QP_STATE) && u->qp_state != IB_QPS_ERR) {
 		struct ib_qp_init_attr init;

@@ -580,4 +580,49 @@ TEST_F_TIMEOUT(close, ids_in_every_state, 120)
 	EXPECT_EQ(0, cm_ids_of(pid));
 }
 
+/*
+ * An id that had no QP when the REP came got CONNECT_RESPONSE; a QP made
+ * on it then moves to RTR and RTS with the RTU its ESTABLISH sends, as
+ * rdma_cm moves a QP it holds.  The server accepts with no QP of its
+ * own: the CM exchange needs none.
+ */
+TEST_F_TIMEOUT(close, establish_moves_qp_made_after_response, 90)
+{
+	struct kqp_create_qp q = { .size = sizeof(q), .qp_type = KQP_QPT_RC };
+	struct kqp_query_qp qq = { .size = sizeof(qq) };
+	struct kqp_accept acc = { .size = sizeof(acc) };
+	struct kqp_id_cmd est = { .size = sizeof(est) };
+	int s = kq_open(), c = kq_open();
+	struct kqp_get_event ev;
+	uint32_t lid, cid;
+
+	ASSERT_LE(0, s);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, kq_listener_and_client(s, c, port(), &lid, &cid));
+	ASSERT_EQ(0, kq_connect(c, cid, 0x2001));
+	ASSERT_EQ(0, kq_expect(s, EV_CONNECT_REQUEST, &ev));
+	acc.id = ev.out_id;
+	acc.param.qp_num = 0x3001;
+	ASSERT_EQ(0, kqp_test_ioctl(s, KQP_IOCTL_ACCEPT, &acc));
+	ASSERT_EQ(0, kq_expect(c, EV_CONNECT_RESPONSE, NULL));
+
+	q.id = cid;
+	q.cap = (struct kqp_qp_cap){ 4, 4, 1, 1, 0, 0 };
+	ASSERT_EQ(0, kqp_test_ioctl(c, KQP_IOCTL_CREATE_QP, &q));
+	close(q.out_send_channel_fd);
+	close(q.out_recv_channel_fd);
+	qq.qp = q.out_qp;
+	qq.attr_mask = KQP_QP_ATTR_STATE;
+	ASSERT_EQ(0, kqp_test_ioctl(c, KQP_IOCTL_QUERY_QP, &qq));
+	EXPECT_EQ(KQP_QPS_INIT, qq.out_attr.qp_state);
+
+	est.id = cid;
+	ASSERT_EQ(0, kqp_test_ioctl(c, KQP_IOCTL_ESTABLISH, &est));
+	ASSERT_EQ(0, kqp_test_ioctl(c, KQP_IOCTL_QUERY_QP, &qq));
+	EXPECT_EQ(KQP_QPS_RTS, qq.out_attr.qp_state);
+	ASSERT_EQ(0, kq_expect(s, EV_ESTABLISHED, NULL));
+	close(c);
+	close(s);
+}
+
 TEST_HARNESS_MAIN
