@@ -186,11 +186,9 @@ ib_uverbs_handler_UVERBS_METHOD_QP_CREATE ib_uverbs_modify_qp ib_uverbs_mmap
 kqp_create_qp_ioctl kqp_channel_make_fd kqp_cq_create_locked
 kqp_cq_ring_alloc kqp_qp_rings_init kqp_fops_mmap ib_create_qp_kernel
 rxe_create_cq rxe_create_qp rxe_modify_qp ksys_mmap_pgoff
-kqp_cm_id_lock kqp_qp_alloc kqp_qp_take_deps kqp_qp_resolve_dev
-kqp_qp_create_hw kqp_vobj_begin kqp_core_create_qp kqp_pd_get_default_locked
+kqp_cm_id_lock kqp_vobj_begin kqp_core_create_qp kqp_pd_get_default_locked
 ib_modify_qp rdma_init_qp_attr kqp_ring_stage_alloc kqp_queue_charge
-kqp_vmem_alloc __vmalloc_node_range kqp_create_qp_respond
-kqp_create_qp_publish"
+kqp_vmem_alloc"
 
 # setup_parts VARIANT PORT: cmtime with every function in $parts traced;
 # keys on stdout.
