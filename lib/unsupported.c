@@ -7,8 +7,8 @@
  * its own.  Each fails the way its library fails for a feature the
  * device does not have, so callers take their usual fallback:
  *
- *  - rsockets (r*): a socket layer of its own over librdmacm, not an
- *    RDMA CM call; -1 and ENOSYS.
+ *  - rsockets' iomap (riomap, riounmap, riowrite): -1 and ENOSYS; stream
+ *    rsockets are in rsocket.c, and datagram ones fail there with ENOSYS.
  *  - ECE (rdma_*_ece, ibv_*_ece): kqp's ids carry no ECE options, as
  *    rxe's do not; ENOSYS (librdmacm) or EOPNOTSUPP (libibverbs).
  *  - Resizing CQs, re-registering MRs (after libibverbs' own checks of
@@ -21,60 +21,29 @@
 
 #include "kqp_priv.h"
 
-/* rsockets: every call fails; no rsocket is ever made. */
-
-KQP_EXPORT int rsocket(int domain, int type, int protocol)
-{
-	return kqp_err(ENOSYS);
-}
-
-#define KQP_RSOCKET_STUB(ret, name, ...)			\
-	KQP_EXPORT ret name(__VA_ARGS__)			\
-	{							\
-		errno = ENOSYS;					\
-		return (ret)-1;					\
-	}
+/* rsockets' iomap: no rsocket gives a peer an iomap (rsocket.c). */
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
-KQP_RSOCKET_STUB(int, rbind, int s, const struct sockaddr *a, socklen_t l)
-KQP_RSOCKET_STUB(int, rlisten, int s, int backlog)
-KQP_RSOCKET_STUB(int, raccept, int s, struct sockaddr *a, socklen_t *l)
-KQP_RSOCKET_STUB(int, rconnect, int s, const struct sockaddr *a, socklen_t l)
-KQP_RSOCKET_STUB(int, rshutdown, int s, int how)
-KQP_RSOCKET_STUB(int, rclose, int s)
-KQP_RSOCKET_STUB(ssize_t, rrecv, int s, void *buf, size_t len, int flags)
-KQP_RSOCKET_STUB(ssize_t, rrecvfrom, int s, void *buf, size_t len, int flags,
-		 struct sockaddr *a, socklen_t *l)
-KQP_RSOCKET_STUB(ssize_t, rrecvmsg, int s, struct msghdr *msg, int flags)
-KQP_RSOCKET_STUB(ssize_t, rsend, int s, const void *buf, size_t len, int flags)
-KQP_RSOCKET_STUB(ssize_t, rsendto, int s, const void *buf, size_t len,
-		 int flags, const struct sockaddr *a, socklen_t l)
-KQP_RSOCKET_STUB(ssize_t, rsendmsg, int s, const struct msghdr *msg, int flags)
-KQP_RSOCKET_STUB(ssize_t, rread, int s, void *buf, size_t count)
-KQP_RSOCKET_STUB(ssize_t, rreadv, int s, const struct iovec *iov, int iovcnt)
-KQP_RSOCKET_STUB(ssize_t, rwrite, int s, const void *buf, size_t count)
-KQP_RSOCKET_STUB(ssize_t, rwritev, int s, const struct iovec *iov, int iovcnt)
-KQP_RSOCKET_STUB(int, rpoll, struct pollfd *fds, nfds_t nfds, int timeout)
-KQP_RSOCKET_STUB(int, rselect, int nfds, fd_set *r, fd_set *w, fd_set *e,
-		 struct timeval *timeout)
-KQP_RSOCKET_STUB(int, rgetpeername, int s, struct sockaddr *a, socklen_t *l)
-KQP_RSOCKET_STUB(int, rgetsockname, int s, struct sockaddr *a, socklen_t *l)
-KQP_RSOCKET_STUB(int, rsetsockopt, int s, int level, int optname,
-		 const void *optval, socklen_t optlen)
-KQP_RSOCKET_STUB(int, rgetsockopt, int s, int level, int optname,
-		 void *optval, socklen_t *optlen)
-KQP_RSOCKET_STUB(off_t, riomap, int s, void *buf, size_t len, int prot,
-		 int flags, off_t offset)
-KQP_RSOCKET_STUB(int, riounmap, int s, void *buf, size_t len)
-KQP_RSOCKET_STUB(size_t, riowrite, int s, const void *buf, size_t count,
-		 off_t offset, int flags)
-#pragma GCC diagnostic pop
+KQP_EXPORT off_t riomap(int s, void *buf, size_t len, int prot, int flags,
+			off_t offset)
+{
+	errno = ENOSYS;
+	return -1;
+}
 
-KQP_EXPORT int rfcntl(int s, int cmd, ...)
+KQP_EXPORT int riounmap(int s, void *buf, size_t len)
 {
 	return kqp_err(ENOSYS);
 }
+
+KQP_EXPORT size_t riowrite(int s, const void *buf, size_t count,
+			   off_t offset, int flags)
+{
+	errno = ENOSYS;
+	return (size_t)-1;
+}
+#pragma GCC diagnostic pop
 
 /* ECE. */
 

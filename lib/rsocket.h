@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * Stream rsockets on kqp: <rdma/rsocket.h> over libkqp's own ids, QPs
+ * and CQs, speaking rdma-core's rsocket wire protocol (version 1), so
+ * that either end of a connection may be rdma-core's librdmacm.
+ *
+ * The protocol, as rdma-core's librdmacm/rsocket.c defines it on the wire
+ * (doc/design/rsocket.md has the whole of it):
+ *  - one RC QP per connection; every message is an RDMA WRITE WITH
+ *    IMMEDIATE, and the immediate's top three bits are its operation;
+ *  - the connection's private data (struct krs_conn_data) gives each end
+ *    the other's first receive area (half the receive buffer), the
+ *    address of its target SGL (two struct krs_sge a peer writes), and
+ *    how many messages it may send (credits, a 16-bit sequence);
+ *  - data is written into the advertised area, with the length as the
+ *    immediate (KRS_OP_DATA);
+ *  - the receiver gives credits and the next half of its buffer back with
+ *    KRS_OP_SGL: the new sequence limit as the immediate, and the half's
+ *    struct krs_sge written into the sender's target SGL;
+ *  - KRS_OP_CTRL carries disconnect, shutdown and keep-alive.
+ *
+ * What a peer sends is checked before anything is read on its word: a
+ * data message longer than what this end advertised and the peer has not
+ * yet used, more messages than the credits given, an operation or a
+ * completion the protocol does not have, each closes the connection
+ * with EPROTO.  A peer can write its own numbers into the target SGL at
+ * any time; they are only ever used as the peer's own addresses, and a
+ * length from there bounds nothing but what is sent to it.
+ *
+ * Locking: one mutex per rsocket, held by every call on it; a blocking
+ * call drops it only to poll() its fds.  The table of rsockets has its
+ * own mutex, taken alone.
+ */
+#ifndef KQP_RSOCKET_H
+#define KQP_RSOCKET_H
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <rdma/rdma_cma.h>
+
+/* The wire: rdma-core's values, which a stock peer sends and expects. */
+#define KRS_VERSION		1
+#define KRS_CONN_FLAG_NET	(1 << 0)
+#define KRS_CONN_FLAG_IOMAP	(1 << 1)
+#define KRS_SGL_SIZE		2
+#define KRS_OP_SHIFT		29
+#define KRS_DATA_MASK		0x1fffffffu
+
+enum krs_op {
+	KRS_OP_DATA = 0,
+	KRS_OP_WRITE = 2,	/* never on the wire */
+	KRS_OP_SGL = 4,
+	KRS_OP_IOMAP_SGL = 6,
+	KRS_OP_CTRL = 7,
+};
+
+enum krs_ctrl {
+	KRS_CTRL_DISCONNECT,
+	KRS_CTRL_KEEPALIVE,
+	KRS_CTRL_SHUTDOWN,
+};
+
+/* An area a peer may write: in the byte order of the end that reads it. */
+struct krs_sge {
+	uint64_t addr;
+	uint32_t key;
+	uint32_t length;
+};
+
+/* The private data of the connect request and reply, big-endian. */
+struct krs_conn_data {
+	uint8_t version;
+	uint8_t flags;
+	uint16_t credits;
+	uint8_t reserved[3];
+	uint8_t target_iomap_size;
+	struct krs_sge target_sgl;
+	struct krs_sge data_buf;
+};
+
+_Static_assert(sizeof(struct krs_conn_data) == 40,
+	       "rsocket's connection data is 40 bytes on the wire");
+
+/* Defaults and limits, as rdma-core's. */
+#define KRS_DEF_SQSIZE		384
+#define KRS_DEF_RQSIZE		384
+#define KRS_DEF_INLINE		64
+#define KRS_DEF_MEM		(1 << 17)
+#define KRS_DEF_WMEM		(1 << 17)
+#define KRS_QP_MIN_SIZE		16
+#define KRS_QP_MAX_SIZE		0xfffe
+#define KRS_CTRL_SIZE		4	/* control messages in flight; 2^n */
+#define KRS_SNDLOWAT		2048
+#define KRS_OLAP_START		2048
+#define KRS_MAX_TRANSFER	65536
+#define KRS_MAX_BUF		(1u << 28)	/* a bound of kqp's own */
+
+/* States, ordered as rdma-core's: passive, opening, connected, ended. */
+enum {
+	KRS_INIT = 0,
+	KRS_BOUND = 0x0001,
+	KRS_LISTENING = 0x0002,
+	KRS_OPENING = 0x0004,
+	KRS_RESOLVING_ADDR = KRS_OPENING | 0x0010,
+	KRS_RESOLVING_ROUTE = KRS_OPENING | 0x0020,
+	KRS_CONNECTING = KRS_OPENING | 0x0040,
+	KRS_ACCEPTING = KRS_OPENING | 0x0080,
+	KRS_CONNECTED = 0x0100,
+	KRS_WRITABLE = 0x0200,
+	KRS_READABLE = 0x0400,
+	KRS_CONNECT_RDWR = KRS_CONNECTED | KRS_READABLE | KRS_WRITABLE,
+	KRS_CONNECT_ERROR = 0x0800,
+	KRS_DISCONNECTED = 0x1000,
+	KRS_ERROR = 0x2000,
+};
+
+/**
+ * struct krs - one stream rsocket
+ * @index: what the caller holds: the fd of @ch, as rdma-core's
+ * @ref: one for the table and one for each call using it, under the
+ *	table's lock; the last one frees it
+ * @closed: rclose() took it out of the table
+ * @in_svc: on the background thread's list (rsocket_accept.c)
+ * @ch: the id's event channel, non-blocking; blocking calls poll() it
+ * @cch: the CQ's completion channel, non-blocking
+ * @tsgl: the target SGL: where the peer writes the areas it gives
+ * @adv: the areas of @rbuf this end gave and the peer has not filled, in
+ *	the order it fills them: what an incoming data message is checked
+ *	against
+ * @rmsg: received messages' lengths not yet read, @rq_size + 1 slots
+ * @accept_queue: a listener's accepted rsockets, by index, written by the
+ *	accepting thread and read by raccept(); [0] is non-blocking
+ * @accept_fd: an accepted rsocket not yet established: its listener's
+ *	queue, where its index goes once it is
+ */
+struct krs {
+	int index;
+	int ref;
+	bool closed;
+	bool in_svc;
+	int domain;
+	pthread_mutex_t lock;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	int state;
+	int err;
+	int fd_flags;
+	uint32_t so_opts;
+	uint32_t tcp_opts;
+	uint32_t ipv6_opts;
+	int keepalive_time;
+
+	uint32_t sbuf_size;
+	uint32_t rbuf_size;
+	uint16_t sq_size;
+	uint16_t rq_size;
+	uint16_t sq_inline;
+	uint16_t iomap_size;
+
+	struct ibv_comp_channel *cch;
+	struct ibv_cq *cq;
+	bool cq_armed;
+	struct ibv_mr *smr;
+	struct ibv_mr *rmr;
+	struct ibv_mr *tmr;
+	uint8_t *sbuf;
+	uint8_t *rbuf;
+	volatile struct krs_sge *tsgl;
+
+	/* Sending. */
+	bool swap;
+	uint16_t sseq_no;
+	uint16_t sseq_comp;
+	int sqe_avail;
+	uint32_t sbuf_avail;
+	uint32_t sbuf_off;
+	int target_sge;
+	unsigned int ctrl_seqno;
+	unsigned int ctrl_max_seqno;
+	struct krs_sge remote_sgl;
+	uint32_t remote_sge;
+
+	/* Receiving. */
+	uint16_t rseq_no;
+	uint16_t rseq_comp;
+	uint32_t *rmsg;
+	uint32_t rmsg_head;
+	uint32_t rmsg_tail;
+	uint32_t rmsg_count;
+	uint32_t rbuf_off;
+	uint32_t rbuf_free_off;
+	uint32_t rbuf_avail;
+	struct {
+		uint32_t left;
+	} adv[KRS_SGL_SIZE];
+	uint32_t adv_head;
+	uint32_t adv_count;
+
+	struct sockaddr_storage dst;
+	int accept_queue[2];
+	int accept_fd;
+};
+
+/* rsocket.c */
+int krs_insert(struct krs *rs);
+struct krs *krs_alloc(const struct krs *parent, int domain);
+void krs_free(struct krs *rs);
+int krs_new_channel(struct krs *rs);
+int krs_create_ep(struct krs *rs);
+int krs_set_nonblock(int fd);
+int krs_wait_readable(int fd, int ms);
+struct krs *krs_get(int index);
+bool krs_is_rsocket(int index);
+void krs_put(struct krs *rs);
+int krs_connect_step(struct krs *rs, bool nonblock);
+int krs_drain_cm(struct krs *rs);
+int krs_wait_fd(const struct krs *rs);
+
+/* rsocket_accept.c */
+int krs_svc_add(int index, bool listener);
+void krs_svc_forget(struct krs *rs);
+
+/* rsocket_data.c */
+int krs_init_bufs(struct krs *rs);
+void krs_free_ep(struct krs *rs);
+void krs_format_conn_data(const struct krs *rs, struct krs_conn_data *c);
+int krs_save_conn_data(struct krs *rs, const void *data, size_t len);
+int krs_process(struct krs *rs, bool nonblock, bool (*test)(struct krs *rs));
+void krs_drain_cq_events(struct krs *rs);
+bool krs_can_send(struct krs *rs);
+bool krs_have_rdata(struct krs *rs);
+bool krs_conn_have_rdata(struct krs *rs);
+bool krs_conn_can_send(struct krs *rs);
+bool krs_all_sends_done(struct krs *rs);
+int krs_shutdown(struct krs *rs, int how);
+
+/*
+ * @expr on the rsocket @s names, held as @rs: its value, or -1 and EBADF
+ * when @s is no rsocket.
+ */
+#define KRS_CALL(s, rs, expr)						\
+	({								\
+		struct krs *rs = krs_get(s);				\
+		long __ret = -1;					\
+									\
+		if (!rs) {						\
+			errno = EBADF;					\
+		} else {						\
+			__ret = (expr);					\
+			krs_put(rs);					\
+		}							\
+		__ret;							\
+	})
+
+static inline bool krs_nonblocking(const struct krs *rs, int flags)
+{
+	return (rs->fd_flags & O_NONBLOCK) || (flags & MSG_DONTWAIT);
+}
+
+#endif

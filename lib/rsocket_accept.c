@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * rlisten() and raccept(): connect requests are accepted in the
+ * background, as rdma-core accepts them, so that a peer's rconnect()
+ * completes whether or not the listener's owner is in raccept() yet.
+ *
+ * One thread, started by the first rlisten() or non-blocking rconnect(),
+ * polls the event channels of every listener, of every rsocket accepted
+ * and of every rsocket a non-blocking rconnect() left opening, and a
+ * pipe that wakes it when the set changes.  An opening rsocket's events
+ * take its connection's next steps there, as rdma-core's connect thread
+ * takes them, so that its connect request goes out while its owner waits
+ * elsewhere; a connected one's event there is a disconnect.  For a
+ * connect request on a listener it makes the new rsocket (its id moved to a channel
+ * of its own, QP and buffers made, the connection accepted with this
+ * end's private data); once that connection is established, its index
+ * goes into the listener's accept queue, a socketpair, and raccept()
+ * reads the next index from there.  A
+ * request whose private data is not rsocket version 1 is rejected.
+ *
+ * The thread holds an rsocket's mutex (through krs_get()) while it works
+ * on it, and no other lock; its own list has its own mutex,
+ * taken alone.  rclose() of a listener takes it off the list, wakes the
+ * thread and closes what was accepted and never taken; rclose() of any
+ * rsocket on the list takes it off.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <rdma/rsocket.h>
+
+#include "kqp_priv.h"
+#include "rsocket.h"
+
+static pthread_mutex_t krs_svc_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t krs_svc_thread;
+static bool krs_svc_running;
+static int krs_svc_wake[2] = { -1, -1 };
+struct krs_svc_entry {
+	int index;
+	bool listener;
+};
+
+static struct krs_svc_entry *krs_svc_list;
+static int krs_svc_count;
+static int krs_svc_size;
+
+/*
+ * A connect request's rsocket; its index, or -1 with errno, the request
+ * then rejected.
+ */
+static int krs_accept_one(struct krs *ls, struct rdma_cm_id *id,
+			  const struct rdma_conn_param *req)
+{
+	struct rdma_conn_param param = *req;
+	struct krs_conn_data c;
+	struct krs *rs;
+	int err;
+
+	rs = krs_alloc(ls, ls->domain);
+	if (!rs) {
+		err = errno;
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_id(id);
+		return kqp_err(err);
+	}
+	rs->id = id;
+	if (krs_new_channel(rs) || rdma_migrate_id(id, rs->ch))
+		goto err_free;
+	id->context = rs;
+	if (krs_create_ep(rs) ||
+	    krs_save_conn_data(rs, req->private_data, req->private_data_len))
+		goto err_free;
+	krs_format_conn_data(rs, &c);
+	param.private_data = &c;
+	param.private_data_len = sizeof(c);
+	if (rdma_accept(id, &param))
+		goto err_free;
+	rs->state = KRS_ACCEPTING;
+	/* Queued for raccept() once established (krs_svc_cm()). */
+	rs->accept_fd = fcntl(ls->accept_queue[1], F_DUPFD_CLOEXEC, 0);
+	if (rs->accept_fd < 0 || krs_insert(rs))
+		goto err_free;
+	if (krs_svc_add(rs->index, false)) {
+		rclose(rs->index);
+		return -1;
+	}
+	rs->in_svc = true;
+	return rs->index;
+
+err_free:
+	err = errno;
+	rdma_reject(id, NULL, 0);
+	krs_free(rs);
+	return kqp_err(err);
+}
+
+/* The listener's pending events: accept each connect request. */
+static void krs_svc_listener(struct krs *ls)
+{
+	uint8_t pdata[256];
+	struct rdma_conn_param req;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	while (!rdma_get_cm_event(ls->ch, &ev)) {
+		if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+			rdma_ack_cm_event(ev);
+			continue;
+		}
+		id = ev->id;
+		req = ev->param.conn;
+		memset(pdata, 0, sizeof(pdata));
+		if (req.private_data && req.private_data_len)
+			memcpy(pdata, req.private_data, req.private_data_len);
+		req.private_data = pdata;
+		/* Acked before the id moves: rdma_migrate_id() waits for it. */
+		rdma_ack_cm_event(ev);
+		if (req.private_data_len < sizeof(struct krs_conn_data) ||
+		    pdata[0] != KRS_VERSION) {
+			rdma_reject(id, NULL, 0);
+			rdma_destroy_id(id);
+			continue;
+		}
+		krs_accept_one(ls, id, &req);
+	}
+}
+
+/*
+ * An rsocket whose events the thread takes: the connection's next step.
+ * An accepted one goes to its listener's queue once established, as
+ * rdma-core's raccept() gives only established ones.  True when it is to
+ * be closed: accepted, and failed or nobody left to take it.
+ */
+static bool krs_svc_cm(struct krs *rs)
+{
+	bool gone;
+
+	if (rs->state & KRS_OPENING)
+		krs_connect_step(rs, true);
+	else
+		krs_drain_cm(rs);
+	if (rs->accept_fd < 0 || (rs->state & KRS_OPENING))
+		return false;
+	gone = !(rs->state & KRS_CONNECTED) ||
+	       send(rs->accept_fd, &rs->index, sizeof(rs->index),
+		    MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(rs->index);
+	close(rs->accept_fd);
+	rs->accept_fd = -1;
+	return gone;
+}
+
+static void *krs_svc_run(void *arg)
+{
+	struct krs_svc_entry *ids = NULL;
+	struct pollfd *fds = NULL;
+	int n, i;
+	char c;
+
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&krs_svc_lock);
+		n = krs_svc_count;
+		fds = realloc(fds, (n + 1) * sizeof(*fds));
+		ids = realloc(ids, (n + 1) * sizeof(*ids));
+		if (!fds || !ids) {
+			pthread_mutex_unlock(&krs_svc_lock);
+			sleep(1);
+			continue;
+		}
+		fds[0] = (struct pollfd){ .fd = krs_svc_wake[0], .events = POLLIN };
+		for (i = 0; i < n; i++) {
+			/* The index is the rsocket's channel's fd. */
+			ids[i] = krs_svc_list[i];
+			fds[i + 1] = (struct pollfd){ .fd = ids[i].index,
+						      .events = POLLIN };
+		}
+		pthread_mutex_unlock(&krs_svc_lock);
+
+		if (poll(fds, n + 1, -1) < 0)
+			continue;
+		if (fds[0].revents)
+			while (read(krs_svc_wake[0], &c, 1) == 1)
+				;
+		for (i = 0; i < n; i++) {
+			struct krs *ls;
+
+			if (!fds[i + 1].revents)
+				continue;
+			bool gone = false;
+
+			ls = krs_get(ids[i].index);
+			if (!ls)
+				continue;
+			if (ls->closed)
+				;
+			else if (ids[i].listener && ls->state == KRS_LISTENING)
+				krs_svc_listener(ls);
+			else if (!ids[i].listener)
+				gone = krs_svc_cm(ls);
+			krs_put(ls);
+			if (gone)
+				rclose(ids[i].index);
+		}
+	}
+	return NULL;
+}
+
+static void krs_svc_kick(void)
+{
+	char c = 0;
+
+	if (write(krs_svc_wake[1], &c, 1) < 0)
+		return;	/* full: it wakes anyway */
+}
+
+int krs_svc_add(int index, bool listener)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&krs_svc_lock);
+	if (!krs_svc_running) {
+		if (pipe2(krs_svc_wake, O_NONBLOCK | O_CLOEXEC)) {
+			ret = -1;
+			goto out;
+		}
+		ret = pthread_create(&krs_svc_thread, NULL, krs_svc_run, NULL);
+		if (ret) {
+			close(krs_svc_wake[0]);
+			close(krs_svc_wake[1]);
+			ret = kqp_err(ret);
+			goto out;
+		}
+		pthread_detach(krs_svc_thread);
+		krs_svc_running = true;
+	}
+	if (krs_svc_count == krs_svc_size) {
+		int n = krs_svc_size ? 2 * krs_svc_size : 8;
+		struct krs_svc_entry *l = realloc(krs_svc_list,
+						  n * sizeof(*l));
+
+		if (!l) {
+			ret = kqp_err(ENOMEM);
+			goto out;
+		}
+		krs_svc_list = l;
+		krs_svc_size = n;
+	}
+	krs_svc_list[krs_svc_count].index = index;
+	krs_svc_list[krs_svc_count++].listener = listener;
+	krs_svc_kick();
+out:
+	pthread_mutex_unlock(&krs_svc_lock);
+	return ret;
+}
+
+/*
+ * An rsocket being closed (its mutex held): off the thread's list; for a
+ * listener, what it accepted that nobody took, closed.
+ */
+void krs_svc_forget(struct krs *rs)
+{
+	int i, index;
+
+	pthread_mutex_lock(&krs_svc_lock);
+	for (i = 0; i < krs_svc_count; i++) {
+		if (krs_svc_list[i].index == rs->index) {
+			krs_svc_list[i] = krs_svc_list[--krs_svc_count];
+			break;
+		}
+	}
+	if (krs_svc_running)
+		krs_svc_kick();
+	pthread_mutex_unlock(&krs_svc_lock);
+	rs->in_svc = false;
+	if (rs->state != KRS_LISTENING)
+		return;
+	while (read(rs->accept_queue[0], &index, sizeof(index)) ==
+	       sizeof(index))
+		rclose(index);
+}
+
+KQP_EXPORT int rlisten(int s, int backlog)
+{
+	struct krs *rs = krs_get(s);
+	int ret = 0;
+
+	if (!rs)
+		return kqp_err(EBADF);
+	if (rs->state == KRS_LISTENING)
+		goto out;
+	if (rs->state != KRS_INIT && rs->state != KRS_BOUND) {
+		ret = kqp_err(EINVAL);
+		goto out;
+	}
+	ret = rdma_listen(rs->id, backlog);
+	if (ret)
+		goto out;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+		       rs->accept_queue) ||
+	    krs_set_nonblock(rs->accept_queue[0])) {
+		ret = -1;
+		goto out;
+	}
+	rs->state = KRS_LISTENING;
+	ret = krs_svc_add(rs->index, true);
+	if (ret)
+		rs->state = KRS_BOUND;
+	else
+		rs->in_svc = true;
+out:
+	krs_put(rs);
+	return ret;
+}
+
+KQP_EXPORT int raccept(int s, struct sockaddr *addr, socklen_t *addrlen)
+{
+	struct krs *ls = krs_get(s);
+	int index = -1, fd, ret;
+
+	if (!ls)
+		return kqp_err(EBADF);
+	if (ls->state != KRS_LISTENING) {
+		krs_put(ls);
+		return kqp_err(EINVAL);
+	}
+	for (;;) {
+		ret = read(ls->accept_queue[0], &index, sizeof(index));
+		if (ret == sizeof(index))
+			break;
+		if (ret >= 0 || errno != EAGAIN || (ls->fd_flags & O_NONBLOCK)) {
+			index = ret < 0 ? -1 : kqp_err(EAGAIN);
+			break;
+		}
+		fd = ls->accept_queue[0];
+		pthread_mutex_unlock(&ls->lock);
+		ret = krs_wait_readable(fd, -1);
+		pthread_mutex_lock(&ls->lock);
+		if (ret || ls->closed) {
+			index = ret ? -1 : kqp_err(EBADF);
+			break;
+		}
+	}
+	krs_put(ls);
+	if (index >= 0 && addr && addrlen)
+		rgetpeername(index, addr, addrlen);
+	return index;
+}

@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * rpoll() and rselect(): poll(2) and select(2) over any mix of rsockets
+ * and ordinary fds.
+ *
+ * An rsocket's readiness is its protocol's, not its fd's: data read from
+ * its CQ, room to send, a connect request, a finished connect.  So each
+ * round first asks every rsocket (taking its completions and CM events
+ * without waiting) and every ordinary fd (poll(2) with no wait); with
+ * nothing ready, it arms the rsockets' CQs, asks once more, and sleeps
+ * in poll(2) on the fds underneath: the CQ's completion channel once
+ * connected, the id's event channel before.  A wake-up that was only a
+ * credit or an event nobody asked about goes round again.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/select.h>
+#include <rdma/rsocket.h>
+
+#include "kqp_priv.h"
+#include "rsocket.h"
+
+static bool krs_test_none(struct krs *rs)
+{
+	(void)rs;
+	return true;
+}
+
+/* @rs's revents for @events, its completions and events taken first. */
+static short krs_poll_rs(struct krs *rs, short events)
+{
+	short revents = 0;
+
+	if (rs->state == KRS_LISTENING) {
+		struct pollfd p = { .fd = rs->accept_queue[0], .events = POLLIN };
+
+		poll(&p, 1, 0);
+		return (events & POLLIN) ? (p.revents & POLLIN) : 0;
+	}
+	if (rs->state & KRS_OPENING) {
+		if (krs_connect_step(rs, true) && errno == EINPROGRESS)
+			return 0;
+	}
+	if (rs->state & (KRS_CONNECTED | KRS_DISCONNECTED | KRS_ERROR)) {
+		krs_drain_cm(rs);
+		krs_process(rs, true, krs_test_none);
+		if ((events & POLLIN) && krs_conn_have_rdata(rs))
+			revents |= POLLIN;
+		if ((events & POLLOUT) && (rs->state & KRS_WRITABLE) &&
+		    krs_can_send(rs))
+			revents |= POLLOUT;
+		if (rs->state & KRS_DISCONNECTED)
+			revents |= POLLHUP;
+		else if (rs->state & KRS_ERROR)
+			revents |= POLLERR;
+		return revents;
+	}
+	if (rs->state == KRS_CONNECT_ERROR)
+		return (events & (POLLIN | POLLOUT)) | POLLERR;
+	return 0;
+}
+
+/*
+ * One look at every fd, waiting for none: the count of those ready.
+ * With @rfds, also what to sleep on: each rsocket's fd underneath, its CQ
+ * armed before the look; the others as they are.
+ */
+static int krs_poll_check(struct pollfd *fds, nfds_t nfds,
+			  struct pollfd *rfds)
+{
+	struct krs *rs;
+	nfds_t i;
+	int cnt = 0;
+
+	for (i = 0; i < nfds; i++) {
+		if (rfds) {
+			rfds[i] = fds[i];
+			rfds[i].revents = 0;
+		}
+		rs = krs_get(fds[i].fd);
+		if (rs) {
+			if (rfds && rs->cq && !rs->cq_armed &&
+			    !ibv_req_notify_cq(rs->cq, 0))
+				rs->cq_armed = true;
+			fds[i].revents = krs_poll_rs(rs, fds[i].events);
+			if (rfds) {
+				rfds[i].fd = krs_wait_fd(rs);
+				rfds[i].events = POLLIN;
+			}
+			krs_put(rs);
+		} else {
+			fds[i].revents = 0;
+			poll(&fds[i], 1, 0);
+		}
+		if (fds[i].revents)
+			cnt++;
+	}
+	return cnt;
+}
+
+static void krs_poll_events(struct pollfd *rfds, struct pollfd *fds,
+			    nfds_t nfds)
+{
+	struct krs *rs;
+	nfds_t i;
+
+	for (i = 0; i < nfds; i++) {
+		if (!rfds[i].revents || !krs_is_rsocket(fds[i].fd))
+			continue;
+		rs = krs_get(fds[i].fd);
+		if (!rs)
+			continue;
+		krs_drain_cq_events(rs);
+		krs_put(rs);
+	}
+}
+
+static int64_t krs_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+KQP_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
+{
+	int64_t end = timeout > 0 ? krs_now_ms() + timeout : 0;
+	struct pollfd *rfds;
+	int ret, wait;
+
+	if (nfds && !fds)
+		return kqp_err(EFAULT);
+	ret = krs_poll_check(fds, nfds, NULL);
+	if (ret || !timeout)
+		return ret;
+	rfds = calloc(nfds ? nfds : 1, sizeof(*rfds));
+	if (!rfds)
+		return kqp_err(ENOMEM);
+	for (;;) {
+		ret = krs_poll_check(fds, nfds, rfds);
+		if (ret)
+			break;
+		wait = -1;
+		if (timeout > 0) {
+			int64_t left = end - krs_now_ms();
+
+			if (left <= 0) {
+				ret = 0;
+				break;
+			}
+			wait = (int)left;
+		}
+		ret = poll(rfds, nfds, wait);
+		if (ret < 0)
+			break;
+		krs_poll_events(rfds, fds, nfds);
+	}
+	free(rfds);
+	return ret;
+}
+
+KQP_EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds,
+		       fd_set *exceptfds, struct timeval *timeout)
+{
+	struct pollfd *fds;
+	int fd, n = 0, ret, i;
+
+	if (nfds < 0 || nfds > FD_SETSIZE)
+		return kqp_err(EINVAL);
+	fds = calloc(nfds ? nfds : 1, sizeof(*fds));
+	if (!fds)
+		return kqp_err(ENOMEM);
+	for (fd = 0; fd < nfds; fd++) {
+		short ev = 0;
+		bool any = false;
+
+		if (readfds && FD_ISSET(fd, readfds)) {
+			ev |= POLLIN;
+			any = true;
+		}
+		if (writefds && FD_ISSET(fd, writefds)) {
+			ev |= POLLOUT;
+			any = true;
+		}
+		if (exceptfds && FD_ISSET(fd, exceptfds))
+			any = true;
+		if (any) {
+			fds[n].fd = fd;
+			fds[n++].events = ev;
+		}
+	}
+	ret = rpoll(fds, n, timeout ? (int)(timeout->tv_sec * 1000 +
+					     timeout->tv_usec / 1000) : -1);
+	if (readfds)
+		FD_ZERO(readfds);
+	if (writefds)
+		FD_ZERO(writefds);
+	if (exceptfds)
+		FD_ZERO(exceptfds);
+	if (ret > 0) {
+		ret = 0;
+		for (i = 0; i < n; i++) {
+			if (readfds && (fds[i].revents & (POLLIN | POLLHUP))) {
+				FD_SET(fds[i].fd, readfds);
+				ret++;
+			}
+			if (writefds && (fds[i].revents & POLLOUT)) {
+				FD_SET(fds[i].fd, writefds);
+				ret++;
+			}
+			if (exceptfds &&
+			    (fds[i].revents & ~(POLLIN | POLLOUT))) {
+				FD_SET(fds[i].fd, exceptfds);
+				ret++;
+			}
+		}
+	}
+	free(fds);
+	return ret;
+}
