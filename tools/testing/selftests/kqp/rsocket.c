@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Stream rsockets through <rdma/rsocket.h> only, so that the same source
+ * builds against libkqp (rsocket) and rdma-core's librdmacm
+ * (rsocket_rdmacm), which says what right is: a connection made with a
+ * non-blocking rconnect() and rpoll(), data both ways and checked, a
+ * peek, rselect() over an rsocket and a pipe, a half close, the close of
+ * a peer, and the options rdma-core's rstream sets.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <netinet/tcp.h>
+#include <sys/select.h>
+#include <rdma/rsocket.h>
+
+#include "cm_test.h"
+
+#define BIG	(1 << 20)
+
+static uint8_t pattern(size_t i)
+{
+	return (uint8_t)(i * 7 + (i >> 11));
+}
+
+/* A listener on the bench's address; -1 on failure. */
+static int rs_listen(uint16_t port)
+{
+	struct sockaddr_in sin = cm_addr(port);
+	int s = rsocket(AF_INET, SOCK_STREAM, 0);
+
+	if (s < 0)
+		return -1;
+	if (rbind(s, (struct sockaddr *)&sin, sizeof(sin)) || rlisten(s, 8)) {
+		rclose(s);
+		return -1;
+	}
+	return s;
+}
+
+/* rpoll() one rsocket for @events: its revents, 0 on timeout. */
+static short rs_wait(int s, short events)
+{
+	struct pollfd p = { .fd = s, .events = events };
+
+	return rpoll(&p, 1, CM_TIMEOUT_MS) == 1 ? p.revents : 0;
+}
+
+FIXTURE(conn)
+{
+	int l, c, a;
+};
+
+/* Client non-blocking, as rstream's default; the accepted end blocking. */
+FIXTURE_SETUP(conn)
+{
+	uint16_t port = cm_port();
+	struct sockaddr_in sin = cm_addr(port);
+	int on = 1, err = -1, ret;
+	socklen_t len = sizeof(err);
+
+	self->l = rs_listen(port);
+	ASSERT_LE(0, self->l);
+	self->c = rsocket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_LE(0, self->c);
+	ASSERT_EQ(0, rsetsockopt(self->c, IPPROTO_TCP, TCP_NODELAY, &on,
+				 sizeof(on)));
+	ASSERT_EQ(0, rfcntl(self->c, F_SETFL, O_NONBLOCK));
+	ret = rconnect(self->c, (struct sockaddr *)&sin, sizeof(sin));
+	if (ret)
+		ASSERT_EQ(EINPROGRESS, errno);
+	self->a = raccept(self->l, NULL, NULL);
+	ASSERT_LE(0, self->a);
+	ASSERT_TRUE(rs_wait(self->c, POLLOUT) & POLLOUT);
+	ASSERT_EQ(0, rgetsockopt(self->c, SOL_SOCKET, SO_ERROR, &err, &len));
+	ASSERT_EQ(0, err);
+	ASSERT_EQ(0, rfcntl(self->c, F_SETFL, 0));
+}
+
+FIXTURE_TEARDOWN(conn)
+{
+	if (self->c >= 0)
+		rclose(self->c);
+	if (self->a >= 0)
+		rclose(self->a);
+	if (self->l >= 0)
+		rclose(self->l);
+}
+
+struct xfer {
+	int s;
+	size_t len;
+	ssize_t done;
+	int err;
+};
+
+static void *recv_all(void *arg)
+{
+	struct xfer *x = arg;
+	uint8_t *buf = malloc(x->len);
+	size_t i;
+
+	x->done = buf ? rrecv(x->s, buf, x->len, MSG_WAITALL) : -1;
+	x->err = errno;
+	for (i = 0; x->done > 0 && i < (size_t)x->done; i++) {
+		if (buf[i] != pattern(i)) {
+			x->err = EILSEQ;
+			x->done = -2;
+			break;
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+/* A megabyte each way, each byte checked, while the other end reads. */
+TEST_F(conn, data_both_ways)
+{
+	uint8_t *buf = malloc(BIG);
+	struct xfer x;
+	pthread_t t;
+	size_t i;
+	int dir;
+
+	ASSERT_NE(NULL, buf);
+	for (i = 0; i < BIG; i++)
+		buf[i] = pattern(i);
+	for (dir = 0; dir < 2; dir++) {
+		x = (struct xfer){ .s = dir ? self->c : self->a, .len = BIG };
+		ASSERT_EQ(0, pthread_create(&t, NULL, recv_all, &x));
+		EXPECT_EQ(BIG, rsend(dir ? self->a : self->c, buf, BIG, 0));
+		pthread_join(t, NULL);
+		EXPECT_EQ(BIG, x.done) TH_LOG("errno %d", x.err);
+	}
+	free(buf);
+}
+
+/* A peek leaves the bytes; vectors gather on send. */
+TEST_F(conn, peek_and_vectors)
+{
+	char a[] = "hello, ", b[] = "rsocket", got[32] = {};
+	struct iovec iov[2] = { { a, 7 }, { b, 7 } };
+
+	ASSERT_EQ(14, rwritev(self->c, iov, 2));
+	ASSERT_TRUE(rs_wait(self->a, POLLIN) & POLLIN);
+	EXPECT_EQ(5, rrecv(self->a, got, 5, MSG_PEEK));
+	EXPECT_EQ(0, memcmp(got, "hello", 5));
+	EXPECT_EQ(14, rrecv(self->a, got, 14, MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(got, "hello, rsocket", 14));
+}
+
+/* rselect() over a pipe and an rsocket: each when it is ready. */
+TEST_F(conn, rselect_mixed)
+{
+	struct timeval tv = { .tv_sec = 30 };
+	int p[2], n;
+	fd_set r;
+	char c;
+
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(1, write(p[1], "x", 1));
+	n = (p[0] > self->a ? p[0] : self->a) + 1;
+	FD_ZERO(&r);
+	FD_SET(p[0], &r);
+	FD_SET(self->a, &r);
+	ASSERT_EQ(1, rselect(n, &r, NULL, NULL, &tv));
+	EXPECT_TRUE(FD_ISSET(p[0], &r));
+	EXPECT_FALSE(FD_ISSET(self->a, &r));
+	ASSERT_EQ(1, read(p[0], &c, 1));
+
+	ASSERT_EQ(1, rsend(self->c, "y", 1, 0));
+	FD_ZERO(&r);
+	FD_SET(p[0], &r);
+	FD_SET(self->a, &r);
+	tv.tv_sec = 30;
+	ASSERT_EQ(1, rselect(n, &r, NULL, NULL, &tv));
+	EXPECT_FALSE(FD_ISSET(p[0], &r));
+	EXPECT_TRUE(FD_ISSET(self->a, &r));
+	EXPECT_EQ(1, rrecv(self->a, &c, 1, 0));
+	EXPECT_EQ('y', c);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* After SHUT_WR the peer reads what came, then end of stream. */
+TEST_F(conn, half_close)
+{
+	char buf[16];
+
+	ASSERT_EQ(4, rsend(self->c, "last", 4, 0));
+	ASSERT_EQ(0, rshutdown(self->c, SHUT_WR));
+	EXPECT_EQ(4, rrecv(self->a, buf, sizeof(buf), MSG_WAITALL));
+	EXPECT_EQ(0, rrecv(self->a, buf, sizeof(buf), 0));
+	/* The other direction still works. */
+	EXPECT_EQ(2, rsend(self->a, "ok", 2, 0));
+	EXPECT_EQ(2, rrecv(self->c, buf, 2, MSG_WAITALL));
+}
+
+/* A closed peer: end of stream, and a hang-up for rpoll(). */
+TEST_F(conn, peer_closed)
+{
+	char buf[8];
+
+	ASSERT_EQ(0, rclose(self->a));
+	self->a = -1;
+	EXPECT_EQ(0, rrecv(self->c, buf, sizeof(buf), 0));
+	EXPECT_TRUE(rs_wait(self->c, POLLIN) & POLLHUP);
+}
+
+/* The options rstream sets, read back as rdma-core reports them. */
+TEST(options)
+{
+	int s = rsocket(AF_INET, SOCK_STREAM, 0), v;
+	socklen_t len = sizeof(v);
+
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, rgetsockopt(s, SOL_RDMA, RDMA_SQSIZE, &v, &len));
+	EXPECT_EQ(384, v);
+	ASSERT_EQ(0, rgetsockopt(s, SOL_RDMA, RDMA_INLINE, &v, &len));
+	EXPECT_EQ(64, v);
+	ASSERT_EQ(0, rgetsockopt(s, SOL_SOCKET, SO_SNDBUF, &v, &len));
+	EXPECT_EQ(1 << 17, v);
+	v = 65536;
+	ASSERT_EQ(0, rsetsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)));
+	ASSERT_EQ(0, rgetsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, &len));
+	EXPECT_EQ(131072, v);
+	v = 1;
+	ASSERT_EQ(0, rsetsockopt(s, IPPROTO_TCP, TCP_NODELAY, &v, sizeof(v)));
+	v = 0;
+	ASSERT_EQ(0, rgetsockopt(s, IPPROTO_TCP, TCP_NODELAY, &v, &len));
+	EXPECT_EQ(1, v);
+	v = 32;
+	ASSERT_EQ(0, rsetsockopt(s, SOL_RDMA, RDMA_SQSIZE, &v, sizeof(v)));
+	ASSERT_EQ(0, rgetsockopt(s, SOL_RDMA, RDMA_SQSIZE, &v, &len));
+	EXPECT_EQ(32, v);
+	EXPECT_EQ(0, rfcntl(s, F_GETFL) & O_NONBLOCK);
+	EXPECT_EQ(0, rclose(s));
+}
+
+/*
+ * A number that is no rsocket.  One rsocket is made first: rdma-core
+ * reads its table unchecked where no rsocket ever was.
+ */
+TEST(not_an_rsocket)
+{
+	int s = rsocket(AF_INET, SOCK_STREAM, 0), p[2];
+	char c;
+
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, pipe(p));
+	EXPECT_EQ(-1, rsend(p[1], "x", 1, 0));
+	EXPECT_EQ(EBADF, errno);
+	EXPECT_EQ(-1, rrecv(p[0], &c, 1, 0));
+	EXPECT_EQ(EBADF, errno);
+	EXPECT_EQ(-1, rlisten(p[0], 1));
+	EXPECT_EQ(EBADF, errno);
+	close(p[0]);
+	close(p[1]);
+	rclose(s);
+}
+
+TEST_HARNESS_MAIN
