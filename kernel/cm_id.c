@@ -16,7 +16,8 @@
  * moved under it (ctx->named).
  *
  * Lock order: ctx->mutex, then the rdma_cm handler lock, then kfile->lock.
- * The handler takes only the last two.  No copy to userspace waits on a
+ * The handler takes only the last two, and a QP's move_mutex to move it
+ * (qp_state.c), under which nothing takes any of these.  No copy to userspace waits on a
  * page fault while any of them is held, or while an id is referenced
  * that device removal would wait for (see kqp_ucmd_respond_locked()).
  *
