@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <rdma/rsocket.h>
 
 #include "cm_test.h"
@@ -230,7 +231,8 @@ FIXTURE_TEARDOWN(hostile)
 	if (self->a >= 0)
 		rclose(self->a);
 	raw_close(&self->r);
-	rclose(self->l);
+	if (self->l >= 0)
+		rclose(self->l);
 }
 
 /* Connect as a well-behaved peer and take the accepted rsocket. */
@@ -285,6 +287,83 @@ TEST_F(hostile, good_then_bad)
 	EXPECT_EQ(0, memcmp(buf, "abcd", 4));
 	EXPECT_EQ(0, drain_to_error(self->a, &err));
 	EXPECT_EQ(EPROTO, err);
+}
+
+/* A disconnect after a broken rule does not turn the error into an end. */
+TEST_F(hostile, bad_then_disconnect)
+{
+	int err;
+
+	ASSERT_LE(0, hostile_accept(_metadata, self));
+	ASSERT_EQ(0, raw_write_imm(&self->r, OP(OP_BOGUS, 1), 0, 0));
+	ASSERT_EQ(0, raw_write_imm(&self->r, OP(7, 0), 0, 0));
+	EXPECT_EQ(0, drain_to_error(self->a, &err));
+	EXPECT_EQ(EPROTO, err);
+}
+
+static void *accept_one(void *arg)
+{
+	int *s = arg, ret;
+
+	ret = raccept(*s, NULL, NULL);
+	*s = ret < 0 ? -errno : ret;
+	return NULL;
+}
+
+/* rclose() of a listener another thread waits in raccept() on. */
+TEST_F_TIMEOUT(hostile, close_while_accepting, 60)
+{
+	int s = self->l, i;
+	pthread_t t;
+
+	ASSERT_EQ(0, pthread_create(&t, NULL, accept_one, &s));
+	usleep(300000);
+	EXPECT_EQ(0, rclose(self->l));
+	self->l = -1;
+	for (i = 0; i < 100 && s >= 0; i++)
+		usleep(100000);
+	EXPECT_EQ(-EBADF, s);
+	if (s == -EBADF)
+		pthread_join(t, NULL);
+}
+
+static void *listen_it(void *arg)
+{
+	rlisten(*(int *)arg, 4);
+	return NULL;
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/*
+ * rlisten() racing rclose() of the same rsocket, many times: a listener
+ * closed under it must not stay on the background thread's list, which
+ * would then poll a closed fd (or another's) for ever, at full speed.
+ */
+TEST(listen_close_race)
+{
+	double before;
+	pthread_t t;
+	int i, s;
+
+	for (i = 0; i < 200; i++) {
+		s = rsocket(AF_INET, SOCK_STREAM, 0);
+		ASSERT_LE(0, s);
+		ASSERT_EQ(0, pthread_create(&t, NULL, listen_it, &s));
+		rclose(s);
+		pthread_join(t, NULL);
+	}
+	usleep(500000);
+	before = cpu_seconds();
+	sleep(2);
+	EXPECT_GT(0.5, cpu_seconds() - before);
 }
 
 TEST_F(hostile, send_without_immediate)
