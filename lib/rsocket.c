@@ -78,8 +78,15 @@ struct krs *krs_get(int index)
 	if (rs)
 		rs->ref++;
 	pthread_mutex_unlock(&krs_table_lock);
-	if (rs)
-		pthread_mutex_lock(&rs->lock);
+	if (!rs)
+		return NULL;
+	pthread_mutex_lock(&rs->lock);
+	/* Closed while we waited for it: it is no rsocket any more. */
+	if (rs->closed) {
+		krs_put(rs);
+		errno = EBADF;
+		return NULL;
+	}
 	return rs;
 }
 
@@ -419,7 +426,9 @@ KQP_EXPORT int rbind(int s, const struct sockaddr *addr, socklen_t addrlen)
 	struct krs *rs;
 	int ret;
 
-	if (!addr || addrlen < sizeof(struct sockaddr_in))
+	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
+	    (addr->sa_family == AF_INET6 &&
+	     addrlen < sizeof(struct sockaddr_in6)))
 		return kqp_err(EINVAL);
 	rs = krs_get(s);
 	if (!rs)
@@ -441,7 +450,9 @@ KQP_EXPORT int rconnect(int s, const struct sockaddr *addr, socklen_t addrlen)
 	int ret;
 
 	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
-	    addrlen > sizeof(rs->dst))
+	    addrlen > sizeof(rs->dst) ||
+	    (addr->sa_family == AF_INET6 &&
+	     addrlen < sizeof(struct sockaddr_in6)))
 		return kqp_err(EINVAL);
 	rs = krs_get(s);
 	if (!rs)
@@ -491,9 +502,12 @@ KQP_EXPORT int rshutdown(int s, int how)
 /*
  * The rsocket leaves the table at once; it is freed when the last call
  * still using it returns.  A call waiting in it finds it closed and
- * fails with EBADF.
+ * fails with EBADF.  @graceful: rclose()'s shutdown, which waits for the
+ * peer to take what was sent; without, the connection is just cut, as
+ * the background thread does to what nobody took (it must not wait on a
+ * peer).
  */
-KQP_EXPORT int rclose(int s)
+int krs_close(int s, bool graceful)
 {
 	struct krs *rs;
 
@@ -507,13 +521,20 @@ KQP_EXPORT int rclose(int s)
 	pthread_mutex_lock(&rs->lock);
 	if (rs->in_svc)
 		krs_svc_forget(rs);
-	if (rs->state & KRS_CONNECTED)
+	if (graceful && (rs->state & KRS_CONNECTED))
 		krs_shutdown(rs, SHUT_RDWR);
+	else if (rs->id && rs->id->qp)
+		rdma_disconnect(rs->id);
 	rs->closed = true;
 	pthread_mutex_unlock(&rs->lock);
 	/* The table's reference. */
 	krs_release(rs);
 	return 0;
+}
+
+KQP_EXPORT int rclose(int s)
+{
+	return krs_close(s, true);
 }
 
 static int krs_copy_addr(struct sockaddr *dst, socklen_t *len,

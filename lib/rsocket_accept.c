@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <rdma/rsocket.h>
 
@@ -130,8 +131,9 @@ static void krs_svc_listener(struct krs *ls)
 /*
  * An rsocket whose events the thread takes: the connection's next step.
  * An accepted one goes to its listener's queue once established, as
- * rdma-core's raccept() gives only established ones.  True when it is to
- * be closed: accepted, and failed or nobody left to take it.
+ * rdma-core's raccept() gives only established ones; a full queue is
+ * tried again later (krs_svc_run()).  True when it is to be cut:
+ * accepted, and failed or nobody left to take it.
  */
 static bool krs_svc_cm(struct krs *rs)
 {
@@ -143,18 +145,38 @@ static bool krs_svc_cm(struct krs *rs)
 		krs_drain_cm(rs);
 	if (rs->accept_fd < 0 || (rs->state & KRS_OPENING))
 		return false;
-	gone = !(rs->state & KRS_CONNECTED) ||
-	       send(rs->accept_fd, &rs->index, sizeof(rs->index),
-		    MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(rs->index);
+	gone = !(rs->state & KRS_CONNECTED);
+	if (!gone && send(rs->accept_fd, &rs->index, sizeof(rs->index),
+			  MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(rs->index)) {
+		if (errno == EAGAIN)
+			return false;
+		gone = true;
+	}
 	close(rs->accept_fd);
 	rs->accept_fd = -1;
 	return gone;
+}
+
+/* An entry whose rsocket is gone: off the list. */
+static void krs_svc_drop(int index)
+{
+	int i;
+
+	pthread_mutex_lock(&krs_svc_lock);
+	for (i = 0; i < krs_svc_count; i++) {
+		if (krs_svc_list[i].index == index) {
+			krs_svc_list[i] = krs_svc_list[--krs_svc_count];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&krs_svc_lock);
 }
 
 static void *krs_svc_run(void *arg)
 {
 	struct krs_svc_entry *ids = NULL;
 	struct pollfd *fds = NULL;
+	time_t last = 0, now;
 	int n, i;
 	char c;
 
@@ -178,21 +200,25 @@ static void *krs_svc_run(void *arg)
 		}
 		pthread_mutex_unlock(&krs_svc_lock);
 
-		if (poll(fds, n + 1, -1) < 0)
+		/* A second at most: queues that were full are tried again. */
+		if (poll(fds, n + 1, 1000) < 0)
 			continue;
 		if (fds[0].revents)
 			while (read(krs_svc_wake[0], &c, 1) == 1)
 				;
+		now = time(NULL);
 		for (i = 0; i < n; i++) {
+			bool gone = false;
 			struct krs *ls;
 
-			if (!fds[i + 1].revents)
+			if (!fds[i + 1].revents &&
+			    (ids[i].listener || now == last))
 				continue;
-			bool gone = false;
-
 			ls = krs_get(ids[i].index);
-			if (!ls)
+			if (!ls) {
+				krs_svc_drop(ids[i].index);
 				continue;
+			}
 			if (ls->closed)
 				;
 			else if (ids[i].listener && ls->state == KRS_LISTENING)
@@ -201,8 +227,9 @@ static void *krs_svc_run(void *arg)
 				gone = krs_svc_cm(ls);
 			krs_put(ls);
 			if (gone)
-				rclose(ids[i].index);
+				krs_close(ids[i].index, false);
 		}
+		last = now;
 	}
 	return NULL;
 }
@@ -278,7 +305,7 @@ void krs_svc_forget(struct krs *rs)
 		return;
 	while (read(rs->accept_queue[0], &index, sizeof(index)) ==
 	       sizeof(index))
-		rclose(index);
+		krs_close(index, false);
 }
 
 KQP_EXPORT int rlisten(int s, int backlog)
@@ -333,9 +360,10 @@ KQP_EXPORT int raccept(int s, struct sockaddr *addr, socklen_t *addrlen)
 			index = ret < 0 ? -1 : kqp_err(EAGAIN);
 			break;
 		}
+		/* A while only: an rclose() of the listener wakes nobody. */
 		fd = ls->accept_queue[0];
 		pthread_mutex_unlock(&ls->lock);
-		ret = krs_wait_readable(fd, -1);
+		ret = krs_wait_readable(fd, 1000);
 		pthread_mutex_lock(&ls->lock);
 		if (ret || ls->closed) {
 			index = ret ? -1 : kqp_err(EBADF);

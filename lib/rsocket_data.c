@@ -193,7 +193,17 @@ static int krs_post_write_msg(struct krs *rs, struct ibv_sge *sgl, int nsge,
 	}, *bad;
 	int ret = ibv_post_send(rs->id->qp, &wr, &bad);
 
-	return ret ? kqp_err(ret) : 0;
+	if (!ret)
+		return 0;
+	/*
+	 * The counts were taken for a message that is not coming: the
+	 * connection is done, or shutdown would wait for it for ever.
+	 */
+	if (rs->state & KRS_CONNECTED) {
+		rs->state = KRS_ERROR;
+		rs->err = ret;
+	}
+	return kqp_err(ret);
 }
 
 /* A message with no data: a zero-length write, which needs no key. */
@@ -309,6 +319,9 @@ static void krs_recv_msg(struct krs *rs, const struct ibv_wc *wc)
 		/* Nothing was given to write it into: nothing to do. */
 		break;
 	case KRS_OP_CTRL:
+		/* After a broken rule, nothing the peer says changes the end. */
+		if (!(rs->state & KRS_CONNECTED))
+			break;
 		switch (KRS_MSG_DATA(msg)) {
 		case KRS_CTRL_DISCONNECT:
 			rs->state = KRS_DISCONNECTED;

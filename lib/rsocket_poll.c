@@ -12,6 +12,7 @@
  * connected, the id's event channel before.  A wake-up that was only a
  * credit or an event nobody asked about goes round again.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -166,6 +167,7 @@ KQP_EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds,
 {
 	struct pollfd *fds;
 	int fd, n = 0, ret, i;
+	long long ms;
 
 	if (nfds < 0 || nfds > FD_SETSIZE)
 		return kqp_err(EINVAL);
@@ -191,8 +193,15 @@ KQP_EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds,
 			fds[n++].events = ev;
 		}
 	}
-	ret = rpoll(fds, n, timeout ? (int)(timeout->tv_sec * 1000 +
-					     timeout->tv_usec / 1000) : -1);
+	ms = -1;
+	if (timeout) {
+		ms = timeout->tv_sec > INT_MAX / 1000 - 1 ? INT_MAX :
+		     (long long)timeout->tv_sec * 1000 +
+		     timeout->tv_usec / 1000;
+		if (ms < 0)
+			ms = 0;
+	}
+	ret = rpoll(fds, n, (int)ms);
 	if (readfds)
 		FD_ZERO(readfds);
 	if (writefds)
