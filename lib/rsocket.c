@@ -108,16 +108,6 @@ void krs_put(struct krs *rs)
 	krs_release(rs);
 }
 
-bool krs_is_rsocket(int index)
-{
-	bool ret;
-
-	pthread_mutex_lock(&krs_table_lock);
-	ret = index >= 0 && index < krs_table_size && krs_table[index];
-	pthread_mutex_unlock(&krs_table_lock);
-	return ret;
-}
-
 int krs_set_nonblock(int fd)
 {
 	int flags = fcntl(fd, F_GETFL);
@@ -421,14 +411,20 @@ KQP_EXPORT int rsocket(int domain, int type, int protocol)
 	return rs->index;
 }
 
+/* An address rbind() or rconnect() may hand on: a whole sockaddr_in(6). */
+static bool krs_addr_ok(const struct sockaddr *addr, socklen_t addrlen)
+{
+	return addr && addrlen >= sizeof(struct sockaddr_in) &&
+	       (addr->sa_family != AF_INET6 ||
+		addrlen >= sizeof(struct sockaddr_in6));
+}
+
 KQP_EXPORT int rbind(int s, const struct sockaddr *addr, socklen_t addrlen)
 {
 	struct krs *rs;
 	int ret;
 
-	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
-	    (addr->sa_family == AF_INET6 &&
-	     addrlen < sizeof(struct sockaddr_in6)))
+	if (!krs_addr_ok(addr, addrlen))
 		return kqp_err(EINVAL);
 	rs = krs_get(s);
 	if (!rs)
@@ -449,10 +445,7 @@ KQP_EXPORT int rconnect(int s, const struct sockaddr *addr, socklen_t addrlen)
 	struct krs *rs;
 	int ret;
 
-	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
-	    addrlen > sizeof(rs->dst) ||
-	    (addr->sa_family == AF_INET6 &&
-	     addrlen < sizeof(struct sockaddr_in6)))
+	if (!krs_addr_ok(addr, addrlen) || addrlen > sizeof(rs->dst))
 		return kqp_err(EINVAL);
 	rs = krs_get(s);
 	if (!rs)

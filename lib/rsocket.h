@@ -214,7 +214,6 @@ int krs_create_ep(struct krs *rs);
 int krs_set_nonblock(int fd);
 int krs_wait_readable(int fd, int ms);
 struct krs *krs_get(int index);
-bool krs_is_rsocket(int index);
 int krs_close(int s, bool graceful);
 void krs_put(struct krs *rs);
 int krs_connect_step(struct krs *rs, bool nonblock);

@@ -107,7 +107,7 @@ static void krs_poll_events(struct pollfd *rfds, struct pollfd *fds,
 	nfds_t i;
 
 	for (i = 0; i < nfds; i++) {
-		if (!rfds[i].revents || !krs_is_rsocket(fds[i].fd))
+		if (!rfds[i].revents)
 			continue;
 		rs = krs_get(fds[i].fd);
 		if (!rs)

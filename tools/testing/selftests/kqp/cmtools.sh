@@ -34,16 +34,23 @@ made_ids() {
 	awk '$1 == "cm_ids" { print $3 }' "$objects"
 }
 
+# roles WHERE: set the caller's sw and cw (kqp or stock, the server's and
+# the client's) for WHERE: both, client or server (who is preloaded).
+roles() {
+	sw=kqp cw=kqp
+	case $1 in
+	client) sw=stock ;;
+	server) cw=stock ;;
+	esac
+}
+
 # tool WHERE IDS PORT SERVER_CMD... -- CLIENT_CMD...: one run; WHERE is
 # both, client or server (who is preloaded), IDS the fewest ids each
 # preloaded side makes.
 tool() {
 	local where=$1 ids=$2 p=$3 sw=kqp cw=kqp name before got want
 	shift 3
-	case $where in
-	client) sw=stock ;;
-	server) cw=stock ;;
-	esac
+	roles "$where"
 	name="$1-$where-$p"
 	desc="$* (kqp: $where)"
 	if [ -n "${list:-}" ]; then
@@ -137,10 +144,7 @@ rsockets() {
 # server, which has received and sent everything by then, exited 0.
 rstream_async() {
 	local where=$1 p=$2 sw=kqp cw=kqp name desc s c
-	case $where in
-	client) sw=stock ;;
-	server) cw=stock ;;
-	esac
+	roles "$where"
 	name="rstream-async-$where-$p"
 	desc="rstream -T a (kqp: $where)"
 	if [ -n "${list:-}" ]; then
@@ -164,10 +168,7 @@ rstream_async() {
 # rcopy: a 3 MiB file through an rcopy server, compared byte for byte.
 rcopy_run() {
 	local where=$1 p=$2 sw=kqp cw=kqp name desc src dst
-	case $where in
-	client) sw=stock ;;
-	server) cw=stock ;;
-	esac
+	roles "$where"
 	name="rcopy-$where-$p"
 	desc="rcopy of a 3 MiB file (kqp: $where)"
 	if [ -n "${list:-}" ]; then
