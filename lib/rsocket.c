@@ -9,16 +9,20 @@
  * steps and messages: resolve the address and the route, make the QP
  * and its buffers, connect with the private data.  A listener's connect
  * requests are accepted in the background, as rdma-core's are
- * (rsocket_accept.c), and raccept() takes the next one accepted.  A call that would block on a non-blocking rsocket returns
- * EINPROGRESS (connect) or EAGAIN, and the next call on it, or rpoll(),
- * takes the next step.
+ * (rsocket_accept.c), and raccept() takes the next one accepted.  A
+ * call that would block on a non-blocking rsocket returns EINPROGRESS
+ * (connect) or EAGAIN, and the next call on it, or rpoll(), takes the
+ * next step.
  *
- * Datagram rsockets, riomap()/riowrite() and keep-alive messages are not
- * implemented: rsocket(SOCK_DGRAM) and riomap() fail with ENOSYS, and
- * SO_KEEPALIVE is kept as an option but sends nothing.
+ * New rsockets take rdma-core's defaults, or the machine's tunables in
+ * /etc/rdma/rsocket/ as rdma-core reads them.
+ *
+ * Datagram rsockets are not implemented: rsocket(SOCK_DGRAM) fails with
+ * ENOSYS.
  */
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,6 +35,67 @@
 #include "rsocket.h"
 
 #define KRS_RESOLVE_MS	2000
+#define KRS_CONF_DIR	"/etc/rdma/rsocket"
+
+/*
+ * New rsockets' defaults: rdma-core's, or what the machine's tunables in
+ * KRS_CONF_DIR say, read once, as rdma-core reads them (rsocket(7)).
+ */
+static struct {
+	uint32_t sq_size, rq_size, sq_inline, mem, wmem, iomap_size;
+} krs_def = {
+	KRS_DEF_SQSIZE, KRS_DEF_RQSIZE, KRS_DEF_INLINE, KRS_DEF_MEM,
+	KRS_DEF_WMEM, 0,
+};
+static pthread_once_t krs_conf_once = PTHREAD_ONCE_INIT;
+
+/* The number in tunable @name; false when there is none. */
+static bool krs_conf(const char *name, uint32_t *v)
+{
+	char path[64];
+	unsigned long n;
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), KRS_CONF_DIR "/%s", name);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	ok = fscanf(f, "%lu", &n) == 1;
+	fclose(f);
+	if (ok)
+		*v = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+	return ok;
+}
+
+static uint32_t krs_min(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+/*
+ * Each bounded as its option is; polling_time and wake_up_interval tune
+ * rdma-core's busy polling, which kqp's rsockets do not do.
+ */
+static void krs_configure(void)
+{
+	uint32_t v;
+
+	if (krs_conf("sqsize_default", &v))
+		krs_def.sq_size = krs_min(v, KRS_QP_MAX_SIZE);
+	if (krs_conf("rqsize_default", &v))
+		krs_def.rq_size = krs_min(v, KRS_QP_MAX_SIZE);
+	if (krs_conf("inline_default", &v))
+		krs_def.sq_inline = krs_min(v, KRS_QP_MAX_SIZE);
+	if (krs_conf("mem_default", &v))
+		krs_def.mem = v < KRS_SNDLOWAT ? KRS_SNDLOWAT :
+			      krs_min(v, KRS_MAX_BUF) & ~1u;
+	if (krs_conf("wmem_default", &v))
+		krs_def.wmem = v < KRS_SNDLOWAT ? KRS_SNDLOWAT << 1 :
+			       krs_min(v, KRS_MAX_BUF);
+	if (krs_conf("iomap_size", &v))
+		krs_def.iomap_size = krs_iomap_unscale(krs_iomap_scale(v));
+}
 
 /* The table: index (an fd) -> rsocket. */
 static pthread_mutex_t krs_table_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -121,6 +186,7 @@ struct krs *krs_alloc(const struct krs *parent, int domain)
 {
 	struct krs *rs = calloc(1, sizeof(*rs));
 
+	pthread_once(&krs_conf_once, krs_configure);
 	if (!rs)
 		return kqp_err_ptr(ENOMEM);
 	pthread_mutex_init(&rs->lock, NULL);
@@ -136,14 +202,16 @@ struct krs *krs_alloc(const struct krs *parent, int domain)
 		rs->sq_inline = parent->sq_inline;
 		rs->iomap_size = parent->iomap_size;
 		rs->fd_flags = parent->fd_flags;
-		rs->so_opts = parent->so_opts;
+		/* Keep-alive is each rsocket's own, as in rdma-core. */
+		rs->so_opts = parent->so_opts & ~(1u << SO_KEEPALIVE);
 		rs->tcp_opts = parent->tcp_opts;
 	} else {
-		rs->sbuf_size = KRS_DEF_WMEM;
-		rs->rbuf_size = KRS_DEF_MEM;
-		rs->sq_size = KRS_DEF_SQSIZE;
-		rs->rq_size = KRS_DEF_RQSIZE;
-		rs->sq_inline = KRS_DEF_INLINE;
+		rs->sbuf_size = krs_def.wmem;
+		rs->rbuf_size = krs_def.mem;
+		rs->sq_size = krs_def.sq_size;
+		rs->rq_size = krs_def.rq_size;
+		rs->sq_inline = krs_def.sq_inline;
+		rs->iomap_size = krs_def.iomap_size;
 	}
 	return rs;
 }
@@ -467,11 +535,8 @@ KQP_EXPORT int rconnect(int s, const struct sockaddr *addr, socklen_t addrlen)
 	}
 	ret = krs_connect_step(rs, rs->fd_flags & O_NONBLOCK);
 	/* The rest in the background, and in the owner's next calls. */
-	if (ret && errno == EINPROGRESS && !rs->in_svc &&
-	    !krs_svc_add(rs->index, false)) {
-		rs->in_svc = true;
+	if (ret && errno == EINPROGRESS && !krs_svc_add(rs, KRS_SVC_CM))
 		errno = EINPROGRESS;
-	}
 out:
 	krs_put(rs);
 	return ret;
@@ -512,7 +577,7 @@ int krs_close(int s, bool graceful)
 	if (!rs)
 		return kqp_err(EBADF);
 	pthread_mutex_lock(&rs->lock);
-	if (rs->in_svc)
+	if (rs->svc)
 		krs_svc_forget(rs);
 	if (graceful && (rs->state & KRS_CONNECTED))
 		krs_shutdown(rs, SHUT_RDWR);
@@ -591,6 +656,32 @@ static uint16_t *krs_rdma_opt(struct krs *rs, int optname)
 	}
 }
 
+/*
+ * SO_KEEPALIVE: the background thread sends a keep-alive each
+ * keepalive_time seconds (TCP_KEEPIDLE; the kernel's TCP default until
+ * set) while the rsocket is connected, as rdma-core's does.
+ */
+static int krs_set_keepalive(struct krs *rs, int on)
+{
+	FILE *f;
+
+	if (on && !rs->keepalive_time) {
+		f = fopen("/proc/sys/net/ipv4/tcp_keepalive_time", "re");
+		if (!f || fscanf(f, "%d", &rs->keepalive_time) != 1 ||
+		    rs->keepalive_time <= 0)
+			rs->keepalive_time = 7200;
+		if (f)
+			fclose(f);
+	}
+	if (on) {
+		rs->ka_next = krs_now() + rs->keepalive_time;
+		if (krs_svc_add(rs, KRS_SVC_KEEPALIVE))
+			return -1;
+	}
+	krs_opt_bit(&rs->so_opts, SO_KEEPALIVE, on);
+	return 0;
+}
+
 static int krs_setsockopt(struct krs *rs, int level, int optname,
 			  const void *optval, socklen_t optlen)
 {
@@ -637,6 +728,7 @@ static int krs_setsockopt(struct krs *rs, int level, int optname,
 				rs->sbuf_size = KRS_SNDLOWAT << 1;
 			return 0;
 		case SO_KEEPALIVE:
+			return krs_set_keepalive(rs, val);
 		case SO_OOBINLINE:
 			krs_opt_bit(&rs->so_opts, optname, val);
 			return 0;
@@ -652,6 +744,7 @@ static int krs_setsockopt(struct krs *rs, int level, int optname,
 			if (val <= 0)
 				return kqp_err(EINVAL);
 			rs->keepalive_time = val;
+			rs->ka_next = krs_now() + val;
 			return 0;
 		case TCP_NODELAY:
 			krs_opt_bit(&rs->tcp_opts, optname, val);
@@ -674,9 +767,9 @@ static int krs_setsockopt(struct krs *rs, int level, int optname,
 			break;
 		if (rs->state >= KRS_OPENING)
 			return kqp_err(EINVAL);
-		/* Kept and reported; no iomap is given to a peer. */
+		/* What the wire's 8 bits hold: rounded down, as rdma-core's. */
 		if (optname == RDMA_IOMAPSIZE)
-			*f = val < 0 ? 0 : val > 255 ? 255 : val;
+			*f = krs_iomap_unscale(krs_iomap_scale(val < 0 ? 0 : val));
 		else
 			*f = (uint32_t)val > KRS_QP_MAX_SIZE ? KRS_QP_MAX_SIZE :
 							       (uint32_t)val;

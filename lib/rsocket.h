@@ -17,7 +17,11 @@
  *  - the receiver gives credits and the next half of its buffer back with
  *    KRS_OP_SGL: the new sequence limit as the immediate, and the half's
  *    struct krs_sge written into the sender's target SGL;
- *  - KRS_OP_CTRL carries disconnect, shutdown and keep-alive.
+ *  - KRS_OP_CTRL carries disconnect, shutdown and keep-alive;
+ *  - riomap(): each end's target area goes on past its SGL with an iomap
+ *    of target_iomap_size entries (struct krs_iomap).  KRS_OP_IOMAP_SGL
+ *    writes one of them, its index as the immediate, and riowrite() is a
+ *    plain RDMA WRITE to what an entry names (rsocket_iomap.c).
  *
  * What a peer sends is checked before anything is read on its word: a
  * data message longer than what this end advertised and the peer has not
@@ -82,6 +86,28 @@ struct krs_conn_data {
 	struct krs_sge data_buf;
 };
 
+/* An entry of an iomap: in the byte order of the end that reads it. */
+struct krs_iomap {
+	uint64_t offset;
+	struct krs_sge sge;
+};
+
+_Static_assert(sizeof(struct krs_iomap) == 24,
+	       "an iomap entry is 24 bytes on the wire");
+
+/**
+ * struct krs_iomr - a buffer riomap() registered
+ * @index: its entry in the peer's iomap; -1 for one the peer is not given
+ * @sent: the peer has been sent its entry
+ */
+struct krs_iomr {
+	struct krs_iomr *next;
+	struct ibv_mr *mr;
+	uint64_t offset;
+	int index;
+	bool sent;
+};
+
 _Static_assert(sizeof(struct krs_conn_data) == 40,
 	       "rsocket's connection data is 40 bytes on the wire");
 
@@ -98,6 +124,7 @@ _Static_assert(sizeof(struct krs_conn_data) == 40,
 #define KRS_OLAP_START		2048
 #define KRS_MAX_TRANSFER	65536
 #define KRS_MAX_BUF		(1u << 28)	/* a bound of kqp's own */
+#define KRS_MAX_IOMAP		(127 << 8)	/* what 8 scaled bits hold */
 
 /* States, ordered as rdma-core's: passive, opening, connected, ended. */
 enum {
@@ -124,10 +151,17 @@ enum {
  * @ref: one for the table and one for each call using it, under the
  *	table's lock; the last one frees it
  * @closed: rclose() took it out of the table
- * @in_svc: on the background thread's list (rsocket_accept.c)
+ * @svc: what the background thread does for it (KRS_SVC_*,
+ *	rsocket_accept.c); 0 when it is not on the thread's list
+ * @ka_next: when its next keep-alive is due (CLOCK_MONOTONIC seconds)
  * @ch: the id's event channel, non-blocking; blocking calls poll() it
  * @cch: the CQ's completion channel, non-blocking
  * @tsgl: the target SGL: where the peer writes the areas it gives
+ * @tiomap: the @iomap_size entries after it, where the peer writes its
+ *	riomap()s; read a field at a time, never trusted
+ * @iomrs: this end's riomap()s
+ * @remote_iomap: the peer's iomap: its address, key and entry count
+ * @iomap_used: which of the peer's entries @iomrs hold, a bit each
  * @adv: the areas of @rbuf this end gave and the peer has not filled, in
  *	the order it fills them: what an incoming data message is checked
  *	against
@@ -141,7 +175,8 @@ struct krs {
 	int index;
 	int ref;
 	bool closed;
-	bool in_svc;
+	unsigned int svc;
+	long ka_next;
 	int domain;
 	pthread_mutex_t lock;
 	struct rdma_event_channel *ch;
@@ -170,6 +205,11 @@ struct krs {
 	uint8_t *sbuf;
 	uint8_t *rbuf;
 	volatile struct krs_sge *tsgl;
+	volatile struct krs_iomap *tiomap;
+	struct krs_iomr *iomrs;
+	struct krs_sge remote_iomap;
+	uint64_t *iomap_used;
+	bool iomap_pending;
 
 	/* Sending. */
 	bool swap;
@@ -220,11 +260,29 @@ int krs_connect_step(struct krs *rs, bool nonblock);
 int krs_drain_cm(struct krs *rs);
 int krs_wait_fd(const struct krs *rs);
 
-/* rsocket_accept.c */
-int krs_svc_add(int index, bool listener);
+/* rsocket_accept.c: what the background thread does for an rsocket. */
+enum {
+	KRS_SVC_LISTENER = 1 << 0,	/* accepts its connect requests */
+	KRS_SVC_CM = 1 << 1,		/* takes its connection's events */
+	KRS_SVC_KEEPALIVE = 1 << 2,	/* sends its keep-alives */
+};
+
+int krs_svc_add(struct krs *rs, unsigned int what);
+long krs_now(void);
 void krs_svc_forget(struct krs *rs);
 
+/* rsocket_iomap.c */
+int krs_send_iomaps(struct krs *rs, int flags);
+void krs_free_iomaps(struct krs *rs);
+int krs_iomap_scale(uint32_t n);
+uint32_t krs_iomap_unscale(uint8_t v);
+
 /* rsocket_data.c */
+int krs_post_data(struct krs *rs, const struct iovec **iov, size_t *off,
+		  uint32_t len, uint32_t msg, bool imm, uint64_t addr,
+		  uint32_t rkey);
+int krs_finish_connect(struct krs *rs, int flags);
+int krs_wait_send(struct krs *rs, int flags);
 int krs_init_bufs(struct krs *rs);
 void krs_free_ep(struct krs *rs);
 void krs_format_conn_data(const struct krs *rs, struct krs_conn_data *c);
@@ -236,6 +294,7 @@ bool krs_have_rdata(struct krs *rs);
 bool krs_conn_have_rdata(struct krs *rs);
 bool krs_conn_can_send(struct krs *rs);
 bool krs_all_sends_done(struct krs *rs);
+void krs_send_keepalive(struct krs *rs);
 int krs_shutdown(struct krs *rs, int how);
 
 /*

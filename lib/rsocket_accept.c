@@ -18,6 +18,10 @@
  * reads the next index from there.  A
  * request whose private data is not rsocket version 1 is rejected.
  *
+ * It also sends the keep-alives of connected rsockets with SO_KEEPALIVE
+ * (krs_svc_keepalive()), checking each second; their fds are not polled
+ * for that.
+ *
  * The thread holds an rsocket's mutex (through krs_get()) while it works
  * on it, and no other lock; its own list has its own mutex,
  * taken alone.  rclose() of a listener takes it off the list, wakes the
@@ -40,7 +44,7 @@ static bool krs_svc_running;
 static int krs_svc_wake[2] = { -1, -1 };
 struct krs_svc_entry {
 	int index;
-	bool listener;
+	unsigned int what;	/* KRS_SVC_* */
 };
 
 static struct krs_svc_entry *krs_svc_list;
@@ -83,11 +87,10 @@ static int krs_accept_one(struct krs *ls, struct rdma_cm_id *id,
 	rs->accept_fd = fcntl(ls->accept_queue[1], F_DUPFD_CLOEXEC, 0);
 	if (rs->accept_fd < 0 || krs_insert(rs))
 		goto err_free;
-	if (krs_svc_add(rs->index, false)) {
+	if (krs_svc_add(rs, KRS_SVC_CM)) {
 		rclose(rs->index);
 		return -1;
 	}
-	rs->in_svc = true;
 	return rs->index;
 
 err_free:
@@ -172,11 +175,28 @@ static void krs_svc_drop(int index)
 	pthread_mutex_unlock(&krs_svc_lock);
 }
 
+long krs_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+/* A keep-alive when one is due. */
+static void krs_svc_keepalive(struct krs *rs, long now)
+{
+	if (!(rs->so_opts & (1u << SO_KEEPALIVE)) || now < rs->ka_next)
+		return;
+	krs_send_keepalive(rs);
+	rs->ka_next = now + rs->keepalive_time;
+}
+
 static void *krs_svc_run(void *arg)
 {
 	struct krs_svc_entry *ids = NULL;
 	struct pollfd *fds = NULL;
-	time_t last = 0, now;
+	long last = 0, now;
 	int n, i;
 	char c;
 
@@ -195,8 +215,11 @@ static void *krs_svc_run(void *arg)
 		for (i = 0; i < n; i++) {
 			/* The index is the rsocket's channel's fd. */
 			ids[i] = krs_svc_list[i];
-			fds[i + 1] = (struct pollfd){ .fd = ids[i].index,
-						      .events = POLLIN };
+			fds[i + 1] = (struct pollfd){
+				.fd = ids[i].what & ~KRS_SVC_KEEPALIVE ?
+				      ids[i].index : -1,
+				.events = POLLIN,
+			};
 		}
 		pthread_mutex_unlock(&krs_svc_lock);
 
@@ -206,13 +229,13 @@ static void *krs_svc_run(void *arg)
 		if (fds[0].revents)
 			while (read(krs_svc_wake[0], &c, 1) == 1)
 				;
-		now = time(NULL);
+		now = krs_now();
 		for (i = 0; i < n; i++) {
+			bool listener = ids[i].what & KRS_SVC_LISTENER;
 			bool gone = false;
 			struct krs *ls;
 
-			if (!fds[i + 1].revents &&
-			    (ids[i].listener || now == last))
+			if (!fds[i + 1].revents && (listener || now == last))
 				continue;
 			ls = krs_get(ids[i].index);
 			if (!ls) {
@@ -221,10 +244,13 @@ static void *krs_svc_run(void *arg)
 			}
 			if (ls->closed)
 				;
-			else if (ids[i].listener && ls->state == KRS_LISTENING)
+			else if (listener && ls->state == KRS_LISTENING)
 				krs_svc_listener(ls);
-			else if (!ids[i].listener)
+			else if (ids[i].what & KRS_SVC_CM)
 				gone = krs_svc_cm(ls);
+			if (!ls->closed && !gone &&
+			    (ids[i].what & KRS_SVC_KEEPALIVE))
+				krs_svc_keepalive(ls, now);
 			krs_put(ls);
 			if (gone)
 				krs_close(ids[i].index, false);
@@ -242,10 +268,16 @@ static void krs_svc_kick(void)
 		return;	/* full: it wakes anyway */
 }
 
-int krs_svc_add(int index, bool listener)
+/*
+ * Have the thread do @what for @rs too (its mutex held): 0, or -1 and
+ * errno.
+ */
+int krs_svc_add(struct krs *rs, unsigned int what)
 {
-	int ret = 0;
+	int ret = 0, i;
 
+	if ((rs->svc & what) == what)
+		return 0;
 	pthread_mutex_lock(&krs_svc_lock);
 	if (!krs_svc_running) {
 		if (pipe2(krs_svc_wake, O_NONBLOCK | O_CLOEXEC)) {
@@ -262,6 +294,12 @@ int krs_svc_add(int index, bool listener)
 		pthread_detach(krs_svc_thread);
 		krs_svc_running = true;
 	}
+	for (i = 0; i < krs_svc_count; i++) {
+		if (krs_svc_list[i].index == rs->index) {
+			krs_svc_list[i].what |= what;
+			goto added;
+		}
+	}
 	if (krs_svc_count == krs_svc_size) {
 		int n = krs_svc_size ? 2 * krs_svc_size : 8;
 		struct krs_svc_entry *l = realloc(krs_svc_list,
@@ -274,8 +312,10 @@ int krs_svc_add(int index, bool listener)
 		krs_svc_list = l;
 		krs_svc_size = n;
 	}
-	krs_svc_list[krs_svc_count].index = index;
-	krs_svc_list[krs_svc_count++].listener = listener;
+	krs_svc_list[krs_svc_count].index = rs->index;
+	krs_svc_list[krs_svc_count++].what = what;
+added:
+	rs->svc |= what;
 	krs_svc_kick();
 out:
 	pthread_mutex_unlock(&krs_svc_lock);
@@ -300,7 +340,7 @@ void krs_svc_forget(struct krs *rs)
 	if (krs_svc_running)
 		krs_svc_kick();
 	pthread_mutex_unlock(&krs_svc_lock);
-	rs->in_svc = false;
+	rs->svc = 0;
 	if (rs->state != KRS_LISTENING)
 		return;
 	while (read(rs->accept_queue[0], &index, sizeof(index)) ==
@@ -331,11 +371,9 @@ KQP_EXPORT int rlisten(int s, int backlog)
 		goto out;
 	}
 	rs->state = KRS_LISTENING;
-	ret = krs_svc_add(rs->index, true);
+	ret = krs_svc_add(rs, KRS_SVC_LISTENER);
 	if (ret)
 		rs->state = KRS_BOUND;
-	else
-		rs->in_svc = true;
 out:
 	krs_put(rs);
 	return ret;

@@ -48,23 +48,27 @@ static void *krs_alloc_buf(size_t len)
  */
 int krs_init_bufs(struct krs *rs)
 {
+	size_t tlen = sizeof(struct krs_sge) * KRS_SGL_SIZE +
+		      sizeof(struct krs_iomap) * rs->iomap_size;
 	uint32_t i;
 
 	rs->rmsg = calloc(rs->rq_size + 1, sizeof(*rs->rmsg));
 	rs->sbuf = krs_alloc_buf(rs->sbuf_size +
 				 KRS_CTRL_MSG_SIZE * KRS_CTRL_SIZE);
 	rs->rbuf = krs_alloc_buf(rs->rbuf_size);
-	rs->tsgl = krs_alloc_buf(sizeof(struct krs_sge) * KRS_SGL_SIZE);
+	rs->tsgl = krs_alloc_buf(tlen);
 	if (!rs->rmsg || !rs->sbuf || !rs->rbuf || !rs->tsgl)
 		return kqp_err(ENOMEM);
 	rs->smr = rdma_reg_msgs(rs->id, rs->sbuf, rs->sbuf_size +
 				KRS_CTRL_MSG_SIZE * KRS_CTRL_SIZE);
 	if (!rs->smr)
 		return -1;
-	rs->tmr = rdma_reg_write(rs->id, (void *)rs->tsgl,
-				 sizeof(struct krs_sge) * KRS_SGL_SIZE);
+	rs->tmr = rdma_reg_write(rs->id, (void *)rs->tsgl, tlen);
 	if (!rs->tmr)
 		return -1;
+	if (rs->iomap_size)
+		rs->tiomap = (volatile struct krs_iomap *)(rs->tsgl +
+							   KRS_SGL_SIZE);
 	rs->rmr = rdma_reg_write(rs->id, rs->rbuf, rs->rbuf_size);
 	if (!rs->rmr)
 		return -1;
@@ -94,6 +98,7 @@ int krs_init_bufs(struct krs *rs)
 /* The QP, its buffers, its CQ and the CQ's channel. */
 void krs_free_ep(struct krs *rs)
 {
+	krs_free_iomaps(rs);
 	if (rs->id && rs->id->qp)
 		rdma_destroy_qp(rs->id);
 	if (rs->smr)
@@ -127,8 +132,7 @@ void krs_format_conn_data(const struct krs *rs, struct krs_conn_data *c)
 	c->flags = KRS_CONN_FLAG_IOMAP |
 		   (krs_host_is_net() ? KRS_CONN_FLAG_NET : 0);
 	c->credits = htobe16(rs->rq_size);
-	/* No iomap: riomap() is not supported. */
-	c->target_iomap_size = 0;
+	c->target_iomap_size = (uint8_t)krs_iomap_scale(rs->iomap_size);
 	krs_sge_to_be(&c->target_sgl, (uintptr_t)rs->tsgl, rs->tmr->rkey,
 		      KRS_SGL_SIZE);
 	krs_sge_to_be(&c->data_buf, (uintptr_t)rs->rbuf, rs->rmr->rkey,
@@ -158,6 +162,14 @@ int krs_save_conn_data(struct krs *rs, const void *data, size_t len)
 	/* Its first entry was given in this data: the next is ours to write. */
 	rs->remote_sge = 1 % n;
 	rs->swap = !!(c.flags & KRS_CONN_FLAG_NET) != krs_host_is_net();
+	/* The peer's iomap follows its SGL, in the same area. */
+	if (c.flags & KRS_CONN_FLAG_IOMAP) {
+		rs->remote_iomap.addr = rs->remote_sgl.addr +
+					n * sizeof(struct krs_sge);
+		rs->remote_iomap.key = rs->remote_sgl.key;
+		rs->remote_iomap.length =
+			krs_iomap_unscale(c.target_iomap_size);
+	}
 	rs->tsgl[0].addr = be64toh(c.data_buf.addr);
 	rs->tsgl[0].key = be32toh(c.data_buf.key);
 	rs->tsgl[0].length = be32toh(c.data_buf.length);
@@ -177,15 +189,19 @@ static void krs_proto_error(struct krs *rs)
 	rdma_disconnect(rs->id);
 }
 
-static int krs_post_write_msg(struct krs *rs, struct ibv_sge *sgl, int nsge,
-			      uint32_t msg, int flags, uint64_t addr,
-			      uint32_t rkey)
+/*
+ * One RDMA WRITE of @sgl to the peer's @addr and @rkey, with @msg as its
+ * immediate when @imm, and as its wr_id.
+ */
+static int krs_post_write(struct krs *rs, struct ibv_sge *sgl, int nsge,
+			  uint32_t msg, bool imm, int flags, uint64_t addr,
+			  uint32_t rkey)
 {
 	struct ibv_send_wr wr = {
 		.wr_id = msg,
 		.sg_list = sgl,
 		.num_sge = nsge,
-		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		.opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE,
 		.send_flags = flags,
 		.imm_data = htobe32(msg),
 		.wr.rdma.remote_addr = addr,
@@ -204,6 +220,13 @@ static int krs_post_write_msg(struct krs *rs, struct ibv_sge *sgl, int nsge,
 		rs->err = ret;
 	}
 	return kqp_err(ret);
+}
+
+static int krs_post_write_msg(struct krs *rs, struct ibv_sge *sgl, int nsge,
+			      uint32_t msg, int flags, uint64_t addr,
+			      uint32_t rkey)
+{
+	return krs_post_write(rs, sgl, nsge, msg, true, flags, addr, rkey);
 }
 
 /* A message with no data: a zero-length write, which needs no key. */
@@ -272,6 +295,22 @@ static bool krs_ctrl_avail(const struct krs *rs)
 	return rs->ctrl_seqno != rs->ctrl_max_seqno;
 }
 
+/*
+ * A keep-alive, as rdma-core's: an RDMA WRITE of no bytes and with no
+ * immediate, which the peer's device acknowledges and its process never
+ * sees.  A peer that is gone fails it after the QP's retries, and the
+ * connection ends with EIO (krs_send_done()).  It takes a control slot;
+ * with none free, a control message is in flight and does the same.
+ */
+void krs_send_keepalive(struct krs *rs)
+{
+	if (!(rs->state & KRS_CONNECTED) || !krs_ctrl_avail(rs))
+		return;
+	rs->ctrl_seqno++;
+	krs_post_write(rs, NULL, 0, KRS_MSG(KRS_OP_CTRL, KRS_CTRL_KEEPALIVE),
+		       false, 0, rs->remote_sgl.addr, rs->remote_sgl.key);
+}
+
 static void krs_update_credits(struct krs *rs)
 {
 	if ((rs->state & KRS_CONNECTED) && krs_ctrl_avail(rs) &&
@@ -316,7 +355,12 @@ static void krs_recv_msg(struct krs *rs, const struct ibv_wc *wc)
 		rs->sseq_comp = (uint16_t)KRS_MSG_DATA(msg);
 		break;
 	case KRS_OP_IOMAP_SGL:
-		/* Nothing was given to write it into: nothing to do. */
+		/*
+		 * The peer wrote an entry of this end's iomap: riowrite()
+		 * reads it there.  One this end does not have is a lie.
+		 */
+		if (KRS_MSG_DATA(msg) >= rs->iomap_size)
+			krs_proto_error(rs);
 		break;
 	case KRS_OP_CTRL:
 		/* After a broken rule, nothing the peer says changes the end. */
@@ -354,6 +398,10 @@ static void krs_send_done(struct krs *rs, const struct ibv_wc *wc)
 		rs->ctrl_max_seqno++;
 		if (KRS_MSG_DATA(msg) == KRS_CTRL_DISCONNECT)
 			rs->state = KRS_DISCONNECTED;
+		break;
+	case KRS_OP_IOMAP_SGL:
+		rs->sqe_avail++;
+		rs->sbuf_avail += sizeof(struct krs_iomap);
 		break;
 	default:
 		rs->sqe_avail++;
@@ -488,15 +536,19 @@ int krs_process(struct krs *rs, bool nonblock, bool (*test)(struct krs *rs))
 	}
 }
 
-/* rsend()'s one transfer of @len bytes, from @iov at *@off. */
-static int krs_write_data(struct krs *rs, const struct iovec **iov,
-			  size_t *off, uint32_t len)
+/*
+ * Write @len bytes from @iov at *@off to the peer's @addr and @rkey, with
+ * @msg as the wr_id and, when @imm, the immediate: inline when it fits,
+ * else copied into the send buffer, in two pieces when it wraps.  The
+ * send queue entry and the bytes come back at its completion.
+ */
+int krs_post_data(struct krs *rs, const struct iovec **iov, size_t *off,
+		  uint32_t len, uint32_t msg, bool imm, uint64_t addr,
+		  uint32_t rkey)
 {
-	volatile struct krs_sge *t = &rs->tsgl[rs->target_sge];
-	uint64_t addr = t->addr;
-	uint32_t rkey = t->key, done = 0, n;
 	struct ibv_sge sge[2];
 	uint8_t inl[KRS_DEF_INLINE * 4];
+	uint32_t done = 0, n;
 	int nsge = 1, flags = 0;
 
 	if (len <= rs->sq_inline && len <= sizeof(inl)) {
@@ -544,26 +596,34 @@ static int krs_write_data(struct krs *rs, const struct iovec **iov,
 			nsge = 2;
 		}
 		rs->sbuf_off = (rs->sbuf_off + len) % rs->sbuf_size;
-		rs->sbuf_avail -= len;
 	}
+	rs->sqe_avail--;
+	rs->sbuf_avail -= len;
+	return krs_post_write(rs, sge, nsge, msg, imm, flags, addr, rkey);
+}
+
+/* rsend()'s one transfer of @len bytes, from @iov at *@off. */
+static int krs_write_data(struct krs *rs, const struct iovec **iov,
+			  size_t *off, uint32_t len)
+{
+	volatile struct krs_sge *t = &rs->tsgl[rs->target_sge];
+	uint64_t addr = t->addr;
+	uint32_t rkey = t->key;
 
 	rs->sseq_no++;
-	rs->sqe_avail--;
-	if (flags)
-		rs->sbuf_avail -= len;	/* given back at its completion */
 	t->addr = addr + len;
 	t->length -= len;
 	if (!t->length)
 		rs->target_sge = (rs->target_sge + 1) % KRS_SGL_SIZE;
-	return krs_post_write_msg(rs, sge, nsge, KRS_MSG(KRS_OP_DATA, len),
-				  flags, addr, rkey);
+	return krs_post_data(rs, iov, off, len, KRS_MSG(KRS_OP_DATA, len),
+			     true, addr, rkey);
 }
 
 /*
  * A data call on an rsocket still connecting takes the next steps first;
  * one that would wait is EAGAIN, as rdma-core's.
  */
-static int krs_finish_connect(struct krs *rs, int flags)
+int krs_finish_connect(struct krs *rs, int flags)
 {
 	if (!(rs->state & KRS_OPENING) ||
 	    !krs_connect_step(rs, krs_nonblocking(rs, flags)))
@@ -583,6 +643,24 @@ static size_t krs_iov_len(const struct iovec *iov, int iovcnt)
 	return len;
 }
 
+/*
+ * Wait, unless @flags or the rsocket say not to, until a message can be
+ * sent: 0, or -1 and errno (EWOULDBLOCK, or why the connection ended).
+ */
+int krs_wait_send(struct krs *rs, int flags)
+{
+	int ret;
+
+	if (krs_can_send(rs))
+		return 0;
+	ret = krs_process(rs, krs_nonblocking(rs, flags), krs_conn_can_send);
+	if (ret)
+		return ret;
+	if (!(rs->state & KRS_WRITABLE))
+		return kqp_err(rs->state & KRS_ERROR ? rs->err : ECONNRESET);
+	return 0;
+}
+
 static ssize_t krs_sendv(struct krs *rs, const struct iovec *iov, int iovcnt,
 			 int flags)
 {
@@ -599,18 +677,15 @@ static ssize_t krs_sendv(struct krs *rs, const struct iovec *iov, int iovcnt,
 	if (!(rs->state & (KRS_CONNECTED | KRS_ERROR)))
 		return kqp_err(rs->state & KRS_DISCONNECTED ? ECONNRESET :
 							      ENOTCONN);
+	if (rs->iomap_pending) {
+		ret = krs_send_iomaps(rs, flags);
+		if (ret)
+			return ret;
+	}
 	for (; left; left -= xfer) {
-		if (!krs_can_send(rs)) {
-			ret = krs_process(rs, krs_nonblocking(rs, flags),
-					  krs_conn_can_send);
-			if (ret)
-				break;
-			if (!(rs->state & KRS_WRITABLE)) {
-				ret = kqp_err(rs->state & KRS_ERROR ?
-					      rs->err : ECONNRESET);
-				break;
-			}
-		}
+		ret = krs_wait_send(rs, flags);
+		if (ret)
+			break;
 		xfer = left;
 		if (olen < left) {
 			xfer = olen;

@@ -7,8 +7,6 @@
  * its own.  Each fails the way its library fails for a feature the
  * device does not have, so callers take their usual fallback:
  *
- *  - rsockets' iomap (riomap, riounmap, riowrite): -1 and ENOSYS; stream
- *    rsockets are in rsocket.c, and datagram ones fail there with ENOSYS.
  *  - ECE (rdma_*_ece, ibv_*_ece): kqp's ids carry no ECE options, as
  *    rxe's do not; ENOSYS (librdmacm) or EOPNOTSUPP (libibverbs).
  *  - Resizing CQs, re-registering MRs (after libibverbs' own checks of
@@ -20,30 +18,6 @@
 #include <rdma/rsocket.h>
 
 #include "kqp_priv.h"
-
-/* rsockets' iomap: no rsocket gives a peer an iomap (rsocket.c). */
-
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-KQP_EXPORT off_t riomap(int s, void *buf, size_t len, int prot, int flags,
-			off_t offset)
-{
-	errno = ENOSYS;
-	return -1;
-}
-
-KQP_EXPORT int riounmap(int s, void *buf, size_t len)
-{
-	return kqp_err(ENOSYS);
-}
-
-KQP_EXPORT size_t riowrite(int s, const void *buf, size_t count,
-			   off_t offset, int flags)
-{
-	errno = ENOSYS;
-	return (size_t)-1;
-}
-#pragma GCC diagnostic pop
 
 /* ECE. */
 
