@@ -26,7 +26,7 @@
 # that does not fit, and says so).  Its results go to a file of their
 # own, $KQP_OUT/bench-scale-VARIANT-ROUND.txt, or .failed, so a scale
 # failure loses none of the other results.  Then rdma-core's cmtime
-# runs in the same variant (run_cmtime()).
+# runs in the same variant (run_cmtime()), and rstream (run_rstream()).
 # $KQP_REPO/build/bench/args, written by tools/bench/bench.sh on the host,
 # holds BENCH_ROUNDS, SCALE_BUDGET and the client's extra options.
 set -u
@@ -56,6 +56,10 @@ SCALE_GRACE=120
 # rdma-core's cmtime: connections per run, 0 for none (the issue's
 # connection-setup rows are for 200).
 CMTIME_CONNS=200
+# rdma-core's rstream: round trips of 64 B, and 64 KB transfers each way
+# (0 for no rstream runs).
+RSTREAM_ITERS=2000
+RSTREAM_XFERS=200
 
 args=
 BENCH_ROUNDS=3
@@ -217,6 +221,65 @@ run_cmtime() {
 	rm -f "$res.client" "$res.server"
 }
 
+# rstream_one VARIANT PORT RES KEY FIELD OPTIONS...: one rstream run
+# with OPTIONS, server and client in VARIANT (pre[], set by the caller);
+# from the client's last line, field FIELD (awk's, of "name bytes xfers
+# iters total time Gb/sec usec/xfer") goes to RES.tmp as KEY.  Non-zero
+# when a side failed.
+rstream_one() {
+	local port=$1 res=$2 key=$3 field=$4 spid crc src
+	shift 4
+	"${pre[@]}" timeout -k 5 "$RUN_TIMEOUT" rstream -b "$addr" \
+		-p "$port" "$@" > "$res.server" 2>&1 &
+	spid=$!
+	if ! wait_listen "$port" "$spid"; then
+		echo "bench: rstream's server did not listen"
+		kill "$spid" 2>/dev/null
+		wait "$spid"
+		return 1
+	fi
+	"${pre[@]}" timeout -k 5 "$RUN_TIMEOUT" rstream -s "$addr" \
+		-p "$port" "$@" > "$res.client" 2>&1
+	crc=$?
+	wait "$spid"
+	src=$?
+	cat "$res.client"
+	[ $crc -eq 0 ] && [ $src -eq 0 ] || return 1
+	awk -v k="$key" -v f="$field" 'NF == 8 && $NF ~ /^[0-9.]+$/ {
+		v = $(f == "last" ? NF : NF - 1) } END { if (v != "") print k, v }' \
+		"$res.client" >> "$res.tmp"
+}
+
+# run_rstream VARIANT ROUND PORT: rdma-core's rstream, unchanged, in the
+# same variant as run_cmtime's: a 64 B ping-pong (-S 64 -C 1), whose
+# usec/xfer is one way, and a stream of 64 KB transfers, its Gb/sec.  To
+# $KQP_OUT/bench-rstream-VARIANT-ROUND.txt (or .failed).
+run_rstream() {
+	local variant=$1 round=$2 port=$3
+	local res=$KQP_OUT/bench-rstream-$variant-$round
+	local -a pre=()
+
+	case $variant in
+	kqp) pre=(env LD_PRELOAD="$KQP_REPO/lib/libkqp.so") ;;
+	kqp-ioctl) pre=(env KQP_RINGS=0 LD_PRELOAD="$KQP_REPO/lib/libkqp.so") ;;
+	esac
+	echo "bench: $variant, round $round: rstream"
+	rm -f "$res.txt" "$res.failed" "$res.tmp"
+	if ! rstream_one "$port" "$res" rstream_lat_us last -S 64 -C 1 \
+			-I "$RSTREAM_ITERS" ||
+	   ! rstream_one $((port + 1)) "$res" rstream_bw_gbps gbps \
+			-S 65536 -C "$RSTREAM_XFERS" -I 1 ||
+	   [ "$(wc -l < "$res.tmp")" -ne 2 ]; then
+		echo "bench: $variant, round $round: rstream FAILED"
+		cat "$res.server" >> "$res.client"
+		mv "$res.client" "$res.failed"
+		rm -f "$res.tmp" "$res.server"
+		return 1
+	fi
+	mv "$res.tmp" "$res.txt"
+	rm -f "$res.client" "$res.server"
+}
+
 # kqp's completion path, from the kernel CQ's callback to the ring.
 kqp_cq_stats() {
 	local f=/sys/kernel/debug/kqp/completions
@@ -261,6 +324,9 @@ for round in $(seq 1 "$BENCH_ROUNDS"); do
 		fi
 		if [ "$CMTIME_CONNS" -gt 0 ]; then
 			run_cmtime "$variant" "$round" $((port + 5)) || fail=1
+		fi
+		if [ "$RSTREAM_ITERS" -gt 0 ]; then
+			run_rstream "$variant" "$round" $((port + 6)) || fail=1
 		fi
 		port=$((port + 10))
 	done

@@ -3,18 +3,19 @@
 #
 # table.sh DIR [JSON]: the table of make bench, from the rcbench results
 # in DIR (bench-VARIANT-ROUND.txt, the scale runs'
-# bench-scale-VARIANT-ROUND.txt and cmtime's bench-cmtime-VARIANT-ROUND.txt,
-# "key value" lines), printed on stdout;
+# bench-scale-VARIANT-ROUND.txt, cmtime's bench-cmtime-VARIANT-ROUND.txt and
+# rstream's bench-rstream-VARIANT-ROUND.txt, "key value" lines), printed on
+# stdout;
 # the same rows go to JSON (default DIR/bench.json).  With several
 # rounds, each cell is the median over them.  Exits non-zero when a
 # result is missing or a run failed (bench-VARIANT-ROUND.failed,
-# bench-scale-VARIANT-ROUND.failed or bench-cmtime-VARIANT-ROUND.failed); a
+# bench-scale-, bench-cmtime- or bench-rstream-VARIANT-ROUND.failed); a
 # scale or cmtime row's cell may be missing,
 # an N the scale run's time budget left out.
 #
 # The JSON: an object with "variants" (in column order), "rounds" (per
-# variant, how many result files), "scale_rounds" and "cmtime_rounds" (the
-# same for the scale and cmtime runs), "ratio" and "ratio_kqp_ioctl" (what
+# variant, how many result files), "scale_rounds", "cmtime_rounds" and
+# "rstream_rounds" (the same for the scale, cmtime and rstream runs), "ratio" and "ratio_kqp_ioctl" (what
 # each ratio is of: "kqp / rdmacm", "kqp-ioctl / rdmacm") and "rows",
 # one per table row, each
 #   { "key", "label", "unit", "better": "lower" | "higher",
@@ -39,6 +40,8 @@ FNR == 1 {
 		scalerounds[v]++
 	else if (sub(/^cmtime-/, "", v))
 		cmtimerounds[v]++
+	else if (sub(/^rstream-/, "", v))
+		rstreamrounds[v]++
 	else
 		rounds[v]++
 	if (r > maxround)
@@ -140,7 +143,8 @@ END {
 	printf "Scale: microseconds or bytes per QP, CQ or id; a 1000 / 10 row is the\n"
 	printf "cost at 1000 over that at 10 (1 is flat); - is what did not run.\n"
 	printf "cmtime: rdma-core cmtime unchanged, server and client in the variant\n"
-	printf "(LD_PRELOAD=libkqp.so for kqp), its client us / conn.\n"
+	printf "(LD_PRELOAD=libkqp.so for kqp), its client us / conn. rstream: the\n"
+	printf "same for rdma-core rstream: usec/xfer and Gb/sec of its client.\n"
 	printf "Rounds:"
 	for (i = 1; i <= nvar; i++)
 		printf "%s %s %d", (i > 1 ? "," : ""), head[i], rounds[var[i]]
@@ -152,6 +156,10 @@ END {
 	for (i = 1; i <= nvar; i++)
 		printf "%s %s %d", (i > 1 ? "," : ""), head[i],
 		       cmtimerounds[var[i]]
+	printf "; rstream runs:"
+	for (i = 1; i <= nvar; i++)
+		printf "%s %s %d", (i > 1 ? "," : ""), head[i],
+		       rstreamrounds[var[i]]
 	printf ".\n\n"
 	printf "%-40s", "test"
 	for (i = 1; i <= nvar; i++)
@@ -176,6 +184,10 @@ END {
 	for (i = 1; i <= nvar; i++)
 		printf "%s %s: %d", (i > 1 ? "," : ""), jstr(var[i]),
 		       cmtimerounds[var[i]] > json
+	printf " },\n  \"rstream_rounds\": {" > json
+	for (i = 1; i <= nvar; i++)
+		printf "%s %s: %d", (i > 1 ? "," : ""), jstr(var[i]),
+		       rstreamrounds[var[i]] > json
 	printf " },\n  \"ratio\": %s,\n", jstr(main " / " base) > json
 	for (i = 1; i <= nextra; i++)
 		printf "  %s: %s,\n", jstr(ratiokey(extra[i])),
@@ -199,6 +211,10 @@ END {
 	    "us/conn", "lower", 1)
 	row("cmtime_connect_us", "cmtime, 200 conns: connect",
 	    "us/conn", "lower", 1)
+	# rdma-core rstream, RSTREAM_* in guest-bench.sh.
+	row("rstream_lat_us", "rstream 64 B ping-pong, one way", "us",
+	    "lower", 1)
+	row("rstream_bw_gbps", "rstream 64 KB transfers", "Gb/s", "higher", 1)
 	scale("create_qp", "create QP")
 	scale("connect", "connect")
 	scale("post", "post + completion")
