@@ -11,8 +11,8 @@
 # /sys/kernel/debug/kqp/objects shows that kqp made the preloaded sides'
 # ids.  A run that fails is run again stock on both sides; if rdma-core
 # fails too, the line is a SKIP that says so.  Last, the rsockets tools:
-# rstream in its modes and rcopy, each way, and riostream, which needs
-# riomap(), failing at once.  Prints TAP.
+# rstream in its modes, rcopy and riostream (riomap() and riowrite()),
+# each way.  Prints TAP.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -115,7 +115,9 @@ runs() {
 # rsockets: rstream blocking (-T b), non-blocking (-T n), with every
 # byte checked (-T v) and through rdma_getaddrinfo() (-T r), kqp on both
 # sides, the client only and the server only; then with rpoll() (-T a);
-# then rcopy, whose copy is compared with the file.
+# then rcopy, whose copy is compared with the file; then riostream,
+# blocking and checking every byte (non-blocking), whose data goes by
+# riowrite() into the peer's riomap()ped buffer.
 rsockets() {
 	local w o p=7480
 	for o in b n v r; do
@@ -133,7 +135,13 @@ rsockets() {
 		p=$((p + 1))
 		rcopy_run "$w" "$p"
 	done
-	riostream_fails
+	for o in b v; do
+		for w in both client server; do
+			p=$((p + 1))
+			tool "$w" 1 "$p" riostream -b "$addr" -p "$p" -S 1000 -C 300 \
+				-T "$o" -- riostream -s "$addr" -p "$p" -S 1000 -C 300 -T "$o"
+		done
+	done
 }
 
 # rstream -T a: both sides wait in rpoll().  The server closes as soon as
@@ -182,28 +190,6 @@ rcopy_run() {
 	if pair_ok "$name" && cmp "$src" "$dst"; then
 		tap 0 "$desc"
 	else
-		tap 1 "$desc"
-	fi
-}
-
-# riostream maps its buffer with riomap(), which kqp does not implement
-# (ENOSYS): it must fail at once, not hang.
-riostream_fails() {
-	local rc desc="riostream -s $addr fails at once (riomap: not yet)"
-
-	if [ -n "${list:-}" ]; then
-		echo "$desc"
-		return
-	fi
-	LD_PRELOAD=$KQP_LIB timeout -k 5 30 riostream -s "$addr" \
-		> "$KQP_WORK/riostream.out" 2>&1
-	rc=$?
-	# Not 0, nor timeout's 124 or a kill's 137.
-	if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ]; then
-		tap 0 "$desc"
-	else
-		echo "# riostream: exit $rc"
-		show "$KQP_WORK/riostream.out"
 		tap 1 "$desc"
 	fi
 }

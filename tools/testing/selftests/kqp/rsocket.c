@@ -5,18 +5,25 @@
  * (rsocket_rdmacm), which says what right is: a connection made with a
  * non-blocking rconnect() and rpoll(), data both ways and checked, a
  * peek, rselect() over an rsocket and a pipe, a half close, the close of
- * a peer, and the options rdma-core's rstream sets.
+ * a peer, the options rdma-core's rstream sets, riomap()/riowrite(), and
+ * the machine's defaults in /etc/rdma/rsocket/.
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <unistd.h>
 #include <netinet/tcp.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/select.h>
+#include <sys/stat.h>
 #include <rdma/rsocket.h>
 
 #include "cm_test.h"
 
 #define BIG	(1 << 20)
+#define IOMAP	8	/* iomap entries each end gives its peer */
 
 static uint8_t pattern(size_t i)
 {
@@ -27,11 +34,13 @@ static uint8_t pattern(size_t i)
 static int rs_listen(uint16_t port)
 {
 	struct sockaddr_in sin = cm_addr(port);
-	int s = rsocket(AF_INET, SOCK_STREAM, 0);
+	int s = rsocket(AF_INET, SOCK_STREAM, 0), n = IOMAP;
 
 	if (s < 0)
 		return -1;
-	if (rbind(s, (struct sockaddr *)&sin, sizeof(sin)) || rlisten(s, 8)) {
+	/* Its accepted rsockets take it; riostream sets it too. */
+	if (rsetsockopt(s, SOL_RDMA, RDMA_IOMAPSIZE, &n, sizeof(n)) ||
+	    rbind(s, (struct sockaddr *)&sin, sizeof(sin)) || rlisten(s, 8)) {
 		rclose(s);
 		return -1;
 	}
@@ -56,13 +65,15 @@ FIXTURE_SETUP(conn)
 {
 	uint16_t port = cm_port();
 	struct sockaddr_in sin = cm_addr(port);
-	int on = 1, err = -1, ret;
+	int on = 1, err = -1, ret, n = IOMAP;
 	socklen_t len = sizeof(err);
 
 	self->l = rs_listen(port);
 	ASSERT_LE(0, self->l);
 	self->c = rsocket(AF_INET, SOCK_STREAM, 0);
 	ASSERT_LE(0, self->c);
+	ASSERT_EQ(0, rsetsockopt(self->c, SOL_RDMA, RDMA_IOMAPSIZE, &n,
+				 sizeof(n)));
 	ASSERT_EQ(0, rsetsockopt(self->c, IPPROTO_TCP, TCP_NODELAY, &on,
 				 sizeof(on)));
 	ASSERT_EQ(0, rfcntl(self->c, F_SETFL, O_NONBLOCK));
@@ -207,6 +218,60 @@ TEST_F(conn, peer_closed)
 	EXPECT_TRUE(rs_wait(self->c, POLLIN) & POLLHUP);
 }
 
+/*
+ * riomap() on one end, riowrite() from the other: the bytes land in the
+ * mapped buffer and nowhere else.  The map reaches the peer ahead of the
+ * next message its end sends, and a message after the write says it has
+ * landed (one RC QP keeps them in order).
+ */
+TEST_F(conn, iomap_write)
+{
+	uint8_t *dst = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t src[4096];
+	size_t i;
+	char b;
+
+	ASSERT_NE(MAP_FAILED, dst);
+	for (i = 0; i < sizeof(src); i++)
+		src[i] = pattern(i);
+	/* Nothing is mapped yet: nowhere to write. */
+	EXPECT_EQ(0, riowrite(self->c, src, 16, 0, 0));
+	EXPECT_EQ(-1, riomap(self->a, dst + 4096, 4096, PROT_READ, 0, 0));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(8192, riomap(self->a, dst + 4096, 4096, PROT_WRITE, 0,
+			       8192));
+	ASSERT_EQ(1, rsend(self->a, "m", 1, 0));
+	ASSERT_EQ(1, rrecv(self->c, &b, 1, 0));
+	EXPECT_EQ(4096, riowrite(self->c, src, 4096, 8192, 0));
+	/* Below the mapping: nothing. */
+	EXPECT_EQ(0, riowrite(self->c, src, 16, 4096, 0));
+	ASSERT_EQ(1, rsend(self->c, "d", 1, 0));
+	ASSERT_EQ(1, rrecv(self->a, &b, 1, 0));
+	EXPECT_EQ(0, memcmp(dst + 4096, src, 4096));
+	for (i = 0; i < 4096; i++) {
+		if (dst[i] || dst[8192 + i])
+			break;
+	}
+	EXPECT_EQ(4096, i) TH_LOG("a byte outside the mapping was written");
+	EXPECT_EQ(0, riounmap(self->a, dst + 4096, 4096));
+	EXPECT_EQ(-1, riounmap(self->a, dst + 4096, 4096));
+	EXPECT_EQ(EINVAL, errno);
+	munmap(dst, 3 * 4096);
+}
+
+/* riomap() before a connection has nothing to register with. */
+TEST(iomap_unconnected)
+{
+	int s = rsocket(AF_INET, SOCK_STREAM, 0);
+	char buf[64];
+
+	ASSERT_LE(0, s);
+	EXPECT_EQ(-1, riomap(s, buf, sizeof(buf), PROT_WRITE, 0, -1));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, rclose(s));
+}
+
 /* The options rstream sets, read back as rdma-core reports them. */
 TEST(options)
 {
@@ -233,8 +298,121 @@ TEST(options)
 	ASSERT_EQ(0, rsetsockopt(s, SOL_RDMA, RDMA_SQSIZE, &v, sizeof(v)));
 	ASSERT_EQ(0, rgetsockopt(s, SOL_RDMA, RDMA_SQSIZE, &v, &len));
 	EXPECT_EQ(32, v);
+	/* Rounded to what the connection data's 8 bits can say. */
+	v = 300;
+	ASSERT_EQ(0, rsetsockopt(s, SOL_RDMA, RDMA_IOMAPSIZE, &v, sizeof(v)));
+	ASSERT_EQ(0, rgetsockopt(s, SOL_RDMA, RDMA_IOMAPSIZE, &v, &len));
+	EXPECT_EQ(256, v);
 	EXPECT_EQ(0, rfcntl(s, F_GETFL) & O_NONBLOCK);
 	EXPECT_EQ(0, rclose(s));
+}
+
+/* Keep-alive: on, and its idle time the kernel's TCP default until set. */
+TEST(keepalive_options)
+{
+	int s = rsocket(AF_INET, SOCK_STREAM, 0), v, def = 7200;
+	socklen_t len = sizeof(v);
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_keepalive_time", "r");
+
+	if (f) {
+		ASSERT_EQ(1, fscanf(f, "%d", &def));
+		fclose(f);
+	}
+	ASSERT_LE(0, s);
+	v = 1;
+	ASSERT_EQ(0, rsetsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &v, sizeof(v)));
+	v = 0;
+	ASSERT_EQ(0, rgetsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &v, &len));
+	EXPECT_EQ(1, v);
+	ASSERT_EQ(0, rgetsockopt(s, IPPROTO_TCP, TCP_KEEPIDLE, &v, &len));
+	EXPECT_EQ(def, v);
+	v = 5;
+	ASSERT_EQ(0, rsetsockopt(s, IPPROTO_TCP, TCP_KEEPIDLE, &v, sizeof(v)));
+	ASSERT_EQ(0, rgetsockopt(s, IPPROTO_TCP, TCP_KEEPIDLE, &v, &len));
+	EXPECT_EQ(5, v);
+	v = 0;
+	EXPECT_EQ(-1, rsetsockopt(s, IPPROTO_TCP, TCP_KEEPIDLE, &v, sizeof(v)));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, rsetsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &v, sizeof(v)));
+	ASSERT_EQ(0, rgetsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &v, &len));
+	EXPECT_EQ(0, v);
+	EXPECT_EQ(0, rclose(s));
+}
+
+/* Write @val into tunable @name; 0 or -1. */
+static int put_conf(const char *name, const char *val)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/etc/rdma/rsocket/%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fputs(val, f);
+	return fclose(f);
+}
+
+static int get_opt(int s, int level, int name)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+
+	return rgetsockopt(s, level, name, &v, &len) ? -1 : v;
+}
+
+/*
+ * rdma-core's tunables: each file in /etc/rdma/rsocket/ is a default for
+ * the process's new rsockets.  The test's own mount namespace gets a
+ * directory of them, so it needs root, and is skipped without it.  A
+ * connection made with them carries data.
+ */
+TEST(tunables)
+{
+	uint16_t port = cm_port();
+	struct sockaddr_in sin = cm_addr(port);
+	char buf[4096];
+	int l, c, a, ret;
+
+	if (unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("tmpfs", "/etc/rdma", "tmpfs", 0, "size=64k"))
+		SKIP(return, "no mount namespace of its own: %s",
+		     strerror(errno));
+	ASSERT_EQ(0, mkdir("/etc/rdma/rsocket", 0755));
+	ASSERT_EQ(0, put_conf("sqsize_default", "100\n"));
+	ASSERT_EQ(0, put_conf("rqsize_default", "50\n"));
+	ASSERT_EQ(0, put_conf("inline_default", "32\n"));
+	ASSERT_EQ(0, put_conf("mem_default", "65536\n"));
+	ASSERT_EQ(0, put_conf("wmem_default", "32768\n"));
+	ASSERT_EQ(0, put_conf("iomap_size", "8\n"));
+	c = rsocket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_LE(0, c);
+	EXPECT_EQ(100, get_opt(c, SOL_RDMA, RDMA_SQSIZE));
+	EXPECT_EQ(50, get_opt(c, SOL_RDMA, RDMA_RQSIZE));
+	EXPECT_EQ(32, get_opt(c, SOL_RDMA, RDMA_INLINE));
+	EXPECT_EQ(8, get_opt(c, SOL_RDMA, RDMA_IOMAPSIZE));
+	EXPECT_EQ(65536, get_opt(c, SOL_SOCKET, SO_RCVBUF));
+	EXPECT_EQ(32768, get_opt(c, SOL_SOCKET, SO_SNDBUF));
+
+	l = rs_listen(port);
+	ASSERT_LE(0, l);
+	ASSERT_EQ(0, rfcntl(c, F_SETFL, O_NONBLOCK));
+	ret = rconnect(c, (struct sockaddr *)&sin, sizeof(sin));
+	if (ret)
+		ASSERT_EQ(EINPROGRESS, errno);
+	a = raccept(l, NULL, NULL);
+	ASSERT_LE(0, a);
+	ASSERT_TRUE(rs_wait(c, POLLOUT) & POLLOUT);
+	ASSERT_EQ(0, rfcntl(c, F_SETFL, 0));
+	memset(buf, 0x3c, sizeof(buf));
+	EXPECT_EQ(sizeof(buf), rsend(c, buf, sizeof(buf), 0));
+	memset(buf, 0, sizeof(buf));
+	EXPECT_EQ(sizeof(buf), rrecv(a, buf, sizeof(buf), MSG_WAITALL));
+	EXPECT_EQ(0x3c, buf[sizeof(buf) - 1]);
+	rclose(c);
+	rclose(a);
+	rclose(l);
 }
 
 /*

@@ -5,7 +5,9 @@
  * far as it likes and then breaks it: a data message longer than the
  * area it was given, more messages than its credits, an operation the
  * protocol does not have, a message with no immediate, connection data
- * that is short, of another version or with an empty target SGL.  The
+ * that is short, of another version or with an empty target SGL, an
+ * iomap entry the rsocket does not have, and iomap entries that lie; and
+ * a peer that vanishes without a word, which only keep-alives find.  The
  * kqp rsocket at the other end must close the connection (EPROTO) or
  * refuse it, and read nothing it was not given.  rdma-core's rsockets
  * check none of this (a long data message makes rrecv() copy past its
@@ -18,6 +20,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
+#include <netinet/tcp.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <rdma/rsocket.h>
 
@@ -41,7 +45,10 @@ struct wire_conn {
 
 #define OP(op, data)	htobe32(((uint32_t)(op) << 29) | (uint32_t)(data))
 #define OP_DATA		0
+#define OP_SGL		4
 #define OP_BOGUS	5
+#define OP_IOMAP	6
+#define IOMAP		4	/* the listener's iomap entries */
 #define RQ		384	/* the rsocket's default receive queue */
 #define PEER_CREDITS	64
 
@@ -52,6 +59,13 @@ struct raw {
 	struct ibv_mr *mr;
 	uint8_t *buf;
 	struct wire_conn got;	/* the rsocket's data, as it came */
+	uint8_t retry_count;	/* the connection's; 0 for 7 */
+	uint8_t iomap_size;	/* the iomap this peer says it has */
+};
+
+struct wire_iomap {
+	uint64_t offset;
+	struct wire_sge sge;
 };
 
 static int raw_qp(struct raw *r, struct rdma_cm_id *id)
@@ -90,6 +104,7 @@ static void raw_conn(struct raw *r, struct wire_conn *c)
 	c->version = 1;
 	c->flags = 2;	/* iomap, little-endian */
 	c->credits = htobe16(PEER_CREDITS);
+	c->iomap_size = r->iomap_size;
 	c->target_sgl.addr = htobe64((uintptr_t)r->buf);
 	c->target_sgl.key = htobe32(r->mr->rkey);
 	c->target_sgl.length = htobe32(2);
@@ -130,6 +145,8 @@ static int raw_connect(struct raw *r, uint16_t port, struct wire_conn *c,
 		raw_conn(r, c);
 	p.private_data = c;
 	p.private_data_len = len;
+	if (r->retry_count)
+		p.retry_count = r->retry_count;
 	if (rdma_connect(r->id, &p))
 		return -1;
 	ev = cm_next(r->ch, CM_TIMEOUT_MS);
@@ -171,6 +188,32 @@ static int raw_write_imm(struct raw *r, uint32_t imm, uint32_t off,
 		.wr.rdma.rkey = be32toh(r->got.data_buf.key),
 	}, *bad;
 
+	return ibv_post_send(r->id->qp, &wr, &bad);
+}
+
+/*
+ * Write entry @i of the rsocket's iomap, which follows its two-entry
+ * target SGL, and say so with an IOMAP_SGL message carrying @msg_i.  The
+ * entry is staged at a place of its own (2560 + 32 * @i), which the
+ * device may read after this returns.
+ */
+static int raw_iomap(struct raw *r, uint32_t i, uint32_t msg_i,
+		     const struct wire_iomap *e)
+{
+	uint8_t *at = r->buf + 2560 + 32 * (i % IOMAP);
+	struct ibv_sge sge = { (uintptr_t)at, sizeof(*e), r->mr->lkey };
+	struct ibv_send_wr wr = {
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		.imm_data = OP(OP_IOMAP, msg_i),
+		.wr.rdma.remote_addr = be64toh(r->got.target_sgl.addr) +
+				       2 * sizeof(struct wire_sge) +
+				       i * sizeof(*e),
+		.wr.rdma.rkey = be32toh(r->got.target_sgl.key),
+	}, *bad;
+
+	memcpy(at, e, sizeof(*e));
 	return ibv_post_send(r->id->qp, &wr, &bad);
 }
 
@@ -392,6 +435,308 @@ static int raw_sent(struct raw *r, int want)
 			usleep(50000);
 	}
 	return n;
+}
+
+/*
+ * An IOMAP_SGL for an entry the rsocket's iomap does not have: it wrote
+ * nothing there (the registration stops it), and the message is a lie.
+ */
+TEST_F(hostile, iomap_past_the_map)
+{
+	struct wire_iomap e = { .offset = 0 };
+	int n = IOMAP, err;
+
+	ASSERT_EQ(0, rsetsockopt(self->l, SOL_RDMA, RDMA_IOMAPSIZE, &n,
+				 sizeof(n)));
+	ASSERT_LE(0, hostile_accept(_metadata, self));
+	EXPECT_EQ(IOMAP, self->r.got.iomap_size);
+	/* The last entry is fine; one past it is not. */
+	ASSERT_EQ(0, raw_iomap(&self->r, IOMAP - 1, IOMAP - 1, &e));
+	ASSERT_EQ(0, raw_iomap(&self->r, IOMAP - 1, IOMAP, &e));
+	EXPECT_EQ(0, drain_to_error(self->a, &err));
+	EXPECT_EQ(EPROTO, err);
+}
+
+/* Wait for the rsocket's message at the peer: its writes before it landed. */
+static int raw_recv(struct raw *r)
+{
+	struct ibv_wc wc;
+	int i, got;
+
+	for (i = 0; i < 600; i++) {
+		got = ibv_poll_cq(r->id->recv_cq, 1, &wc);
+		if (got)
+			return got < 0 || wc.status != IBV_WC_SUCCESS ? -1 : 0;
+		usleep(10000);
+	}
+	return -1;
+}
+
+/*
+ * Iomap entries that lie: one that ends past 2^64, and one a write runs
+ * off the end of.  riowrite() writes only inside what an entry says, and
+ * never finds a range that wraps.  rdma-core's riowrite() loops for ever
+ * on a write that runs off an entry's end, so there is no reference.
+ */
+TEST_F(hostile, iomap_lies)
+{
+	struct wire_iomap wrap = { .offset = UINT64_MAX - 100 };
+	struct wire_iomap end = { .offset = 8192 };
+	uint8_t src[600];
+	int n = IOMAP, i;
+	char b;
+
+	ASSERT_EQ(0, rsetsockopt(self->l, SOL_RDMA, RDMA_IOMAPSIZE, &n,
+				 sizeof(n)));
+	ASSERT_LE(0, hostile_accept(_metadata, self));
+	memset(src, 0x5a, sizeof(src));
+	/* 512 bytes of the peer's buffer, at 3072, mapped at offset 8192. */
+	end.sge.addr = (uintptr_t)self->r.buf + 3072;
+	end.sge.key = self->r.mr->rkey;
+	end.sge.length = 512;
+	wrap.sge = end.sge;
+	wrap.sge.length = 1000;
+	ASSERT_EQ(0, raw_iomap(&self->r, 0, 0, &wrap));
+	ASSERT_EQ(0, raw_iomap(&self->r, 1, 1, &end));
+	memcpy(self->r.buf + 2048, "x", 1);
+	ASSERT_EQ(0, raw_write_imm(&self->r, OP(OP_DATA, 1), 0, 1));
+	ASSERT_EQ(1, rrecv(self->a, &b, 1, 0));
+	/* Off the end: cut at it. */
+	EXPECT_EQ(12, riowrite(self->a, src, 100, 8192 + 500, 0));
+	/* The wrapping entry holds neither 0 nor anything below it. */
+	EXPECT_EQ(0, riowrite(self->a, src, 10, 0, 0));
+	EXPECT_EQ(0, riowrite(self->a, src, 10, 50, 0));
+	ASSERT_EQ(1, rsend(self->a, "y", 1, 0));
+	ASSERT_EQ(0, raw_recv(&self->r));
+	/* Of the 1 KiB behind both entries, only those 12 bytes. */
+	for (i = 3072; i < 4096; i++) {
+		bool in = i >= 3072 + 500 && i < 3072 + 512;
+
+		ASSERT_EQ(in ? 0x5a : 0, self->r.buf[i]) TH_LOG("byte %d", i);
+	}
+}
+
+/*
+ * An entry with a key that is not the peer's: the write fails at the
+ * peer's device, and the connection ends with EIO.  Nothing here breaks.
+ */
+TEST_F(hostile, iomap_bad_key)
+{
+	struct wire_iomap e = { .offset = 0 };
+	uint8_t src[64] = {};
+	int n = IOMAP, err;
+	char b;
+
+	ASSERT_EQ(0, rsetsockopt(self->l, SOL_RDMA, RDMA_IOMAPSIZE, &n,
+				 sizeof(n)));
+	ASSERT_LE(0, hostile_accept(_metadata, self));
+	e.sge.addr = (uintptr_t)self->r.buf + 3072;
+	e.sge.key = self->r.mr->rkey ^ 0x5a5a00;
+	e.sge.length = 512;
+	ASSERT_EQ(0, raw_iomap(&self->r, 0, 0, &e));
+	ASSERT_EQ(0, raw_write_imm(&self->r, OP(OP_DATA, 1), 0, 1));
+	ASSERT_EQ(1, rrecv(self->a, &b, 1, 0));
+	EXPECT_EQ(sizeof(src), riowrite(self->a, src, sizeof(src), 0, 0));
+	EXPECT_EQ(0, drain_to_error(self->a, &err));
+	EXPECT_EQ(EIO, err);
+}
+
+/*
+ * A peer that vanishes without a word: its QP goes to the error state,
+ * where its device drops whatever comes and answers nothing.  With
+ * SO_KEEPALIVE, the rsocket's next keep-alive runs out of retries and the
+ * connection ends with EIO, which wakes a reader in rpoll().  Without
+ * keep-alives nothing is ever sent, and the reader would wait for ever.
+ * The peer asks for 3 retries (its REQ sets both ends' count): rxe takes
+ * rsockets' usual 7 as "retry for ever", so no keep-alive of rdma-core's
+ * or kqp's finds a dead peer there.
+ */
+TEST_F_TIMEOUT(hostile, keepalive_dead_peer, 120)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	struct pollfd p = { .events = POLLIN };
+	int on = 1, idle = 1, err, i;
+
+	self->r.retry_count = 3;
+	ASSERT_LE(0, hostile_accept(_metadata, self));
+	ASSERT_EQ(0, rsetsockopt(self->a, SOL_SOCKET, SO_KEEPALIVE, &on,
+				 sizeof(on)));
+	ASSERT_EQ(0, rsetsockopt(self->a, IPPROTO_TCP, TCP_KEEPIDLE, &idle,
+				 sizeof(idle)));
+	p.fd = self->a;
+	/* Alive, keep-alives and all: nothing to read, no error. */
+	EXPECT_EQ(0, rpoll(&p, 1, 3000));
+	ASSERT_EQ(0, ibv_modify_qp(self->r.id->qp, &attr, IBV_QP_STATE));
+	for (i = 0; i < 60; i++) {
+		p.revents = 0;
+		if (rpoll(&p, 1, 1000) == 1)
+			break;
+	}
+	ASSERT_NE(0, p.revents) TH_LOG("no error after %d s", i);
+	EXPECT_EQ(0, drain_to_error(self->a, &err));
+	EXPECT_EQ(EIO, err);
+}
+
+/*
+ * The peer's messages so far, each receive posted again: the data
+ * messages among @want, waiting up to @ms; IOMAP_SGLs are counted in
+ * *@iomaps, credits and controls not at all.  -1 on an error.
+ */
+static int raw_data(struct raw *r, int want, int *iomaps, int ms)
+{
+	struct ibv_recv_wr rwr = {}, *bad;
+	struct ibv_wc wc;
+	int n = 0, i, got;
+
+	for (i = 0; i < ms / 10 && n < want; i++) {
+		got = ibv_poll_cq(r->id->recv_cq, 1, &wc);
+		if (got < 0 || (got && wc.status != IBV_WC_SUCCESS))
+			return -1;
+		if (!got) {
+			usleep(10000);
+			continue;
+		}
+		if (ibv_post_recv(r->id->qp, &rwr, &bad))
+			return -1;
+		if (be32toh(wc.imm_data) >> 29 == OP_DATA)
+			n++;
+		else if (be32toh(wc.imm_data) >> 29 == OP_IOMAP)
+			(*iomaps)++;
+	}
+	return n;
+}
+
+struct send_one {
+	int s;
+	ssize_t ret;
+	int err;
+};
+
+static void *send_one(void *arg)
+{
+	struct send_one *o = arg;
+
+	o->ret = rsend(o->s, "z", 1, 0);
+	o->err = errno;
+	return NULL;
+}
+
+/*
+ * riounmap() while a send waits, with no credit left, to tell the peer
+ * of that very mapping: the send goes on without what riounmap() freed,
+ * and the peer hears nothing of a mapping that is gone.
+ */
+TEST_F_TIMEOUT(hostile, iomap_unmap_while_waiting, 90)
+{
+	static uint8_t buf[4096];
+	struct send_one o;
+	int iomaps = 0, i;
+	pthread_t t;
+
+	self->r.iomap_size = 4;
+	ASSERT_LE(0, hostile_accept(_metadata, self));
+	for (i = 0; i < PEER_CREDITS; i++)
+		ASSERT_EQ(1, rsend(self->a, "c", 1, 0));
+	ASSERT_EQ(PEER_CREDITS,
+		  raw_data(&self->r, PEER_CREDITS, &iomaps, 20000));
+	ASSERT_EQ(0, riomap(self->a, buf, sizeof(buf), PROT_WRITE, 0, 0));
+	o.s = self->a;
+	ASSERT_EQ(0, pthread_create(&t, NULL, send_one, &o));
+	usleep(500000);
+	EXPECT_EQ(0, riounmap(self->a, buf, sizeof(buf)));
+	/* Credits again: the send wakes. */
+	ASSERT_EQ(0, raw_write_imm(&self->r, OP(OP_SGL, 2 * PEER_CREDITS),
+				   0, 0));
+	pthread_join(t, NULL);
+	EXPECT_EQ(1, o.ret) TH_LOG("errno %d", o.err);
+	EXPECT_EQ(1, raw_data(&self->r, 1, &iomaps, 5000));
+	EXPECT_EQ(0, iomaps);
+}
+
+/* A kqp rsocket pair on @port, each end with @rq receive entries. */
+static int kqp_pair(int *l, int *c, int *a, uint16_t port, int rq)
+{
+	struct sockaddr_in sin = cm_addr(port);
+	int n = 4;
+
+	*l = rsocket(AF_INET, SOCK_STREAM, 0);
+	*c = rsocket(AF_INET, SOCK_STREAM, 0);
+	*a = -1;
+	if (*l < 0 || *c < 0 ||
+	    rsetsockopt(*l, SOL_RDMA, RDMA_RQSIZE, &rq, sizeof(rq)) ||
+	    rsetsockopt(*l, SOL_RDMA, RDMA_IOMAPSIZE, &n, sizeof(n)) ||
+	    rsetsockopt(*c, SOL_RDMA, RDMA_RQSIZE, &rq, sizeof(rq)) ||
+	    rsetsockopt(*c, SOL_RDMA, RDMA_IOMAPSIZE, &n, sizeof(n)) ||
+	    rbind(*l, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    rlisten(*l, 4) ||
+	    rconnect(*c, (struct sockaddr *)&sin, sizeof(sin)))
+		return -1;
+	*a = raccept(*l, NULL, NULL);
+	return *a < 0 ? -1 : 0;
+}
+
+/* One byte from @s, waiting up to 5 s for a credit. */
+static ssize_t send_soon(int s)
+{
+	struct pollfd p = { .fd = s, .events = POLLOUT };
+	ssize_t ret = -1;
+	int i;
+
+	for (i = 0; i < 50; i++) {
+		ret = rsend(s, "m", 1, MSG_DONTWAIT);
+		if (ret != -1 || errno != EAGAIN)
+			break;
+		rpoll(&p, 1, 100);
+	}
+	return ret;
+}
+
+/*
+ * Mappings made and unmade, many more than the receive queue's credits.
+ * Each IOMAP_SGL takes a credit; the receiver gives it back.  rdma-core's
+ * receiver does not, so its sender stalls for good after as many
+ * mappings as credits: no reference build.
+ */
+TEST(iomap_cycles)
+{
+	static uint8_t buf[4096];
+	int l, c, a, i;
+	char b;
+
+	ASSERT_EQ(0, kqp_pair(&l, &c, &a, cm_port(), 16));
+	for (i = 0; i < 64; i++) {
+		ASSERT_EQ(0, riomap(c, buf, sizeof(buf), PROT_WRITE, 0, 0));
+		ASSERT_EQ(1, send_soon(c)) TH_LOG("no credit after %d maps", i);
+		ASSERT_EQ(1, rrecv(a, &b, 1, 0));
+		ASSERT_EQ(0, riounmap(c, buf, sizeof(buf)));
+	}
+	rclose(a);
+	rclose(c);
+	rclose(l);
+}
+
+/* After shutdown(SHUT_WR), nothing more goes: EPIPE, as TCP says. */
+TEST(send_after_shutdown)
+{
+	static uint8_t buf[4096];
+	int l, c, a;
+	char b;
+
+	ASSERT_EQ(0, kqp_pair(&l, &c, &a, cm_port(), 16));
+	ASSERT_EQ(0, riomap(a, buf, sizeof(buf), PROT_WRITE, 0, 0));
+	ASSERT_EQ(1, rsend(a, "m", 1, 0));
+	ASSERT_EQ(1, rrecv(c, &b, 1, 0));
+	ASSERT_EQ(0, rshutdown(c, SHUT_WR));
+	EXPECT_EQ(-1, rsend(c, "x", 1, 0));
+	EXPECT_EQ(EPIPE, errno);
+	EXPECT_EQ((size_t)-1, riowrite(c, "x", 1, 0, 0));
+	EXPECT_EQ(EPIPE, errno);
+	/* The other way still works. */
+	EXPECT_EQ(1, rsend(a, "y", 1, 0));
+	EXPECT_EQ(1, rrecv(c, &b, 1, 0));
+	rclose(a);
+	rclose(c);
+	rclose(l);
 }
 
 /*
