@@ -87,7 +87,11 @@ static int krs_accept_one(struct krs *ls, struct rdma_cm_id *id,
 	rs->accept_fd = fcntl(ls->accept_queue[1], F_DUPFD_CLOEXEC, 0);
 	if (rs->accept_fd < 0 || krs_insert(rs))
 		goto err_free;
-	if (krs_svc_add(rs, KRS_SVC_CM)) {
+	/* In the table now: another thread may find it. */
+	pthread_mutex_lock(&rs->lock);
+	err = krs_svc_add(rs, KRS_SVC_CM);
+	pthread_mutex_unlock(&rs->lock);
+	if (err) {
 		rclose(rs->index);
 		return -1;
 	}

@@ -359,8 +359,16 @@ static void krs_recv_msg(struct krs *rs, const struct ibv_wc *wc)
 		 * The peer wrote an entry of this end's iomap: riowrite()
 		 * reads it there.  One this end does not have is a lie.
 		 */
-		if (KRS_MSG_DATA(msg) >= rs->iomap_size)
+		if (KRS_MSG_DATA(msg) >= rs->iomap_size) {
 			krs_proto_error(rs);
+			break;
+		}
+		/*
+		 * It took one of the peer's credits: give it back, as a
+		 * read message does.  rdma-core's receiver does not, and
+		 * its sender stalls after as many riomap()s as credits.
+		 */
+		rs->rseq_no++;
 		break;
 	case KRS_OP_CTRL:
 		/* After a broken rule, nothing the peer says changes the end. */
@@ -651,6 +659,9 @@ int krs_wait_send(struct krs *rs, int flags)
 {
 	int ret;
 
+	/* After shutdown(SHUT_WR) nothing more goes, as with TCP. */
+	if ((rs->state & KRS_CONNECTED) && !(rs->state & KRS_WRITABLE))
+		return kqp_err(EPIPE);
 	if (krs_can_send(rs))
 		return 0;
 	ret = krs_process(rs, krs_nonblocking(rs, flags), krs_conn_can_send);

@@ -94,23 +94,39 @@ void krs_free_iomaps(struct krs *rs)
 	rs->iomap_used = NULL;
 }
 
-/* Tell the peer of every riomap() it has not yet been told of. */
+/* The first riomap() the peer has not been told of; NULL for none. */
+static struct krs_iomr *krs_unsent(struct krs *rs)
+{
+	struct krs_iomr *m;
+
+	for (m = rs->iomrs; m; m = m->next)
+		if (m->index >= 0 && !m->sent)
+			return m;
+	return NULL;
+}
+
+/*
+ * Tell the peer of every riomap() it has not yet been told of.  Waiting
+ * for a credit drops the rsocket's mutex, and a riounmap() may free the
+ * mapping meanwhile: the next one is looked for after each wait.
+ */
 int krs_send_iomaps(struct krs *rs, int flags)
 {
 	struct krs_iomap e;
 	struct krs_iomr *m;
 	int ret;
 
-	for (m = rs->iomrs; m; m = m->next) {
+	while (krs_unsent(rs)) {
 		struct iovec v = { &e, sizeof(e) };
 		const struct iovec *iov = &v;
 		size_t off = 0;
 
-		if (m->index < 0 || m->sent)
-			continue;
 		ret = krs_wait_send(rs, flags);
 		if (ret)
 			return ret;
+		m = krs_unsent(rs);
+		if (!m)
+			break;
 		e.offset = m->offset;
 		e.sge.addr = (uintptr_t)m->mr->addr;
 		e.sge.key = m->mr->rkey;
