@@ -154,6 +154,10 @@ server_cmd() {
 	mckey) cmd=(mckey -m "239.7.9.$id" -b "$A" -C 10); ready=joined
 		sgood='^data transfers complete$'
 		cgood='^data transfers complete$' ;;
+	# rsockets, blocking: rstream, and riostream (riomap and riowrite).
+	# Each side prints its result row: ... time, Gb/sec, usec/xfer.
+	rstream|riostream) cmd=("$1" -b "$A" -p "$port" -S 1000 -C 300 -T b)
+		sgood='[0-9.]+s +[0-9.]+ +[0-9.]+$' cgood=$sgood ;;
 	ib_*) perftest "$1"
 		# The result row: the message size first.
 		sgood="^ *${1##*-} +[0-9]+ " cgood=$sgood ;;
@@ -178,6 +182,7 @@ client_cmd() {
 	udaddy) cmd=(udaddy -s "$A") ;;
 	# mckey's sender leaves the group right after posting: see mckey.sh.
 	mckey) cmd=(mckey -m "239.7.9.$id" -b "$KQP_PAIR_B" -C 25 -s); pre=$slow ;;
+	rstream|riostream) cmd=("$1" -s "$A" -p "$port" -S 1000 -C 300 -T b) ;;
 	ib_*) perftest "$1"; cmd+=("$A") ;;
 	esac
 }
@@ -372,7 +377,7 @@ wanted() {
 # through kqp as the 64 KiB one does (one WR, one completion), and the
 # eight pairs they took were about 80 s of CI's hour.
 tests=
-for t in rping rdma_server cmtime udaddy mckey \
+for t in rping rdma_server cmtime udaddy mckey rstream riostream \
 	 ib_send_bw-64 ib_send_bw-65536 ib_write_bw-65536 ib_read_bw-65536; do
 	wanted "$t" || wanted "${t%-*}" && tests+=" $t"
 done
