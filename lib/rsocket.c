@@ -21,6 +21,7 @@
  * ENOSYS.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,15 +50,13 @@ static struct {
 };
 static pthread_once_t krs_conf_once = PTHREAD_ONCE_INIT;
 
-/* The number in tunable @name; false when there is none. */
-static bool krs_conf(const char *name, uint32_t *v)
+/* The number file @path holds, saturated; false when there is none. */
+static bool krs_read_num(const char *path, uint32_t *v)
 {
-	char path[64];
 	unsigned long n;
 	FILE *f;
 	bool ok;
 
-	snprintf(path, sizeof(path), KRS_CONF_DIR "/%s", name);
 	f = fopen(path, "re");
 	if (!f)
 		return false;
@@ -66,6 +65,15 @@ static bool krs_conf(const char *name, uint32_t *v)
 	if (ok)
 		*v = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 	return ok;
+}
+
+/* The number in tunable @name; false when there is none. */
+static bool krs_conf(const char *name, uint32_t *v)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), KRS_CONF_DIR "/%s", name);
+	return krs_read_num(path, v);
 }
 
 static uint32_t krs_min(uint32_t a, uint32_t b)
@@ -663,15 +671,13 @@ static uint16_t *krs_rdma_opt(struct krs *rs, int optname)
  */
 static int krs_set_keepalive(struct krs *rs, int on)
 {
-	FILE *f;
+	uint32_t t;
 
 	if (on && !rs->keepalive_time) {
-		f = fopen("/proc/sys/net/ipv4/tcp_keepalive_time", "re");
-		if (!f || fscanf(f, "%d", &rs->keepalive_time) != 1 ||
-		    rs->keepalive_time <= 0)
-			rs->keepalive_time = 7200;
-		if (f)
-			fclose(f);
+		if (!krs_read_num("/proc/sys/net/ipv4/tcp_keepalive_time",
+				  &t) || !t || t > INT_MAX)
+			t = 7200;
+		rs->keepalive_time = (int)t;
 	}
 	if (on) {
 		rs->ka_next = krs_now() + rs->keepalive_time;

@@ -47,6 +47,9 @@
 #include <rdma/rdma_cma.h>
 
 /* The wire: rdma-core's values, which a stock peer sends and expects. */
+#define KRS_MSG(op, data)	(((uint32_t)(op) << KRS_OP_SHIFT) | (uint32_t)(data))
+#define KRS_MSG_OP(msg)		((uint32_t)(msg) >> KRS_OP_SHIFT)
+#define KRS_MSG_DATA(msg)	((uint32_t)(msg) & KRS_DATA_MASK)
 #define KRS_VERSION		1
 #define KRS_CONN_FLAG_NET	(1 << 0)
 #define KRS_CONN_FLAG_IOMAP	(1 << 1)
@@ -281,8 +284,9 @@ uint32_t krs_iomap_unscale(uint8_t v);
 int krs_post_data(struct krs *rs, const struct iovec **iov, size_t *off,
 		  uint32_t len, uint32_t msg, bool imm, uint64_t addr,
 		  uint32_t rkey);
-int krs_finish_connect(struct krs *rs, int flags);
+int krs_send_start(struct krs *rs, int flags);
 int krs_wait_send(struct krs *rs, int flags);
+uint32_t krs_xfer_size(const struct krs *rs, size_t left, uint32_t *olen);
 int krs_init_bufs(struct krs *rs);
 void krs_free_ep(struct krs *rs);
 void krs_format_conn_data(const struct krs *rs, struct krs_conn_data *c);

@@ -20,9 +20,6 @@
 #include "rsocket.h"
 
 #define KRS_WR_RECV		(1ull << 63)
-#define KRS_MSG(op, data)	(((uint32_t)(op) << KRS_OP_SHIFT) | (uint32_t)(data))
-#define KRS_MSG_OP(msg)		((uint32_t)(msg) >> KRS_OP_SHIFT)
-#define KRS_MSG_DATA(msg)	((uint32_t)(msg) & KRS_DATA_MASK)
 #define KRS_CTRL_MSG_SIZE	sizeof(struct krs_sge)
 
 static bool krs_host_is_net(void)
@@ -631,7 +628,7 @@ static int krs_write_data(struct krs *rs, const struct iovec **iov,
  * A data call on an rsocket still connecting takes the next steps first;
  * one that would wait is EAGAIN, as rdma-core's.
  */
-int krs_finish_connect(struct krs *rs, int flags)
+static int krs_finish_connect(struct krs *rs, int flags)
 {
 	if (!(rs->state & KRS_OPENING) ||
 	    !krs_connect_step(rs, krs_nonblocking(rs, flags)))
@@ -649,6 +646,37 @@ static size_t krs_iov_len(const struct iovec *iov, int iovcnt)
 	for (i = 0; i < iovcnt; i++)
 		len += iov[i].iov_len;
 	return len;
+}
+
+/*
+ * What rsend() and riowrite() first do: take a connection's next steps,
+ * and refuse an rsocket that is not connected.  0, or -1 and errno.
+ */
+int krs_send_start(struct krs *rs, int flags)
+{
+	if (krs_finish_connect(rs, flags))
+		return -1;
+	if (!(rs->state & (KRS_CONNECTED | KRS_ERROR)))
+		return kqp_err(rs->state & KRS_DISCONNECTED ? ECONNRESET :
+							      ENOTCONN);
+	return 0;
+}
+
+/*
+ * The next transfer of the @left bytes to go: rdma-core's overlap, which
+ * starts at KRS_OLAP_START and doubles (*@olen) up to KRS_MAX_TRANSFER,
+ * within the free send buffer.
+ */
+uint32_t krs_xfer_size(const struct krs *rs, size_t left, uint32_t *olen)
+{
+	uint32_t xfer = left > KRS_MAX_TRANSFER ? KRS_MAX_TRANSFER :
+						  (uint32_t)left;
+
+	if (*olen < xfer) {
+		xfer = *olen;
+		*olen <<= 1;
+	}
+	return xfer > rs->sbuf_avail ? rs->sbuf_avail : xfer;
 }
 
 /*
@@ -683,28 +711,16 @@ static ssize_t krs_sendv(struct krs *rs, const struct iovec *iov, int iovcnt,
 		iov++;
 		iovcnt--;
 	}
-	if (krs_finish_connect(rs, flags))
+	if (krs_send_start(rs, flags))
 		return -1;
-	if (!(rs->state & (KRS_CONNECTED | KRS_ERROR)))
-		return kqp_err(rs->state & KRS_DISCONNECTED ? ECONNRESET :
-							      ENOTCONN);
-	if (rs->iomap_pending) {
-		ret = krs_send_iomaps(rs, flags);
-		if (ret)
-			return ret;
-	}
+	ret = krs_send_iomaps(rs, flags);
+	if (ret)
+		return ret;
 	for (; left; left -= xfer) {
 		ret = krs_wait_send(rs, flags);
 		if (ret)
 			break;
-		xfer = left;
-		if (olen < left) {
-			xfer = olen;
-			if (olen < KRS_MAX_TRANSFER)
-				olen <<= 1;
-		}
-		if (xfer > rs->sbuf_avail)
-			xfer = rs->sbuf_avail;
+		xfer = krs_xfer_size(rs, left, &olen);
 		/* The peer writes it: read once, and nothing sent on a 0. */
 		room = rs->tsgl[rs->target_sge].length;
 		if (xfer > room)

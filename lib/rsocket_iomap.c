@@ -24,8 +24,6 @@
 #include "kqp_priv.h"
 #include "rsocket.h"
 
-#define KRS_MSG(op, data)	(((uint32_t)(op) << KRS_OP_SHIFT) | (uint32_t)(data))
-
 /*
  * The iomap's size on the wire: 8 bits, n itself up to 128, else
  * 0x80 | n / 256.  rdma-core's encoding; unscale(scale(n)) <= n.
@@ -106,7 +104,8 @@ static struct krs_iomr *krs_unsent(struct krs *rs)
 }
 
 /*
- * Tell the peer of every riomap() it has not yet been told of.  Waiting
+ * Tell the peer of every riomap() it has not yet been told of, if any
+ * (@iomap_pending says, without walking the list).  Waiting
  * for a credit drops the rsocket's mutex, and a riounmap() may free the
  * mapping meanwhile: the next one is looked for after each wait.
  */
@@ -116,6 +115,8 @@ int krs_send_iomaps(struct krs *rs, int flags)
 	struct krs_iomr *m;
 	int ret;
 
+	if (!rs->iomap_pending)
+		return 0;
 	while (krs_unsent(rs)) {
 		struct iovec v = { &e, sizeof(e) };
 		const struct iovec *iov = &v;
@@ -220,10 +221,15 @@ KQP_EXPORT int riounmap(int s, void *buf, size_t len)
 	return KRS_CALL(s, rs, krs_iounmap(rs, buf, len));
 }
 
+/* Whether @e's range holds @at: a test that cannot wrap. */
+static bool krs_iomap_holds(const struct krs_iomap *e, uint64_t at)
+{
+	return at >= e->offset && at - e->offset < e->sge.length;
+}
+
 /*
  * The entry of this end's iomap, as the peer last wrote it, whose range
- * holds @at; false when none does.  Each field is read once, and the
- * range test cannot wrap.
+ * holds @at; false when none does.  Each field is read once.
  */
 static bool krs_find_iomap(const struct krs *rs, uint64_t at,
 			   struct krs_iomap *e)
@@ -233,7 +239,7 @@ static bool krs_find_iomap(const struct krs *rs, uint64_t at,
 	for (i = 0; rs->tiomap && i < rs->iomap_size; i++) {
 		e->offset = rs->tiomap[i].offset;
 		e->sge.length = rs->tiomap[i].sge.length;
-		if (at >= e->offset && at - e->offset < e->sge.length) {
+		if (krs_iomap_holds(e, at)) {
 			e->sge.addr = rs->tiomap[i].sge.addr;
 			e->sge.key = rs->tiomap[i].sge.key;
 			return true;
@@ -254,20 +260,15 @@ static ssize_t krs_iowrite(struct krs *rs, const void *buf, size_t count,
 	bool have = false;
 	int ret = 0;
 
-	if (krs_finish_connect(rs, flags))
+	if (krs_send_start(rs, flags))
 		return -1;
-	if (!(rs->state & (KRS_CONNECTED | KRS_ERROR)))
-		return kqp_err(rs->state & KRS_DISCONNECTED ? ECONNRESET :
-							      ENOTCONN);
 	if (count && !buf)
 		return kqp_err(EFAULT);
-	if (rs->iomap_pending) {
-		ret = krs_send_iomaps(rs, flags);
-		if (ret)
-			return ret;
-	}
+	ret = krs_send_iomaps(rs, flags);
+	if (ret)
+		return ret;
 	for (; left; left -= xfer, at += xfer) {
-		if (!have || at < e.offset || at - e.offset >= e.sge.length) {
+		if (!have || !krs_iomap_holds(&e, at)) {
 			have = krs_find_iomap(rs, at, &e);
 			/* As rdma-core's: a write to no mapping stops there. */
 			if (!have)
@@ -276,14 +277,7 @@ static ssize_t krs_iowrite(struct krs *rs, const void *buf, size_t count,
 		ret = krs_wait_send(rs, flags);
 		if (ret)
 			break;
-		xfer = left > KRS_MAX_TRANSFER ? KRS_MAX_TRANSFER :
-						 (uint32_t)left;
-		if (olen < xfer) {
-			xfer = olen;
-			olen <<= 1;
-		}
-		if (xfer > rs->sbuf_avail)
-			xfer = rs->sbuf_avail;
+		xfer = krs_xfer_size(rs, left, &olen);
 		in = at - e.offset;
 		if (xfer > e.sge.length - in)
 			xfer = (uint32_t)(e.sge.length - in);

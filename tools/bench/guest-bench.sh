@@ -171,6 +171,17 @@ run_scale() {
 	mv "$res.tmp" "$res.txt"
 }
 
+# variant_pre VARIANT: set the caller's pre[] to what runs an unchanged
+# rdma-core program in VARIANT: nothing (stock), LD_PRELOAD=libkqp.so,
+# and KQP_RINGS=0 as well for kqp-ioctl.
+variant_pre() {
+	pre=()
+	case $1 in
+	kqp) pre=(env LD_PRELOAD="$KQP_REPO/lib/libkqp.so") ;;
+	kqp-ioctl) pre=(env KQP_RINGS=0 LD_PRELOAD="$KQP_REPO/lib/libkqp.so") ;;
+	esac
+}
+
 # run_cmtime VARIANT ROUND PORT: rdma-core's cmtime, unchanged, with
 # CMTIME_CONNS connections, server and client in the same variant (stock,
 # or LD_PRELOAD=libkqp.so, with KQP_RINGS=0 for kqp-ioctl).  From the
@@ -180,12 +191,9 @@ run_cmtime() {
 	local variant=$1 round=$2 port=$3
 	local res=$KQP_OUT/bench-cmtime-$variant-$round
 	local spid crc
-	local -a pre=()
+	local -a pre
 
-	case $variant in
-	kqp) pre=(env LD_PRELOAD="$KQP_REPO/lib/libkqp.so") ;;
-	kqp-ioctl) pre=(env KQP_RINGS=0 LD_PRELOAD="$KQP_REPO/lib/libkqp.so") ;;
-	esac
+	variant_pre "$variant"
 	echo "bench: $variant, round $round: cmtime -c $CMTIME_CONNS"
 	rm -f "$res.txt" "$res.failed"
 	# The server never exits by itself; it is stopped below.
@@ -257,12 +265,9 @@ rstream_one() {
 run_rstream() {
 	local variant=$1 round=$2 port=$3
 	local res=$KQP_OUT/bench-rstream-$variant-$round
-	local -a pre=()
+	local -a pre
 
-	case $variant in
-	kqp) pre=(env LD_PRELOAD="$KQP_REPO/lib/libkqp.so") ;;
-	kqp-ioctl) pre=(env KQP_RINGS=0 LD_PRELOAD="$KQP_REPO/lib/libkqp.so") ;;
-	esac
+	variant_pre "$variant"
 	echo "bench: $variant, round $round: rstream"
 	rm -f "$res.txt" "$res.failed" "$res.tmp"
 	if ! rstream_one "$port" "$res" rstream_lat_us last -S 64 -C 1 \

@@ -120,13 +120,7 @@ runs() {
 # riowrite() into the peer's riomap()ped buffer.
 rsockets() {
 	local w o p=7480
-	for o in b n v r; do
-		for w in both client server; do
-			p=$((p + 1))
-			tool "$w" 1 "$p" rstream -b "$addr" -p "$p" -S 1000 -C 300 \
-				-T "$o" -- rstream -s "$addr" -p "$p" -S 1000 -C 300 -T "$o"
-		done
-	done
+	streams rstream b n v r
 	for w in both client server; do
 		p=$((p + 1))
 		rstream_async "$w" "$p"
@@ -135,11 +129,20 @@ rsockets() {
 		p=$((p + 1))
 		rcopy_run "$w" "$p"
 	done
-	for o in b v; do
+	streams riostream b v
+}
+
+# streams PROG MODE...: PROG (rstream or riostream), 300 transfers of
+# 1000 B, with -T MODE, in each placement; the port from rsockets()' p.
+streams() {
+	local prog=$1 o w
+	shift
+	for o in "$@"; do
 		for w in both client server; do
 			p=$((p + 1))
-			tool "$w" 1 "$p" riostream -b "$addr" -p "$p" -S 1000 -C 300 \
-				-T "$o" -- riostream -s "$addr" -p "$p" -S 1000 -C 300 -T "$o"
+			tool "$w" 1 "$p" "$prog" -b "$addr" -p "$p" -S 1000 \
+				-C 300 -T "$o" -- "$prog" -s "$addr" -p "$p" \
+				-S 1000 -C 300 -T "$o"
 		done
 	done
 }
