@@ -128,6 +128,7 @@ int kqp_reject_ioctl(struct kqp_ucmd *ucmd);
 int kqp_disconnect_ioctl(struct kqp_ucmd *ucmd);
 int kqp_establish_ioctl(struct kqp_ucmd *ucmd);
 int kqp_set_option_ioctl(struct kqp_ucmd *ucmd);
+void kqp_cm_id_report(struct kqp_cm_id *ctx, enum rdma_cm_event_type type);
 int kqp_init_qp_attr_ioctl(struct kqp_ucmd *ucmd);
 int kqp_notify_ioctl(struct kqp_ucmd *ucmd);
 void kqp_cm_id_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);

@@ -20,11 +20,6 @@
  * (qp_state.c), under which nothing takes any of these.  No copy to userspace waits on a
  * page fault while any of them is held, or while an id is referenced
  * that device removal would wait for (see kqp_ucmd_respond_locked()).
- *
- * SET_OPTION: the ACK timeout is the IBTA's 5-bit field.  rdma_cm takes
- * any u8, makes a RoCE route's packet lifetime of it, and ib_cm then
- * shifts by it (1 << 70: UBSAN in cm_convert_to_ms(), found by the
- * fuzzer); ucma passes it on unchecked too.
  */
 #include <linux/file.h>
 #include <linux/sched/mm.h>
@@ -336,6 +331,19 @@ static int kqp_cm_event_handler(struct rdma_cm_id *cm_id,
 	ret = __kqp_cm_event_handler(cm_id, event);
 	set_active_memcg(old);
 	return ret;
+}
+
+/*
+ * Report an event rdma_cm does not raise itself (ROUTE_RESOLVED after a
+ * route the caller gave), as if it had.  Under ctx->mutex.
+ */
+void kqp_cm_id_report(struct kqp_cm_id *ctx, enum rdma_cm_event_type type)
+{
+	struct rdma_cm_event event = { .event = type };
+
+	rdma_lock_handler(ctx->cm_id);
+	kqp_cm_event_handler(ctx->cm_id, &event);
+	rdma_unlock_handler(ctx->cm_id);
 }
 
 static int kqp_port_space(u32 ps, u32 qp_type, enum ib_qp_type *qpt)
@@ -826,57 +834,6 @@ int kqp_establish_ioctl(struct kqp_ucmd *ucmd)
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	ret = kqp_cm_answer(ctx, KQP_CM_ESTABLISH, NULL, 0, NULL, 0);
-	kqp_cm_id_unlock(ctx);
-	return ret;
-}
-
-int kqp_set_option_ioctl(struct kqp_ucmd *ucmd)
-{
-	struct kqp_set_option *cmd = ucmd->cmd;
-	void __user *uval = u64_to_user_ptr(cmd->optval);
-	struct kqp_cm_id *ctx;
-	u32 want;
-	int ret, ival = 0;
-	u8 bval = 0;
-
-	if (cmd->level != KQP_OPTION_ID)
-		return -ENOSYS;
-	switch (cmd->optname) {
-	case KQP_OPTION_ID_TOS:
-	case KQP_OPTION_ID_ACK_TIMEOUT:
-		want = sizeof(u8);
-		break;
-	case KQP_OPTION_ID_REUSEADDR:
-	case KQP_OPTION_ID_AFONLY:
-		want = sizeof(int);
-		break;
-	default:
-		return -ENOSYS;
-	}
-	if (cmd->optlen != want)
-		return -EINVAL;
-	if (want == sizeof(u8) ? copy_from_user(&bval, uval, 1) :
-				 copy_from_user(&ival, uval, sizeof(ival)))
-		return -EFAULT;
-
-	ctx = kqp_cm_id_lock(ucmd, cmd->id);
-	if (IS_ERR(ctx))
-		return PTR_ERR(ctx);
-	switch (cmd->optname) {
-	case KQP_OPTION_ID_TOS:
-		rdma_set_service_type(ctx->cm_id, bval);
-		ret = 0;
-		break;
-	case KQP_OPTION_ID_ACK_TIMEOUT:
-		ret = bval > 31 ? -EINVAL : rdma_set_ack_timeout(ctx->cm_id, bval);
-		break;
-	case KQP_OPTION_ID_REUSEADDR:
-		ret = rdma_set_reuseaddr(ctx->cm_id, ival ? 1 : 0);
-		break;
-	default:
-		ret = rdma_set_afonly(ctx->cm_id, ival ? 1 : 0);
-		break;
-	}
 	kqp_cm_id_unlock(ctx);
 	return ret;
 }

@@ -626,21 +626,34 @@ struct kqp_id_cmd {
 #define KQP_OPTION_ID_REUSEADDR		1	/* int */
 #define KQP_OPTION_ID_AFONLY		2	/* int */
 #define KQP_OPTION_ID_ACK_TIMEOUT	3	/* __u8 */
+#define KQP_OPTION_IB			1
+#define KQP_OPTION_IB_PATH		1	/* struct ib_path_rec_data[] */
+/* The most path records one KQP_OPTION_IB_PATH takes. */
+#define KQP_OPTION_IB_PATH_MAX		16
 
 /**
  * struct kqp_set_option - ioctl(KQP_IOCTL_SET_OPTION)
  * @size: sizeof(struct kqp_set_option)
  * @flags: must be 0
  * @id: handle
- * @level: KQP_OPTION_ID
- * @optname: KQP_OPTION_ID_*
- * @optlen: size of the value at @optval: exactly the option's size
+ * @level: KQP_OPTION_ID or KQP_OPTION_IB
+ * @optname: KQP_OPTION_ID_* or KQP_OPTION_IB_PATH
+ * @optlen: size of the value at @optval: exactly the option's size, or
+ *	for KQP_OPTION_IB_PATH 1 to KQP_OPTION_IB_PATH_MAX whole records
  * @optval: user pointer to the value
  *
  * ENOSYS for an option this module does not implement, as ucma; EINVAL
  * for a wrong @optlen; REUSEADDR and AFONLY after bind get rdma_cm's
  * EINVAL.  ACK_TIMEOUT is the IBTA's 5-bit field: EINVAL past 31 (ucma
  * takes any byte).
+ *
+ * KQP_OPTION_IB_PATH gives an id whose address is resolved its route
+ * instead of rdma_resolve_route(), as ucma's: the first record flagged
+ * exactly GMP, PRIMARY and BIDIRECTIONAL (<rdma/ib_user_sa.h>) is the
+ * path, and ROUTE_RESOLVED is queued before the call returns.  EINVAL
+ * when no record is so flagged, when the address is not resolved, or
+ * when the route is (or is being) resolved already; ucma takes any
+ * number of records.
  */
 struct kqp_set_option {
 	__u32 size;

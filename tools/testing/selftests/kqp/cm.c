@@ -388,6 +388,79 @@ TEST_F(cm, set_option)
 	EXPECT_EQ(0, rdma_destroy_id(id));
 }
 
+/*
+ * A route the caller resolved itself (RDMA_OPTION_IB_PATH, what rsockets'
+ * RDMA_ROUTE and ibacm use): ROUTE_RESOLVED follows, and a connection
+ * request goes out on it.
+ */
+TEST_F_TIMEOUT(cm, ib_path, 120)
+{
+	struct sockaddr_in sin = cm_addr(self->port);
+	struct rdma_conn_param cp = { .qp_num = 0x111 };
+	struct ibv_path_data d[2];
+	struct rdma_cm_id *ref, *id, *lid, *sid;
+	struct rdma_cm_event *ev;
+
+	ref = resolved(self->cch, self->port, RDMA_PS_TCP);
+	ASSERT_NE(NULL, ref);
+	ASSERT_EQ(1, ref->route.num_paths);
+	cm_path_data(&d[0], ref->route.path_rec, 0);
+	cm_path_data(&d[1], ref->route.path_rec, CM_PATH_FLAGS);
+
+	ASSERT_EQ(0, rdma_create_id(self->cch, &id, NULL, RDMA_PS_TCP));
+	/* No address resolved yet. */
+	EXPECT_EQ(-1, rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH,
+				      &d[1], sizeof(d[1])));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 2000));
+	ASSERT_EQ(0, cm_expect_ack(self->cch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	/* A part of a record; no primary bidirectional one; no such option. */
+	EXPECT_EQ(-1, rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH,
+				      &d[1], sizeof(d[1]) - 1));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH,
+				      &d[0], sizeof(d[0])));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, rdma_set_option(id, RDMA_OPTION_IB, 99, &d[1],
+				      sizeof(d[1])));
+	EXPECT_EQ(ENOSYS, errno);
+	/* The flagged one of the two is taken. */
+	ASSERT_EQ(0, rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH,
+				     d, sizeof(d))) TH_LOG("%s", strerror(errno));
+	ASSERT_EQ(0, cm_expect_ack(self->cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	ASSERT_EQ(1, id->route.num_paths);
+	EXPECT_EQ(0, memcmp(&id->route.path_rec->dgid, &ref->route.path_rec->dgid,
+			    sizeof(union ibv_gid)));
+	EXPECT_EQ(ref->route.path_rec->mtu, id->route.path_rec->mtu);
+	/* The route is resolved now: neither way again. */
+	EXPECT_EQ(-1, rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH,
+				      &d[1], sizeof(d[1])));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, rdma_resolve_route(id, 2000));
+	EXPECT_EQ(EINVAL, errno);
+
+	/* A connection request goes out on the given path. */
+	lid = listener(self->sch, self->port, RDMA_PS_TCP, 8);
+	ASSERT_NE(NULL, lid);
+	cp.private_data = req_data;
+	cp.private_data_len = sizeof(req_data);
+	ASSERT_EQ(0, rdma_connect(id, &cp)) TH_LOG("%s", strerror(errno));
+	ev = cm_expect(self->sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ASSERT_NE(NULL, ev);
+	EXPECT_TRUE(pdata_is(&ev->param.conn, req_data));
+	sid = ev->id;
+	rdma_ack_cm_event(ev);
+	EXPECT_EQ(0, rdma_reject(sid, NULL, 0));
+	ev = cm_expect(self->cch, RDMA_CM_EVENT_REJECTED);
+	EXPECT_NE(NULL, ev);
+	if (ev)
+		rdma_ack_cm_event(ev);
+	EXPECT_EQ(0, rdma_destroy_id(sid));
+	EXPECT_EQ(0, rdma_destroy_id(id));
+	EXPECT_EQ(0, rdma_destroy_id(lid));
+	EXPECT_EQ(0, rdma_destroy_id(ref));
+}
+
 TEST_F(cm, nonblocking_channel)
 {
 	struct rdma_cm_event *ev = NULL;

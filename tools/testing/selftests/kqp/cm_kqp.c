@@ -158,6 +158,47 @@ TEST_F(cm, route_after_addr_error)
 }
 
 /*
+ * RDMA_OPTION_IB_PATH reads at most KQP_OPTION_IB_PATH_MAX records, so no
+ * length a caller gives sizes anything in the kernel; ucma takes any
+ * number.  A record the kernel cannot read is EFAULT, and leaves the id
+ * as it was.
+ */
+TEST_F(cm, ib_path_bounds)
+{
+	struct sockaddr_in sin = cm_addr(self->port);
+	struct ibv_path_data d[KQP_OPTION_IB_PATH_MAX + 1];
+	struct rdma_cm_id *ref, *id;
+	size_t i, n = KQP_OPTION_IB_PATH_MAX;
+
+	ref = resolved(self->cch, self->port, RDMA_PS_TCP);
+	ASSERT_NE(NULL, ref);
+	for (i = 0; i <= n; i++)
+		cm_path_data(&d[i], ref->route.path_rec, 0);
+	d[n].flags = CM_PATH_FLAGS;
+
+	ASSERT_EQ(0, rdma_create_id(self->cch, &id, NULL, RDMA_PS_TCP));
+	ASSERT_EQ(0, rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 2000));
+	ASSERT_EQ(0, cm_expect_ack(self->cch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	/* The flagged record is one past the most read: none found. */
+	EXPECT_EQ(-1, rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH,
+				      d, sizeof(d)));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH,
+				      d, 0));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH,
+				      (void *)8, sizeof(d[0])));
+	EXPECT_EQ(EFAULT, errno);
+	/* The last of the most it reads. */
+	d[n - 1].flags = CM_PATH_FLAGS;
+	EXPECT_EQ(0, rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH,
+				     d, n * sizeof(d[0])));
+	EXPECT_EQ(0, cm_expect_ack(self->cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	EXPECT_EQ(0, rdma_destroy_id(id));
+	EXPECT_EQ(0, rdma_destroy_id(ref));
+}
+
+/*
  * A channel whose fd is not /dev/kqp's is refused before any ioctl is
  * sent to it; librdmacm would write its command into whatever it is.
  */

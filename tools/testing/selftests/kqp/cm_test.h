@@ -208,4 +208,31 @@ static inline struct rdma_cm_id *resolved(struct rdma_event_channel *ch,
 	return id;
 }
 
+/*
+ * @p as a path record for RDMA_OPTION_IB_PATH, flagged @flags (the test's
+ * own packing of <infiniband/sa.h>'s struct ibv_path_record).
+ */
+static inline void cm_path_data(struct ibv_path_data *d,
+				const struct ibv_sa_path_rec *p, uint32_t flags)
+{
+	memset(d, 0, sizeof(*d));
+	d->flags = flags;
+	d->path.dgid = p->dgid;
+	d->path.sgid = p->sgid;
+	d->path.dlid = p->dlid;
+	d->path.slid = p->slid;
+	d->path.flowlabel_hoplimit = htobe32(be32toh(p->flow_label) << 8 |
+					     p->hop_limit);
+	d->path.tclass = p->traffic_class;
+	d->path.reversible_numpath = 0x81;
+	d->path.pkey = p->pkey;
+	d->path.qosclass_sl = htobe16(p->sl);
+	d->path.mtu = p->mtu | 0x80;
+	d->path.rate = p->rate | 0x80;
+	d->path.packetlifetime = p->packet_life_time | 0x80;
+}
+
+#define CM_PATH_FLAGS (IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_PRIMARY | \
+		       IBV_PATH_FLAG_BIDIRECTIONAL)
+
 #endif /* KQP_CM_TEST_H */

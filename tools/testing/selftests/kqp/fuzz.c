@@ -870,13 +870,23 @@ static int gen_cmd(struct rng *r, struct thread *t, int op, void *arg,
 		struct kqp_set_option *c = arg;
 
 		c->id = handle(r, R_ID, &hfd);
-		c->level = chance(r, 90) ? KQP_OPTION_ID : num32(r, 4);
+		c->level = chance(r, 80) ? KQP_OPTION_ID :
+			   chance(r, 60) ? KQP_OPTION_IB : num32(r, 4);
 		c->optname = num32(r, 4);
 		c->optlen = chance(r, 80) ? (c->optname == 1 ||
 					     c->optname == 2 ? 4 : 1) :
 					    num32(r, 16);
 		c->optval = chance(r, 90) ? (uintptr_t)t->arena : bad_ptr(r, 4);
 		*(uint32_t *)t->arena = num32(r, 255);
+		/* Path records: some of them a primary, bidirectional one. */
+		if (c->level == KQP_OPTION_IB && chance(r, 70)) {
+			c->optname = KQP_OPTION_IB_PATH;
+			c->optlen = 72 * below(r, KQP_OPTION_IB_PATH_MAX + 2);
+			for (unsigned int i = 0; i < c->optlen && i < 72 * 4;
+			     i += 72)
+				*(uint32_t *)(t->arena + i) = chance(r, 50) ?
+					0x2b : num32(r, 64);
+		}
 		break;
 	}
 	case KQP_CMD_INIT_QP_ATTR: {
