@@ -232,6 +232,7 @@ void krs_free(struct krs *rs)
 	unsigned int i;
 
 	krs_free_ep(rs);
+	free(rs->route);
 	if (rs->id)
 		rdma_destroy_id(rs->id);
 	if (rs->ch)
@@ -323,6 +324,23 @@ static int krs_connect_fail(struct krs *rs, int err)
 	return kqp_err(err);
 }
 
+/*
+ * The route: the one RDMA_ROUTE gave, used once as rdma-core's is (the
+ * kernel then reports ROUTE_RESOLVED), or else rdma_cm's.
+ */
+static int krs_resolve_route(struct krs *rs)
+{
+	int ret;
+
+	if (!rs->route)
+		return rdma_resolve_route(rs->id, KRS_RESOLVE_MS);
+	ret = rdma_set_option(rs->id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH,
+			      rs->route, rs->route_len);
+	free(rs->route);
+	rs->route = NULL;
+	return ret;
+}
+
 /* One CM event on a connecting, accepting or connected rsocket. */
 static int krs_cm_event(struct krs *rs, struct rdma_cm_event *ev)
 {
@@ -333,7 +351,7 @@ static int krs_cm_event(struct krs *rs, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		if (rs->state != KRS_RESOLVING_ADDR)
 			return 0;
-		if (rdma_resolve_route(rs->id, KRS_RESOLVE_MS))
+		if (krs_resolve_route(rs))
 			return krs_connect_fail(rs, errno);
 		rs->state = KRS_RESOLVING_ROUTE;
 		return 0;
@@ -688,6 +706,83 @@ static int krs_set_keepalive(struct krs *rs, int on)
 	return 0;
 }
 
+/*
+ * RDMA_ROUTE: whole path records, as many as the kernel takes; one of
+ * them flagged GMP, PRIMARY and BIDIRECTIONAL, or the connect fails with
+ * EINVAL.  rdma-core takes any length and fails at the connect.
+ */
+static int krs_set_route(struct krs *rs, const void *optval, socklen_t optlen)
+{
+	void *p;
+
+	if (rs->state >= KRS_OPENING || !optlen ||
+	    optlen % sizeof(*rs->route) ||
+	    optlen / sizeof(*rs->route) > KQP_OPTION_IB_PATH_MAX)
+		return kqp_err(EINVAL);
+	p = malloc(optlen);
+	if (!p)
+		return kqp_err(ENOMEM);
+	memcpy(p, optval, optlen);
+	free(rs->route);
+	rs->route = p;
+	rs->route_len = optlen;
+	return 0;
+}
+
+/* A path of the id's route as a path record, in *@d. */
+static void krs_path_data(struct ibv_path_data *d,
+			  const struct ibv_sa_path_rec *p, bool primary)
+{
+	struct ibv_path_record *r = &d->path;
+
+	memset(d, 0, sizeof(*d));
+	d->flags = IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_BIDIRECTIONAL |
+		   (primary ? IBV_PATH_FLAG_PRIMARY : IBV_PATH_FLAG_ALTERNATE);
+	r->dgid = p->dgid;
+	r->sgid = p->sgid;
+	r->dlid = p->dlid;
+	r->slid = p->slid;
+	r->flowlabel_hoplimit = htobe32((be32toh(p->flow_label) & 0xfffff) << 8 |
+					p->hop_limit);
+	r->tclass = p->traffic_class;
+	r->reversible_numpath = (p->reversible ? 0x80 : 0) | 1;
+	r->pkey = p->pkey;
+	r->qosclass_sl = htobe16(p->sl & 0xf);
+	/* Each selector "exactly" (2), as the values are. */
+	r->mtu = (p->mtu & 0x3f) | 2 << 6;
+	r->rate = (p->rate & 0x3f) | 2 << 6;
+	r->packetlifetime = (p->packet_life_time & 0x3f) | 2 << 6;
+	r->preference = p->preference;
+}
+
+/*
+ * The route RDMA_ROUTE gave, until a connect used it; then the id's, one
+ * record per path that fits.  rdma-core copies the other way in the first
+ * case (the caller's buffer over the route it keeps), and gives each
+ * path's preference as its flags in the second.
+ */
+static int krs_get_route(struct krs *rs, void *optval, socklen_t *optlen)
+{
+	struct ibv_path_data *d = optval;
+	socklen_t len = 0;
+	int i;
+
+	if (rs->route) {
+		if (*optlen < rs->route_len)
+			return kqp_err(EINVAL);
+		memcpy(optval, rs->route, rs->route_len);
+		*optlen = rs->route_len;
+		return 0;
+	}
+	if (*optlen < sizeof(*d))
+		return kqp_err(EINVAL);
+	for (i = 0; i < rs->id->route.num_paths &&
+		    len + sizeof(*d) <= *optlen; i++, len += sizeof(*d))
+		krs_path_data(d++, &rs->id->route.path_rec[i], !i);
+	*optlen = len;
+	return 0;
+}
+
 static int krs_setsockopt(struct krs *rs, int level, int optname,
 			  const void *optval, socklen_t optlen)
 {
@@ -696,6 +791,8 @@ static int krs_setsockopt(struct krs *rs, int level, int optname,
 
 	if (!optval)
 		return kqp_err(EFAULT);
+	if (optname == RDMA_ROUTE && level == SOL_RDMA)
+		return krs_set_route(rs, optval, optlen);
 	if (optname == SO_LINGER && level == SOL_SOCKET) {
 		if (optlen < sizeof(struct linger))
 			return kqp_err(EINVAL);
@@ -798,6 +895,8 @@ static int krs_getsockopt(struct krs *rs, int level, int optname,
 
 	if (!optval || !optlen)
 		return kqp_err(EFAULT);
+	if (optname == RDMA_ROUTE && level == SOL_RDMA)
+		return krs_get_route(rs, optval, optlen);
 	if (level == SOL_SOCKET && optname == SO_LINGER) {
 		struct linger l = {
 			.l_onoff = !(rs->so_opts & (1u << SO_LINGER)),

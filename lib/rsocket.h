@@ -191,6 +191,9 @@ struct krs {
 	uint32_t tcp_opts;
 	uint32_t ipv6_opts;
 	int keepalive_time;
+	/* RDMA_ROUTE: the path records to connect on, until the connect uses them. */
+	struct ibv_path_data *route;
+	uint32_t route_len;
 
 	uint32_t sbuf_size;
 	uint32_t rbuf_size;

@@ -261,6 +261,63 @@ TEST_F(conn, iomap_write)
 }
 
 /* riomap() before a connection has nothing to register with. */
+/*
+ * RDMA_ROUTE: a connected rsocket gives its route as path records; a new
+ * one given that path (flagged primary and bidirectional: rdma-core
+ * gives each path's preference as its flags) connects on it and carries
+ * data; one given a path flagged otherwise fails to connect.
+ */
+TEST_F(conn, route)
+{
+	struct ibv_path_data d[2];
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(d);
+	int c, a, ret, err = -1;
+	char b = 0;
+
+	ASSERT_EQ(0, rgetsockopt(self->c, SOL_RDMA, RDMA_ROUTE, d, &len));
+	ASSERT_LE(sizeof(d[0]), len);
+	EXPECT_EQ(0, len % sizeof(d[0]));
+	len = 8;
+	EXPECT_EQ(-1, rgetsockopt(self->c, SOL_RDMA, RDMA_ROUTE, d, &len));
+	EXPECT_EQ(EINVAL, errno);
+	/* Too late once connected. */
+	EXPECT_EQ(-1, rsetsockopt(self->c, SOL_RDMA, RDMA_ROUTE, d,
+				  sizeof(d[0])));
+	EXPECT_EQ(EINVAL, errno);
+	len = sizeof(sin);
+	ASSERT_EQ(0, rgetpeername(self->c, (struct sockaddr *)&sin, &len));
+
+	d[0].flags = CM_PATH_FLAGS;
+	c = rsocket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, rsetsockopt(c, SOL_RDMA, RDMA_ROUTE, d, sizeof(d[0])));
+	ASSERT_EQ(0, rfcntl(c, F_SETFL, O_NONBLOCK));
+	ret = rconnect(c, (struct sockaddr *)&sin, sizeof(sin));
+	if (ret)
+		ASSERT_EQ(EINPROGRESS, errno) TH_LOG("%s", strerror(errno));
+	a = raccept(self->l, NULL, NULL);
+	ASSERT_LE(0, a);
+	ASSERT_TRUE(rs_wait(c, POLLOUT) & POLLOUT);
+	len = sizeof(err);
+	ASSERT_EQ(0, rgetsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len));
+	ASSERT_EQ(0, err);
+	ASSERT_EQ(0, rfcntl(c, F_SETFL, 0));
+	EXPECT_EQ(1, rsend(c, "r", 1, 0));
+	EXPECT_EQ(1, rrecv(a, &b, 1, 0));
+	EXPECT_EQ('r', b);
+	rclose(a);
+	rclose(c);
+
+	d[0].flags = IBV_PATH_FLAG_GMP;
+	c = rsocket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, rsetsockopt(c, SOL_RDMA, RDMA_ROUTE, d, sizeof(d[0])));
+	EXPECT_EQ(-1, rconnect(c, (struct sockaddr *)&sin, sizeof(sin)));
+	EXPECT_EQ(EINVAL, errno);
+	rclose(c);
+}
+
 TEST(iomap_unconnected)
 {
 	int s = rsocket(AF_INET, SOCK_STREAM, 0);
