@@ -44,6 +44,7 @@ enum kqp_cm_answer {
  * @listening: LISTEN succeeded; under @mutex
  * @addr_resolved: rdma_cm reported ADDR_RESOLVED, so the id has its device
  *	(see kqp_resolve_route_ioctl())
+ * @removed: rdma_cm reported DEVICE_REMOVAL; under the rdma_cm handler lock
  * @answer: what the id waits for the caller to answer, if anything: a
  *	connection request (ACCEPT or REJECT) or a connection response
  *	(ESTABLISH or REJECT); set by the event handler and cleared by those
@@ -71,6 +72,7 @@ struct kqp_cm_id {
 	bool named;
 	bool listening;
 	bool addr_resolved;
+	bool removed;
 	u8 answer;
 	int events_reported;
 	unsigned int cm_events;

@@ -302,6 +302,7 @@ static int __kqp_cm_event_handler(struct rdma_cm_id *cm_id,
 	if (event->event == RDMA_CM_EVENT_DEVICE_REMOVAL) {
 		struct xarray *objects = &kfile->uctx->objects;
 
+		ctx->removed = true;
 		xa_lock(objects);
 		if (xa_load(objects, ctx->obj.id) == ctx)
 			queue_work(system_unbound_wq, &ctx->close_work);
@@ -335,14 +336,16 @@ static int kqp_cm_event_handler(struct rdma_cm_id *cm_id,
 
 /*
  * Report an event rdma_cm does not raise itself (ROUTE_RESOLVED after a
- * route the caller gave), as if it had.  Under ctx->mutex.
+ * route the caller gave), as if it had; but nothing after DEVICE_REMOVAL,
+ * which rdma_cm says is the last.  Under ctx->mutex.
  */
 void kqp_cm_id_report(struct kqp_cm_id *ctx, enum rdma_cm_event_type type)
 {
 	struct rdma_cm_event event = { .event = type };
 
 	rdma_lock_handler(ctx->cm_id);
-	kqp_cm_event_handler(ctx->cm_id, &event);
+	if (!ctx->removed)
+		kqp_cm_event_handler(ctx->cm_id, &event);
 	rdma_unlock_handler(ctx->cm_id);
 }
 

@@ -12,7 +12,13 @@
  * KQP_OPTION_IB_PATH_MAX of them, so that no length the caller gives
  * sizes an allocation.  rdma_cm checks the path's state change; what the
  * record says (its GIDs, its rate) is the caller's to say, as with ucma,
- * and a GID the port does not have fails the connect, not here.
+ * and a GID the port does not have fails the connect, not here.  Except
+ * what the kernel would misuse, which ucma passes on:
+ *  - a packet lifetime past 31, which ib_cm shifts by as it does the ACK
+ *    timeout (the same UBSAN);
+ *  - an MTU that is none of IB's five;
+ *  - a second route: rdma_set_ib_path() overwrites route.path_rec, which
+ *    an IB route query that failed leaves allocated (a leak per call).
  */
 #include <linux/uaccess.h>
 #include <rdma/ib_sa.h>
@@ -43,6 +49,9 @@ static int kqp_ib_path_from_user(struct sa_path_rec *rec,
 		memset(rec, 0, sizeof(*rec));
 		rec->rec_type = SA_PATH_REC_TYPE_IB;
 		ib_sa_unpack_path(data.path_rec, rec);
+		if (rec->packet_life_time > 31 || rec->mtu < IB_MTU_256 ||
+		    rec->mtu > IB_MTU_4096)
+			return -EINVAL;
 		return 0;
 	}
 	return -EINVAL;
@@ -66,7 +75,8 @@ static int kqp_set_ib_path(struct kqp_ucmd *ucmd, u32 id,
 	 * Pairs with the release in __kqp_cm_event_handler(): the id's
 	 * device is known (see kqp_resolve_route_ioctl()).
 	 */
-	if (!smp_load_acquire(&ctx->addr_resolved))
+	if (!smp_load_acquire(&ctx->addr_resolved) ||
+	    ctx->cm_id->route.path_rec)
 		goto out;
 	if (rdma_cap_opa_ah(ctx->cm_id->device, ctx->cm_id->port_num)) {
 		sa_convert_path_ib_to_opa(&opa, &rec);

@@ -651,9 +651,10 @@ struct kqp_id_cmd {
  * instead of rdma_resolve_route(), as ucma's: the first record flagged
  * exactly GMP, PRIMARY and BIDIRECTIONAL (<rdma/ib_user_sa.h>) is the
  * path, and ROUTE_RESOLVED is queued before the call returns.  EINVAL
- * when no record is so flagged, when the address is not resolved, or
- * when the route is (or is being) resolved already; ucma takes any
- * number of records.
+ * when no record is so flagged, when its packet lifetime is past 31 or
+ * its MTU none of IB's, when the address is not resolved, or when the
+ * route is (or is being) resolved already, or once was; ucma takes any
+ * number of records, and any lifetime and MTU.
  */
 struct kqp_set_option {
 	__u32 size;

@@ -189,6 +189,21 @@ TEST_F(cm, ib_path_bounds)
 	EXPECT_EQ(-1, rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH,
 				      (void *)8, sizeof(d[0])));
 	EXPECT_EQ(EFAULT, errno);
+	/*
+	 * A packet lifetime past 31 ib_cm would shift by at the connect
+	 * (UBSAN), as with ACK_TIMEOUT; an MTU that is none of IB's.
+	 */
+	d[0].flags = CM_PATH_FLAGS;
+	d[0].path.packetlifetime = 0x80 | 63;
+	EXPECT_EQ(-1, rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH,
+				      d, sizeof(d[0])));
+	EXPECT_EQ(EINVAL, errno);
+	cm_path_data(&d[0], ref->route.path_rec, CM_PATH_FLAGS);
+	d[0].path.mtu = 0x80;
+	EXPECT_EQ(-1, rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH,
+				      d, sizeof(d[0])));
+	EXPECT_EQ(EINVAL, errno);
+	d[0].flags = 0;
 	/* The last of the most it reads. */
 	d[n - 1].flags = CM_PATH_FLAGS;
 	EXPECT_EQ(0, rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH,
