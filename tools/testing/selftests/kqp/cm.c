@@ -229,6 +229,82 @@ TEST_F_TIMEOUT(cm, two_processes, 120)
 						  WEXITSTATUS(status));
 }
 
+/*
+ * What a child after fork() may do with its parent's event channel:
+ * nothing.  The kernel's rdma_cm file refuses every command from a
+ * process whose credentials are not the opener's (ib_safe_file_access():
+ * a fork child's are a copy), with EACCES; kqp refuses every command on
+ * a session from a process other than its maker, with EPERM.  Either
+ * way the child opens a channel of its own, and that works.
+ */
+
+/* The child's half of fork_child_channels: the step that failed, or 0. */
+static int child_channels(struct rdma_event_channel *inherited, uint16_t port)
+{
+	struct sockaddr_in sin = cm_addr(port);
+	struct rdma_conn_param cp = {
+		.qp_num = 0x555, .private_data = req_data,
+		.private_data_len = sizeof(req_data),
+	};
+	struct rdma_event_channel *ch;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	if (!rdma_create_id(inherited, &id, NULL, RDMA_PS_TCP) ||
+	    errno != CHILD_REFUSED)
+		return 1;
+	if (!rdma_get_cm_event(inherited, &ev) || errno != CHILD_REFUSED)
+		return 2;
+	ch = rdma_create_event_channel();
+	if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
+		return 3;
+	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 2000) ||
+	    cm_expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED))
+		return 4;
+	if (rdma_resolve_route(id, 2000) ||
+	    cm_expect_ack(ch, RDMA_CM_EVENT_ROUTE_RESOLVED))
+		return 5;
+	if (rdma_connect(id, &cp))
+		return 6;
+	ev = cm_expect(ch, RDMA_CM_EVENT_REJECTED);
+	if (!ev)
+		return 7;
+	rdma_ack_cm_event(ev);
+	if (rdma_destroy_id(id))
+		return 8;
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+TEST_F_TIMEOUT(cm, fork_child_channels, 120)
+{
+	struct rdma_cm_id *lid, *sid;
+	struct rdma_cm_event *ev;
+	int status;
+	pid_t pid;
+
+	lid = listener(self->sch, self->port, RDMA_PS_TCP, 8);
+	ASSERT_NE(NULL, lid);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(child_channels(self->cch, self->port));
+
+	ev = cm_expect(self->sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ASSERT_NE(NULL, ev);
+	EXPECT_TRUE(pdata_is(&ev->param.conn, req_data));
+	EXPECT_EQ(0x555, ev->param.conn.qp_num);
+	sid = ev->id;
+	rdma_ack_cm_event(ev);
+	EXPECT_EQ(0, rdma_reject(sid, NULL, 0));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("child step %d failed",
+						  WEXITSTATUS(status));
+	EXPECT_EQ(0, rdma_destroy_id(sid));
+	EXPECT_EQ(0, rdma_destroy_id(lid));
+}
+
 TEST_F_TIMEOUT(cm, no_listener_rejected, 60)
 {
 	struct rdma_conn_param cp = { .qp_num = 0x555 };

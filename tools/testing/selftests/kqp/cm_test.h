@@ -232,6 +232,17 @@ static inline void cm_path_data(struct ibv_path_data *d,
 	d->path.packetlifetime = p->packet_life_time | 0x80;
 }
 
+/*
+ * The errno a child after fork() gets for its parent's channel: the
+ * kernel's rdma_cm file gives EACCES (the child's credentials are not the
+ * opener's), kqp EPERM (the session is not the child's).
+ */
+#ifdef KQP_TEST_REFERENCE
+#define CHILD_REFUSED EACCES
+#else
+#define CHILD_REFUSED EPERM
+#endif
+
 #define CM_PATH_FLAGS (IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_PRIMARY | \
 		       IBV_PATH_FLAG_BIDIRECTIONAL)
 
