@@ -110,6 +110,36 @@ static pthread_mutex_t krs_table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct krs **krs_table;
 static int krs_table_size;
 
+/*
+ * fork(): the table and the thread's list are consistent in the child;
+ * the child has no background thread, and its parent's rsockets are not
+ * its own (krs_forget_parents()).  The table's lock, then the thread's.
+ */
+static pthread_once_t krs_fork_once = PTHREAD_ONCE_INIT;
+
+static void krs_fork_prepare(void)
+{
+	pthread_mutex_lock(&krs_table_lock);
+	krs_svc_lock_all();
+}
+
+static void krs_fork_parent(void)
+{
+	krs_svc_unlock_all();
+	pthread_mutex_unlock(&krs_table_lock);
+}
+
+static void krs_fork_child(void)
+{
+	krs_svc_fork_child();
+	pthread_mutex_unlock(&krs_table_lock);
+}
+
+static void krs_fork_init(void)
+{
+	pthread_atfork(krs_fork_prepare, krs_fork_parent, krs_fork_child);
+}
+
 int krs_insert(struct krs *rs)
 {
 	int ret = 0;
@@ -145,14 +175,23 @@ struct krs *krs_get(int index)
 {
 	struct krs *rs = NULL;
 
+	int err = EBADF;
+
 	pthread_mutex_lock(&krs_table_lock);
 	if (index >= 0 && index < krs_table_size)
 		rs = krs_table[index];
+	/* Its parent's, in a fork child: see krs_forget_parents(). */
+	if (rs && rs->gen != kqp_fork_gen()) {
+		rs = NULL;
+		err = EPERM;
+	}
 	if (rs)
 		rs->ref++;
 	pthread_mutex_unlock(&krs_table_lock);
-	if (!rs)
+	if (!rs) {
+		errno = err;
 		return NULL;
+	}
 	pthread_mutex_lock(&rs->lock);
 	/* Closed while we waited for it: it is no rsocket any more. */
 	if (rs->closed) {
@@ -195,9 +234,11 @@ struct krs *krs_alloc(const struct krs *parent, int domain)
 	struct krs *rs = calloc(1, sizeof(*rs));
 
 	pthread_once(&krs_conf_once, krs_configure);
+	pthread_once(&krs_fork_once, krs_fork_init);
 	if (!rs)
 		return kqp_err_ptr(ENOMEM);
 	pthread_mutex_init(&rs->lock, NULL);
+	rs->gen = kqp_fork_gen();
 	rs->index = -1;
 	rs->accept_queue[0] = rs->accept_queue[1] = -1;
 	rs->accept_fd = -1;
@@ -522,7 +563,7 @@ KQP_EXPORT int rbind(int s, const struct sockaddr *addr, socklen_t addrlen)
 		return kqp_err(EINVAL);
 	rs = krs_get(s);
 	if (!rs)
-		return kqp_err(EBADF);
+		return -1;
 	if (rs->state != KRS_INIT) {
 		ret = kqp_err(EINVAL);
 	} else {
@@ -543,7 +584,7 @@ KQP_EXPORT int rconnect(int s, const struct sockaddr *addr, socklen_t addrlen)
 		return kqp_err(EINVAL);
 	rs = krs_get(s);
 	if (!rs)
-		return kqp_err(EBADF);
+		return -1;
 	if (rs->state == KRS_INIT || rs->state == KRS_BOUND) {
 		memcpy(&rs->dst, addr, addrlen);
 		if (rdma_resolve_addr(rs->id, NULL, (struct sockaddr *)&rs->dst,
@@ -577,10 +618,29 @@ KQP_EXPORT int rshutdown(int s, int how)
 		return kqp_err(EINVAL);
 	rs = krs_get(s);
 	if (!rs)
-		return kqp_err(EBADF);
+		return -1;
 	ret = krs_shutdown(rs, how);
 	krs_put(rs);
 	return ret;
+}
+
+/*
+ * A fork child's copy of an rsocket its parent made: the connection, its
+ * QP and its buffers are the parent's session's, which the child may not
+ * use (kqp(7)), as the kernel's rdma_cm file refuses a fork child.  Each
+ * call on it fails with EPERM; rclose() closes the child's copies of its
+ * fds and nothing else, so the parent's connection goes on.  Its mutex is
+ * never taken: another thread of the parent may have held it at fork().
+ */
+static void krs_forget_parents(struct krs *rs)
+{
+	int fds[] = { rs->ch ? rs->ch->fd : -1, rs->cch ? rs->cch->fd : -1,
+		      rs->accept_queue[0], rs->accept_queue[1], rs->accept_fd };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 }
 
 /*
@@ -602,6 +662,10 @@ int krs_close(int s, bool graceful)
 	pthread_mutex_unlock(&krs_table_lock);
 	if (!rs)
 		return kqp_err(EBADF);
+	if (rs->gen != kqp_fork_gen()) {
+		krs_forget_parents(rs);
+		return 0;
+	}
 	pthread_mutex_lock(&rs->lock);
 	if (rs->svc)
 		krs_svc_forget(rs);
@@ -641,7 +705,7 @@ KQP_EXPORT int rgetpeername(int s, struct sockaddr *addr, socklen_t *addrlen)
 	int ret;
 
 	if (!rs)
-		return kqp_err(EBADF);
+		return -1;
 	ret = rs->state & (KRS_OPENING | KRS_CONNECTED | KRS_DISCONNECTED) ?
 	      krs_copy_addr(addr, addrlen, rdma_get_peer_addr(rs->id)) :
 	      kqp_err(ENOTCONN);
@@ -983,7 +1047,7 @@ KQP_EXPORT int rfcntl(int s, int cmd, ...)
 	int ret = 0;
 
 	if (!rs)
-		return kqp_err(EBADF);
+		return -1;
 	va_start(args, cmd);
 	switch (cmd) {
 	case F_GETFL:

@@ -178,6 +178,8 @@ struct krs {
 	int index;
 	int ref;
 	bool closed;
+	/* kqp_fork_gen() of the process that made it: a fork child's are not. */
+	unsigned int gen;
 	unsigned int svc;
 	long ka_next;
 	int domain;
@@ -276,6 +278,9 @@ enum {
 int krs_svc_add(struct krs *rs, unsigned int what);
 long krs_now(void);
 void krs_svc_forget(struct krs *rs);
+void krs_svc_lock_all(void);
+void krs_svc_unlock_all(void);
+void krs_svc_fork_child(void);
 
 /* rsocket_iomap.c */
 int krs_send_iomaps(struct krs *rs, int flags);
@@ -313,9 +318,7 @@ int krs_shutdown(struct krs *rs, int how);
 		struct krs *rs = krs_get(s);				\
 		long __ret = -1;					\
 									\
-		if (!rs) {						\
-			errno = EBADF;					\
-		} else {						\
+		if (rs) {						\
 			__ret = (expr);					\
 			krs_put(rs);					\
 		}							\

@@ -326,6 +326,33 @@ out:
 	return ret;
 }
 
+/* fork(): the list stays consistent (krs_fork_prepare(), krs_fork_parent()). */
+void krs_svc_lock_all(void)
+{
+	pthread_mutex_lock(&krs_svc_lock);
+}
+
+void krs_svc_unlock_all(void)
+{
+	pthread_mutex_unlock(&krs_svc_lock);
+}
+
+/*
+ * fork(), in the child: there is no thread, and what was on its list is
+ * the parent's.  A thread is started again when the child needs one.
+ */
+void krs_svc_fork_child(void)
+{
+	if (krs_svc_running) {
+		close(krs_svc_wake[0]);
+		close(krs_svc_wake[1]);
+		krs_svc_wake[0] = krs_svc_wake[1] = -1;
+	}
+	krs_svc_running = false;
+	krs_svc_count = 0;
+	pthread_mutex_unlock(&krs_svc_lock);
+}
+
 /*
  * An rsocket being closed (its mutex held): off the thread's list; for a
  * listener, what it accepted that nobody took, closed.
@@ -358,7 +385,7 @@ KQP_EXPORT int rlisten(int s, int backlog)
 	int ret = 0;
 
 	if (!rs)
-		return kqp_err(EBADF);
+		return -1;
 	if (rs->state == KRS_LISTENING)
 		goto out;
 	if (rs->state != KRS_INIT && rs->state != KRS_BOUND) {
@@ -389,7 +416,7 @@ KQP_EXPORT int raccept(int s, struct sockaddr *addr, socklen_t *addrlen)
 	int index = -1, fd, ret;
 
 	if (!ls)
-		return kqp_err(EBADF);
+		return -1;
 	if (ls->state != KRS_LISTENING) {
 		krs_put(ls);
 		return kqp_err(EINVAL);

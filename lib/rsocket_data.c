@@ -867,19 +867,10 @@ int krs_shutdown(struct krs *rs, int how)
 
 /* The calls themselves. */
 
-static struct krs *krs_get_stream(int s)
-{
-	struct krs *rs = krs_get(s);
-
-	if (!rs)
-		errno = EBADF;
-	return rs;
-}
-
 KQP_EXPORT ssize_t rsend(int s, const void *buf, size_t len, int flags)
 {
 	struct iovec iov = { (void *)buf, len };
-	struct krs *rs = krs_get_stream(s);
+	struct krs *rs = krs_get(s);
 	ssize_t ret;
 
 	if (!rs)
@@ -905,7 +896,7 @@ static ssize_t krs_sendv_call(int s, const struct iovec *iov, int iovcnt,
 
 	if (iovcnt < 0 || iovcnt > IOV_MAX || (iovcnt && !iov))
 		return kqp_err(EINVAL);
-	rs = krs_get_stream(s);
+	rs = krs_get(s);
 	if (!rs)
 		return -1;
 	ret = krs_sendv(rs, iov, iovcnt, flags);
@@ -934,7 +925,7 @@ KQP_EXPORT ssize_t rwritev(int s, const struct iovec *iov, int iovcnt)
 
 KQP_EXPORT ssize_t rrecv(int s, void *buf, size_t len, int flags)
 {
-	struct krs *rs = krs_get_stream(s);
+	struct krs *rs = krs_get(s);
 	ssize_t ret;
 
 	if (!rs)

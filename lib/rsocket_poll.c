@@ -90,6 +90,9 @@ static int krs_poll_check(struct pollfd *fds, nfds_t nfds,
 				rfds[i].events = POLLIN;
 			}
 			krs_put(rs);
+		} else if (errno == EPERM) {
+			/* A parent's rsocket, in a fork child. */
+			fds[i].revents = POLLNVAL;
 		} else {
 			fds[i].revents = 0;
 			poll(&fds[i], 1, 0);

@@ -318,6 +318,34 @@ TEST_F(conn, route)
 	rclose(c);
 }
 
+/*
+ * A child after fork() that sends on its parent's connected rsocket is
+ * refused: by the kernel with rdma-core (EACCES, see cm.c's
+ * fork_child_channels), by the library with kqp (EPERM).  What rdma-core
+ * then does with the refused byte is in rsocket_kqp.c's fork_child.
+ */
+TEST_F(conn, fork_child_send)
+{
+	int p[2], res[2] = { 0, 0 }, status;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		res[0] = rsend(self->c, "z", 1, MSG_DONTWAIT);
+		res[1] = errno;
+		_exit(write(p[1], res, sizeof(res)) == sizeof(res) ? 0 : 1);
+	}
+	ASSERT_EQ(sizeof(res), read(p[0], res, sizeof(res)));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(p[0]);
+	close(p[1]);
+	EXPECT_EQ(-1, res[0]);
+	EXPECT_EQ(CHILD_REFUSED, res[1]);
+}
+
 TEST(iomap_unconnected)
 {
 	int s = rsocket(AF_INET, SOCK_STREAM, 0);

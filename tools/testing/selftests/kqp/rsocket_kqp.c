@@ -760,6 +760,55 @@ TEST(route_option)
 	rclose(l);
 }
 
+/*
+ * A child after fork() and its parent's connected rsocket: every call on
+ * it fails with EPERM, rpoll() says POLLNVAL, and rclose() closes only
+ * the child's copy, so the parent's connection goes on both ways, with
+ * nothing of the child's in it.  With rdma-core the kernel refuses the
+ * child's send (EACCES), but on rxe the request is already in the send
+ * queue the two processes share: in a 6.12 guest the peer then read the
+ * child's byte before the parent's.  No reference build.
+ */
+TEST(fork_child)
+{
+	struct pollfd pf;
+	int l, c, a, status;
+	char b = 0;
+	pid_t pid;
+
+	ASSERT_EQ(0, kqp_pair(&l, &c, &a, cm_port(), 16));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		pf = (struct pollfd){ .fd = c, .events = POLLIN | POLLOUT };
+		if (rsend(c, "z", 1, MSG_DONTWAIT) != -1 || errno != EPERM)
+			_exit(1);
+		if (rrecv(c, &b, 1, MSG_DONTWAIT) != -1 || errno != EPERM)
+			_exit(2);
+		if (rpoll(&pf, 1, 0) != 1 || pf.revents != POLLNVAL)
+			_exit(3);
+		if (rclose(c) || rclose(a) || rclose(l))
+			_exit(4);
+		/* Closed in the child: no more an rsocket of any kind. */
+		if (rsend(c, "z", 1, 0) != -1 || errno != EBADF)
+			_exit(5);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("child step %d failed",
+						  WEXITSTATUS(status));
+	ASSERT_EQ(1, rsend(c, "p", 1, 0));
+	ASSERT_EQ(1, rrecv(a, &b, 1, 0));
+	EXPECT_EQ('p', b);
+	ASSERT_EQ(1, rsend(a, "q", 1, 0));
+	ASSERT_EQ(1, rrecv(c, &b, 1, 0));
+	EXPECT_EQ('q', b);
+	rclose(a);
+	rclose(c);
+	rclose(l);
+}
+
 /* After shutdown(SHUT_WR), nothing more goes: EPIPE, as TCP says. */
 TEST(send_after_shutdown)
 {
