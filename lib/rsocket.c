@@ -114,8 +114,10 @@ static int krs_table_size;
  * fork(): the table and the thread's list are consistent in the child;
  * the child has no background thread, and its parent's rsockets are not
  * its own (krs_forget_parents()).  The table's lock, then the thread's.
+ * Registered when the library is loaded: the table's lock is taken
+ * before any rsocket is made (rpoll() of plain fds), and a pthread_once()
+ * that a fork() interrupts runs again in the child, registering twice.
  */
-static pthread_once_t krs_fork_once = PTHREAD_ONCE_INIT;
 
 static void krs_fork_prepare(void)
 {
@@ -135,7 +137,7 @@ static void krs_fork_child(void)
 	pthread_mutex_unlock(&krs_table_lock);
 }
 
-static void krs_fork_init(void)
+__attribute__((constructor)) static void krs_fork_init(void)
 {
 	pthread_atfork(krs_fork_prepare, krs_fork_parent, krs_fork_child);
 }
@@ -202,6 +204,20 @@ struct krs *krs_get(int index)
 	return rs;
 }
 
+/* Is @index a fork parent's rsocket, in this child? */
+bool krs_is_parents(int index)
+{
+	struct krs *rs = NULL;
+	bool ret;
+
+	pthread_mutex_lock(&krs_table_lock);
+	if (index >= 0 && index < krs_table_size)
+		rs = krs_table[index];
+	ret = rs && rs->gen != kqp_fork_gen();
+	pthread_mutex_unlock(&krs_table_lock);
+	return ret;
+}
+
 /* Drop a reference; the last, after rclose(), frees the rsocket. */
 static void krs_release(struct krs *rs)
 {
@@ -234,7 +250,6 @@ struct krs *krs_alloc(const struct krs *parent, int domain)
 	struct krs *rs = calloc(1, sizeof(*rs));
 
 	pthread_once(&krs_conf_once, krs_configure);
-	pthread_once(&krs_fork_once, krs_fork_init);
 	if (!rs)
 		return kqp_err_ptr(ENOMEM);
 	pthread_mutex_init(&rs->lock, NULL);
@@ -639,8 +654,11 @@ static void krs_forget_parents(struct krs *rs)
 	unsigned int i;
 
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
-		if (fds[i] >= 0)
+		if (fds[i] >= 0 && fds[i] != fds[0])
 			close(fds[i]);
+	/* The number is no channel of the library's any more. */
+	if (fds[0] >= 0)
+		kqp_channel_close(fds[0]);
 }
 
 /*

@@ -262,6 +262,7 @@ int krs_create_ep(struct krs *rs);
 int krs_set_nonblock(int fd);
 int krs_wait_readable(int fd, int ms);
 struct krs *krs_get(int index);
+bool krs_is_parents(int index);
 int krs_close(int s, bool graceful);
 void krs_put(struct krs *rs);
 int krs_connect_step(struct krs *rs, bool nonblock);
@@ -311,7 +312,7 @@ int krs_shutdown(struct krs *rs, int how);
 
 /*
  * @expr on the rsocket @s names, held as @rs: its value, or -1 and EBADF
- * when @s is no rsocket.
+ * when @s is no rsocket (EPERM when it is a fork parent's, see krs_get()).
  */
 #define KRS_CALL(s, rs, expr)						\
 	({								\

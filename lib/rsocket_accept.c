@@ -145,6 +145,7 @@ static void krs_svc_listener(struct krs *ls)
 static bool krs_svc_cm(struct krs *rs)
 {
 	bool gone;
+	int fd;
 
 	if (rs->state & KRS_OPENING)
 		krs_connect_step(rs, true);
@@ -159,8 +160,10 @@ static bool krs_svc_cm(struct krs *rs)
 			return false;
 		gone = true;
 	}
-	close(rs->accept_fd);
+	/* Forgotten before it is closed: a fork child may copy it between. */
+	fd = rs->accept_fd;
 	rs->accept_fd = -1;
+	close(fd);
 	return gone;
 }
 

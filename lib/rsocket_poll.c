@@ -211,6 +211,13 @@ KQP_EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds,
 		FD_ZERO(writefds);
 	if (exceptfds)
 		FD_ZERO(exceptfds);
+	for (i = 0; ret > 0 && i < n; i++) {
+		/* A number that is no file, or a fork parent's rsocket. */
+		if (fds[i].revents & POLLNVAL) {
+			errno = krs_is_parents(fds[i].fd) ? EPERM : EBADF;
+			ret = -1;
+		}
+	}
 	if (ret > 0) {
 		ret = 0;
 		for (i = 0; i < n; i++) {

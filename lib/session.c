@@ -103,7 +103,6 @@ int kqp_dev_open(void)
  * with it, not with the parent.
  */
 static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t session_atfork_once = PTHREAD_ONCE_INIT;
 static int session_fd = -1;
 static int session_async_fd = -1;
 /* Bumped in each child: mappings made before it are not the child's. */
@@ -188,7 +187,12 @@ static void kqp_session_child(void)
 	kqp_contexts_unlock();
 }
 
-static void kqp_session_atfork(void)
+/*
+ * Registered when the library is loaded: a pthread_once() that a fork()
+ * interrupts runs again in the child, which would register twice, and
+ * the child's next fork() would then take the locks twice.
+ */
+__attribute__((constructor)) static void kqp_session_atfork(void)
 {
 	pthread_atfork(kqp_session_prepare, kqp_session_parent,
 		       kqp_session_child);
@@ -220,7 +224,6 @@ int kqp_session_fd(void)
 	struct kqp_create_async_fd a = { .size = sizeof(a) };
 	int fd, ret;
 
-	pthread_once(&session_atfork_once, kqp_session_atfork);
 	pthread_mutex_lock(&session_lock);
 	if (session_fd >= 0) {
 		fd = session_fd;

@@ -772,6 +772,7 @@ TEST(route_option)
 TEST(fork_child)
 {
 	struct pollfd pf;
+	fd_set rd;
 	int l, c, a, status;
 	char b = 0;
 	pid_t pid;
@@ -787,6 +788,12 @@ TEST(fork_child)
 			_exit(2);
 		if (rpoll(&pf, 1, 0) != 1 || pf.revents != POLLNVAL)
 			_exit(3);
+		/* rselect() has no POLLNVAL: it fails, rather than spin. */
+		FD_ZERO(&rd);
+		FD_SET(c, &rd);
+		if (rselect(c + 1, &rd, NULL, NULL, NULL) != -1 ||
+		    errno != EPERM)
+			_exit(6);
 		if (rclose(c) || rclose(a) || rclose(l))
 			_exit(4);
 		/* Closed in the child: no more an rsocket of any kind. */
@@ -807,6 +814,62 @@ TEST(fork_child)
 	rclose(a);
 	rclose(c);
 	rclose(l);
+}
+
+static volatile int polling;
+
+/* rpoll() of plain fds, over and over: the rsocket table's lock, taken. */
+static void *poll_plain(void *arg)
+{
+	struct pollfd pf[8];
+	int *p = arg, i;
+
+	for (i = 0; i < 8; i++)
+		pf[i] = (struct pollfd){ .fd = p[i % 2], .events = POLLIN };
+	while (polling)
+		rpoll(pf, 8, 0);
+	return NULL;
+}
+
+/*
+ * fork() while another thread is in rpoll(), before the process made any
+ * rsocket: the child's first rsocket call must not find the table's lock
+ * held for good.  The fork handlers were registered with the first
+ * rsocket, so a child forked while rpoll() of plain fds held the lock
+ * inherited it locked.  Each child gets 5 s.  No fixture: it would make
+ * an rsocket first.
+ */
+TEST(fork_while_polling)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	int p[2], i, status, hung = 0;
+	pthread_t t;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(p));
+	polling = 1;
+	ASSERT_EQ(0, pthread_create(&t, NULL, poll_plain, p));
+	for (i = 0; i < 300; i++) {
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			alarm(5);
+			_exit(rgetsockname(p[0], (struct sockaddr *)&sin,
+					   &len) == -1 && errno == EBADF ?
+			      0 : 1);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+			hung++;
+		else
+			EXPECT_EQ(0, WEXITSTATUS(status));
+	}
+	polling = 0;
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, hung) TH_LOG("%d of 300 children hung", hung);
+	close(p[0]);
+	close(p[1]);
 }
 
 /* After shutdown(SHUT_WR), nothing more goes: EPIPE, as TCP says. */
