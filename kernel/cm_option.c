@@ -145,4 +145,3 @@ int kqp_set_option_ioctl(struct kqp_ucmd *ucmd)
 	kqp_cm_id_unlock(ctx);
 	return ret;
 }
-

@@ -118,7 +118,6 @@ static int krs_table_size;
  * before any rsocket is made (rpoll() of plain fds), and a pthread_once()
  * that a fork() interrupts runs again in the child, registering twice.
  */
-
 static void krs_fork_prepare(void)
 {
 	pthread_mutex_lock(&krs_table_lock);
@@ -140,6 +139,12 @@ static void krs_fork_child(void)
 __attribute__((constructor)) static void krs_fork_init(void)
 {
 	pthread_atfork(krs_fork_prepare, krs_fork_parent, krs_fork_child);
+}
+
+/* The table's entry @index, with krs_table_lock held; NULL if none. */
+static struct krs *krs_at(int index)
+{
+	return index >= 0 && index < krs_table_size ? krs_table[index] : NULL;
 }
 
 int krs_insert(struct krs *rs)
@@ -175,13 +180,11 @@ out:
  */
 struct krs *krs_get(int index)
 {
-	struct krs *rs = NULL;
-
+	struct krs *rs;
 	int err = EBADF;
 
 	pthread_mutex_lock(&krs_table_lock);
-	if (index >= 0 && index < krs_table_size)
-		rs = krs_table[index];
+	rs = krs_at(index);
 	/* Its parent's, in a fork child: see krs_forget_parents(). */
 	if (rs && rs->gen != kqp_fork_gen()) {
 		rs = NULL;
@@ -207,12 +210,11 @@ struct krs *krs_get(int index)
 /* Is @index a fork parent's rsocket, in this child? */
 bool krs_is_parents(int index)
 {
-	struct krs *rs = NULL;
+	struct krs *rs;
 	bool ret;
 
 	pthread_mutex_lock(&krs_table_lock);
-	if (index >= 0 && index < krs_table_size)
-		rs = krs_table[index];
+	rs = krs_at(index);
 	ret = rs && rs->gen != kqp_fork_gen();
 	pthread_mutex_unlock(&krs_table_lock);
 	return ret;
@@ -674,7 +676,7 @@ int krs_close(int s, bool graceful)
 	struct krs *rs;
 
 	pthread_mutex_lock(&krs_table_lock);
-	rs = s >= 0 && s < krs_table_size ? krs_table[s] : NULL;
+	rs = krs_at(s);
 	if (rs)
 		krs_table[s] = NULL;
 	pthread_mutex_unlock(&krs_table_lock);
