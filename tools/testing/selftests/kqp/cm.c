@@ -193,7 +193,7 @@ TEST_F_TIMEOUT(cm, two_processes, 120)
 	struct rdma_conn_param cp = { .qp_num = 0x444 };
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *cid;
-	int pfd[2], status;
+	int pfd[2];
 	char c;
 	pid_t pid;
 
@@ -223,10 +223,7 @@ TEST_F_TIMEOUT(cm, two_processes, 120)
 	EXPECT_EQ(0, cm_expect_ack(self->cch, RDMA_CM_EVENT_DISCONNECTED));
 	EXPECT_EQ(0, rdma_destroy_id(cid));
 
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("server step %d failed",
-						  WEXITSTATUS(status));
+	EXPECT_TRUE(kqp_test_child_ok(_metadata, pid, "server"));
 }
 
 /*
@@ -280,7 +277,6 @@ TEST_F_TIMEOUT(cm, fork_child_channels, 120)
 {
 	struct rdma_cm_id *lid, *sid;
 	struct rdma_cm_event *ev;
-	int status;
 	pid_t pid;
 
 	lid = listener(self->sch, self->port, RDMA_PS_TCP, 8);
@@ -297,10 +293,7 @@ TEST_F_TIMEOUT(cm, fork_child_channels, 120)
 	sid = ev->id;
 	rdma_ack_cm_event(ev);
 	EXPECT_EQ(0, rdma_reject(sid, NULL, 0));
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("child step %d failed",
-						  WEXITSTATUS(status));
+	EXPECT_TRUE(kqp_test_child_ok(_metadata, pid, "child"));
 	EXPECT_EQ(0, rdma_destroy_id(sid));
 	EXPECT_EQ(0, rdma_destroy_id(lid));
 }
@@ -627,7 +620,7 @@ static int chrooted_work(const char *dir, uint16_t port)
 TEST_F_TIMEOUT(cm, chrooted_channels, 60)
 {
 	char dir[] = "/tmp/kqp-chroot-XXXXXX";
-	int status;
+	bool ok;
 	pid_t pid;
 
 	if (geteuid())
@@ -638,11 +631,9 @@ TEST_F_TIMEOUT(cm, chrooted_channels, 60)
 	ASSERT_LE(0, pid);
 	if (!pid)
 		_exit(chrooted_work(dir, self->port));
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ok = kqp_test_child_ok(_metadata, pid, "child");
 	rmdir(dir);
-	EXPECT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("step %d failed",
-						  WEXITSTATUS(status));
+	EXPECT_TRUE(ok);
 }
 
 /* Server of sync_endpoints, in a thread: rdma_get_request() and friends. */

@@ -511,7 +511,6 @@ FIXTURE_TEARDOWN(close)
 TEST_F_TIMEOUT(close, ids_in_every_state, 120)
 {
 	pid_t pid;
-	int status;
 
 	pid = fork();
 	ASSERT_LE(0, pid);
@@ -573,10 +572,7 @@ TEST_F_TIMEOUT(close, ids_in_every_state, 120)
 		/* Both files close with all of it: exit does it. */
 		_exit(0);
 	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status));
-	ASSERT_EQ(0, WEXITSTATUS(status)) TH_LOG("child step %d",
-						  WEXITSTATUS(status));
+	ASSERT_TRUE(kqp_test_child_ok(_metadata, pid, "child"));
 	EXPECT_EQ(0, cm_ids_of(pid));
 }
 

@@ -401,6 +401,28 @@ static inline void kqp_test_other_mr_end(struct __test_metadata *_metadata,
 }
 
 /*
+ * Wait for the child @pid, which was to exit 0; what @who exited with
+ * otherwise is the step that failed.  True when it did exit 0.
+ */
+static inline bool kqp_test_child_ok(struct __test_metadata *_metadata,
+				     pid_t pid, const char *who)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid) {
+		TH_LOG("waiting for the %s: %s", who, strerror(errno));
+		return false;
+	}
+	if (!WIFEXITED(status)) {
+		TH_LOG("the %s did not exit: status %#x", who, status);
+		return false;
+	}
+	if (WEXITSTATUS(status))
+		TH_LOG("%s step %d failed", who, WEXITSTATUS(status));
+	return !WEXITSTATUS(status);
+}
+
+/*
  * Wait for the child @pid, which was to die of SIGSEGV; an exit code, if
  * it exited instead, says how far it got.
  */

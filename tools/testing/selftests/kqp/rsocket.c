@@ -326,7 +326,7 @@ TEST_F(conn, route)
  */
 TEST_F(conn, fork_child_send)
 {
-	int p[2], res[2] = { 0, 0 }, status;
+	int p[2], res[2] = { 0, 0 };
 	pid_t pid;
 
 	ASSERT_EQ(0, pipe(p));
@@ -338,8 +338,7 @@ TEST_F(conn, fork_child_send)
 		_exit(write(p[1], res, sizeof(res)) == sizeof(res) ? 0 : 1);
 	}
 	ASSERT_EQ(sizeof(res), read(p[0], res, sizeof(res)));
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_TRUE(kqp_test_child_ok(_metadata, pid, "child"));
 	close(p[0]);
 	close(p[1]);
 	EXPECT_EQ(-1, res[0]);

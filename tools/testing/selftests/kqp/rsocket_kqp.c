@@ -773,7 +773,7 @@ TEST(fork_child)
 {
 	struct pollfd pf;
 	fd_set rd;
-	int l, c, a, status;
+	int l, c, a;
 	char b = 0;
 	pid_t pid;
 
@@ -801,10 +801,7 @@ TEST(fork_child)
 			_exit(5);
 		_exit(0);
 	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("child step %d failed",
-						  WEXITSTATUS(status));
+	EXPECT_TRUE(kqp_test_child_ok(_metadata, pid, "child"));
 	ASSERT_EQ(1, rsend(c, "p", 1, 0));
 	ASSERT_EQ(1, rrecv(a, &b, 1, 0));
 	EXPECT_EQ('p', b);
