@@ -313,6 +313,13 @@ int kqp_modify_qp_ioctl(struct kqp_ucmd *ucmd)
 	    ((mask & IB_QP_CUR_STATE) && u->cur_qp_state > IB_QPS_ERR))
 		return -EINVAL;
 	/*
+	 * One of IB's five MTUs: rxe refuses only those above its port's,
+	 * and turns 0 into a packet size of -1 (ib_mtu_enum_to_int()).
+	 */
+	if ((mask & IB_QP_PATH_MTU) &&
+	    (u->path_mtu < IB_MTU_256 || u->path_mtu > IB_MTU_4096))
+		return -EINVAL;
+	/*
 	 * A Q_Key with the high bit set is privileged (IBA 10.2.4): only a
 	 * caller that could send raw packets may give one to its QP, as
 	 * ib_uverbs requires.

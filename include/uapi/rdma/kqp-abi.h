@@ -2015,7 +2015,8 @@ enum kqp_destroy_qp_out_flags {
  * other than ERR is refused (EINVAL); attributes the current state lets
  * change (RTS to RTS) are not.  Unknown mask bits: EOPNOTSUPP.  A
  * privileged Q_Key (bit 31 set) needs CAP_NET_RAW: EPERM otherwise, as
- * with ib_uverbs.
+ * with ib_uverbs.  A path MTU other than IBV_MTU_256..IBV_MTU_4096:
+ * EINVAL.
  */
 struct kqp_modify_qp {
 	__u32 size;

@@ -5,8 +5,9 @@
  * caller did not register: another process's lkey, the PD's
  * local_dma_lkey, a deregistered MR, a range outside its MR or wrapping
  * past 2^64, more SGEs or inline bytes than the QP has, an opcode its
- * type does not allow, a receive into memory without local write; and a
- * list rewritten by another thread while the kernel checks it.  These
+ * type does not allow, a receive into memory without local write; a
+ * list rewritten by another thread while the kernel checks it; and a
+ * path MTU that is not IB's.  These
  * tests run as nobody, through the library where it is enough and at the
  * ioctl level where the library would stand in the way.
  *
@@ -575,6 +576,79 @@ TEST(privileged_qkey)
 	EXPECT_EQ(0x1234, attr.qkey);
 
 	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+}
+
+/*
+ * A path MTU is one of IB's five (enum ibv_mtu, 1 to 5).  rxe refuses one
+ * above its port's but takes 0, and then sizes its packets with
+ * ib_mtu_enum_to_int(0), which is -1.  The same attributes with a real
+ * MTU go through, so it is the MTU alone that is refused.
+ */
+TEST(path_mtu_outside_ib)
+{
+	static const int bad[] = { 0, 6, 7, 255, -1 };
+	struct rdma_event_channel *ch;
+	struct sockaddr_in sin = cm_addr(cm_port());
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+		   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+		   IBV_QP_MIN_RNR_TIMER;
+	struct rdma_cm_id *id;
+	struct ibv_qp *qp;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	union ibv_gid gid;
+	size_t i;
+
+	become_nobody(_metadata);
+	ch = rdma_create_event_channel();
+	ASSERT_NE(NULL, ch);
+	ASSERT_EQ(0, rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
+	ASSERT_EQ(0, rdma_bind_addr(id, (struct sockaddr *)&sin));
+	ASSERT_EQ(0, ibv_query_gid(id->verbs, 1, 0, &gid));
+	pd = ibv_alloc_pd(id->verbs);
+	ASSERT_NE(NULL, pd);
+	cq = ibv_create_cq(id->verbs, 8, NULL, NULL, 0);
+	ASSERT_NE(NULL, cq);
+	init.send_cq = init.recv_cq = cq;
+	qp = ibv_create_qp(pd, &init);
+	ASSERT_NE(NULL, qp);
+	ASSERT_EQ(0, ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+
+	/* INIT to RTR, looped back to itself. */
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	attr.dest_qp_num = qp->qp_num;
+	attr.max_dest_rd_atomic = 1;
+	attr.min_rnr_timer = 12;
+	attr.ah_attr.is_global = 1;
+	attr.ah_attr.port_num = 1;
+	attr.ah_attr.grh.dgid = gid;
+	attr.ah_attr.grh.hop_limit = 64;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		attr.path_mtu = bad[i];
+		EXPECT_EQ(EINVAL, ibv_modify_qp(qp, &attr, mask))
+			TH_LOG("path_mtu %d", bad[i]);
+	}
+	attr.path_mtu = IBV_MTU_1024;
+	EXPECT_EQ(0, ibv_modify_qp(qp, &attr, mask));
+	memset(&attr, 0, sizeof(attr));
+	ASSERT_EQ(0, ibv_query_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PATH_MTU,
+				  &init));
+	EXPECT_EQ(IBV_QPS_RTR, attr.qp_state);
+	EXPECT_EQ(IBV_MTU_1024, attr.path_mtu);
+
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+	EXPECT_EQ(0, ibv_destroy_cq(cq));
+	EXPECT_EQ(0, ibv_dealloc_pd(pd));
 	rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
 }
