@@ -51,6 +51,8 @@ pkgs=(
 	# rdma-core: peers, tools and the headers libkqp implements
 	rdma-core ibverbs-utils rdmacm-utils perftest
 	libibverbs-dev librdmacm-dev
+	# TCP programs preload.sh runs under libkqp-preload.so
+	socat netcat-openbsd iperf3
 	# make bench-floor's CPU times
 	time
 	# building and installing

@@ -1,0 +1,1 @@
+preload/preload.o: preload/preload.c
