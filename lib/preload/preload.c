@@ -6,40 +6,52 @@
  * socket() of a TCP socket (AF_INET or AF_INET6, SOCK_STREAM) makes an
  * rsocket, and a real socket of the same kind whose number the program
  * gets: the stand-in.  Every socket call on that number goes to the
- * rsocket; what only a file has (F_SETFD, fstat(), the number itself)
- * stays the stand-in's.  The stand-in is never bound, so no TCP port
- * listens or connects for it.  A program then moves its data over RDMA
- * to a peer under this library or under librspreload.so.
+ * rsocket; what only a file has (F_SETFD, fstat(), the number itself,
+ * SO_TYPE) stays the stand-in's.  The stand-in is never bound, so no TCP
+ * port listens or connects for it.
  *
  * Fallback to the kernel's TCP, as librspreload's:
  *  - socket() returns a plain socket when no rsocket can be made (no
  *    /dev/kqp, no device);
  *  - connect() connects the stand-in itself, over TCP, when rconnect()
  *    fails at once (no rsocket listens there, no RDMA route).  Options
- *    set before it were given to the stand-in as well, so it has them.
+ *    set before it were given to the stand-in as well; its bind() was
+ *    not.
  *
  * Limits (kqp(7), PRELOAD): epoll_ctl() of an rsocket fails with EPERM
  * (an rsocket cannot be waited on by epoll); ppoll(), pselect(),
- * sendfile() and splice() see the stand-in; a fork child's calls on its
- * parent's rsockets fail with EPERM, as libkqp's rsockets do.
+ * sendfile(), splice(), stdio and the fortified __*_chk calls see the
+ * stand-in; a fork child's calls on its parent's rsockets fail with
+ * EPERM, as libkqp's rsockets do.
  *
- * The table: sockets are found by number in a two-level table whose
- * blocks are never freed, so lookups take no lock; stores and removals
- * take pl_lock.  A number leaves the table before its stand-in is closed,
- * so no other thread's new file can be taken for the rsocket.
+ * The table maps a number to its struct pl_sock.  Its blocks are never
+ * freed, so whether a number is there at all is read without a lock, and
+ * a plain file's read() costs one load.  Everything else is under
+ * pl_lock: a call takes a reference on the pl_sock (pl_get()) and drops
+ * it when done (pl_put()); a number holds one too, dropped when the
+ * number leaves the table (pl_take(), pl_install()).  The rsocket is
+ * closed with the last reference, so no call runs on an rsocket number
+ * that rclose() has freed for another.  A number leaves the table before
+ * its stand-in is closed, so no other thread's new file can be taken for
+ * an rsocket; one closed behind this library's back (fclose(),
+ * close_range()) is taken out there, and a stale entry is replaced when
+ * socket() or accept() hands out its number again.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -49,10 +61,11 @@
 
 #define PL_EXPORT __attribute__((visibility("default")))
 
-/* One rsocket, shared by the numbers dup() made of its stand-in. */
+/* One rsocket, and the numbers dup() made of its stand-in. */
 struct pl_sock {
 	int rs;
-	atomic_int refs;
+	int nums;		/* numbers in the table naming it; pl_lock */
+	atomic_int refs;	/* those numbers, and calls in progress */
 };
 
 #define PL_BLOCK	1024
@@ -60,15 +73,20 @@ struct pl_sock {
 
 static _Atomic(struct pl_sock *) *_Atomic pl_table[PL_BLOCKS];
 static pthread_mutex_t pl_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t pl_once = PTHREAD_ONCE_INIT;
 
 static struct {
 	int (*socket)(int, int, int);
 	int (*connect)(int, const struct sockaddr *, socklen_t);
 	int (*close)(int);
+	int (*close_range)(unsigned int, unsigned int, int);
+	void (*closefrom)(int);
+	int (*fclose)(FILE *);
 	int (*dup)(int);
 	int (*dup2)(int, int);
 	int (*dup3)(int, int, int);
 	int (*fcntl)(int, int, ...);
+	int (*ioctl)(int, unsigned long, ...);
 	int (*poll)(struct pollfd *, nfds_t, int);
 	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
@@ -98,18 +116,33 @@ static struct {
 /* rsocket() may make sockets of its own: those are always real. */
 static __thread bool pl_inside;
 
+/* A fork child gets the table's lock free, whoever held it. */
+static void pl_fork_prepare(void)
+{
+	pthread_mutex_lock(&pl_lock);
+}
+
+static void pl_fork_done(void)
+{
+	pthread_mutex_unlock(&pl_lock);
+}
+
 #define PL_REAL(name) \
 	(real.name = dlsym(RTLD_NEXT, #name))
 
-__attribute__((constructor)) static void pl_init(void)
+static void pl_init(void)
 {
 	PL_REAL(socket);
 	PL_REAL(connect);
 	PL_REAL(close);
+	PL_REAL(close_range);
+	PL_REAL(closefrom);
+	PL_REAL(fclose);
 	PL_REAL(dup);
 	PL_REAL(dup2);
 	PL_REAL(dup3);
 	PL_REAL(fcntl);
+	PL_REAL(ioctl);
 	PL_REAL(poll);
 	PL_REAL(select);
 	PL_REAL(epoll_ctl);
@@ -132,9 +165,24 @@ __attribute__((constructor)) static void pl_init(void)
 	PL_REAL(send);
 	PL_REAL(sendto);
 	PL_REAL(sendmsg);
+	pthread_atfork(pl_fork_prepare, pl_fork_done, pl_fork_done);
 }
 
-static struct pl_sock *pl_find(int fd)
+/*
+ * Every entry point first: a constructor of another library, run before
+ * this one's, may already call read() or close().
+ */
+static inline void pl_ready(void)
+{
+	pthread_once(&pl_once, pl_init);
+}
+
+__attribute__((constructor)) static void pl_load(void)
+{
+	pl_ready();
+}
+
+static _Atomic(struct pl_sock *) *pl_slot(int fd, bool make)
 {
 	_Atomic(struct pl_sock *) *b;
 
@@ -142,60 +190,94 @@ static struct pl_sock *pl_find(int fd)
 		return NULL;
 	b = atomic_load_explicit(&pl_table[fd / PL_BLOCK],
 				 memory_order_acquire);
-	return b ? atomic_load_explicit(&b[fd % PL_BLOCK],
-					memory_order_acquire) : NULL;
-}
-
-/* The rsocket behind @fd, or -1 when @fd is a plain file. */
-static int pl_rs(int fd)
-{
-	struct pl_sock *s = pl_find(fd);
-
-	return s ? s->rs : -1;
-}
-
-/* Put @s (or NULL) at @fd: 0, or -1 with ENOMEM/EMFILE. */
-static int pl_set(int fd, struct pl_sock *s)
-{
-	_Atomic(struct pl_sock *) *b;
-	int ret = 0;
-
-	if (fd < 0 || fd >= PL_BLOCK * PL_BLOCKS) {
-		errno = EMFILE;
-		return -1;
-	}
-	pthread_mutex_lock(&pl_lock);
-	b = atomic_load_explicit(&pl_table[fd / PL_BLOCK],
-				 memory_order_relaxed);
-	if (!b && s) {
+	if (!b && make) {
+		/* Under pl_lock. */
 		b = calloc(PL_BLOCK, sizeof(*b));
-		if (!b) {
-			errno = ENOMEM;
-			ret = -1;
-			goto out;
-		}
+		if (!b)
+			return NULL;
 		atomic_store_explicit(&pl_table[fd / PL_BLOCK], b,
 				      memory_order_release);
 	}
-	if (b)
-		atomic_store_explicit(&b[fd % PL_BLOCK], s,
-				      memory_order_release);
-out:
-	pthread_mutex_unlock(&pl_lock);
-	return ret;
+	return b ? &b[fd % PL_BLOCK] : NULL;
 }
 
-/* Take @fd out of the table; its rsocket is closed with its last number. */
-static int pl_drop(int fd, struct pl_sock *s)
+/* Whether @fd may be a stand-in; the answer is not to be dereferenced. */
+static bool pl_maybe(int fd)
 {
-	int ret = 0;
+	_Atomic(struct pl_sock *) *slot = pl_slot(fd, false);
 
-	pl_set(fd, NULL);
+	return slot && atomic_load_explicit(slot, memory_order_relaxed);
+}
+
+/* The rsocket behind @fd, with a reference, or NULL for a plain file. */
+static struct pl_sock *pl_get(int fd)
+{
+	_Atomic(struct pl_sock *) *slot;
+	struct pl_sock *s = NULL;
+
+	pl_ready();
+	if (!pl_maybe(fd))
+		return NULL;
+	pthread_mutex_lock(&pl_lock);
+	slot = pl_slot(fd, false);
+	if (slot)
+		s = atomic_load_explicit(slot, memory_order_relaxed);
+	if (s)
+		atomic_fetch_add(&s->refs, 1);
+	pthread_mutex_unlock(&pl_lock);
+	return s;
+}
+
+/* Drop a reference; the last closes the rsocket.  errno is kept. */
+static int pl_put(struct pl_sock *s)
+{
+	int err = errno, ret = 0;
+
 	if (atomic_fetch_sub(&s->refs, 1) == 1) {
 		ret = rclose(s->rs);
 		free(s);
 	}
+	if (!ret)
+		errno = err;
 	return ret;
+}
+
+/*
+ * Put @s (with a reference the table now owns; or NULL) at @fd, and drop
+ * what was there.  -1 with ENOMEM or EMFILE, @s untouched.
+ */
+static int pl_install(int fd, struct pl_sock *s)
+{
+	_Atomic(struct pl_sock *) *slot;
+	struct pl_sock *old;
+
+	pthread_mutex_lock(&pl_lock);
+	slot = pl_slot(fd, s);
+	if (!slot) {
+		pthread_mutex_unlock(&pl_lock);
+		if (!s)
+			return 0;
+		errno = fd < 0 || fd >= PL_BLOCK * PL_BLOCKS ? EMFILE : ENOMEM;
+		return -1;
+	}
+	old = atomic_load_explicit(slot, memory_order_relaxed);
+	atomic_store_explicit(slot, s, memory_order_relaxed);
+	if (s)
+		s->nums++;
+	if (old)
+		old->nums--;
+	pthread_mutex_unlock(&pl_lock);
+	if (old)
+		pl_put(old);
+	return 0;
+}
+
+/* Take @fd out of the table; the rsocket goes with its last reference. */
+static int pl_take(int fd)
+{
+	if (!pl_maybe(fd))
+		return 0;
+	return pl_install(fd, NULL);
 }
 
 static bool pl_is_tcp(int domain, int type, int protocol)
@@ -205,7 +287,7 @@ static bool pl_is_tcp(int domain, int type, int protocol)
 	       (!protocol || protocol == IPPROTO_TCP);
 }
 
-/* Track stand-in @fd for rsocket @rs, O_NONBLOCK if @nonblock. */
+/* Make stand-in @fd name rsocket @rs (O_NONBLOCK if @nonblock). */
 static int pl_track(int fd, int rs, bool nonblock)
 {
 	struct pl_sock *s = malloc(sizeof(*s));
@@ -213,36 +295,48 @@ static int pl_track(int fd, int rs, bool nonblock)
 	if (!s)
 		return -1;
 	s->rs = rs;
+	s->nums = 0;
 	atomic_init(&s->refs, 1);
 	if ((nonblock && rfcntl(rs, F_SETFL, O_NONBLOCK) < 0) ||
-	    pl_set(fd, s)) {
+	    pl_install(fd, s)) {
 		free(s);
 		return -1;
 	}
 	return 0;
 }
 
+/* A stand-in @fd and its rsocket @rs, both new; -1 when either failed. */
+static int pl_new(int fd, int rs, bool nonblock)
+{
+	int err;
+
+	if (fd < 0 || rs < 0 || pl_track(fd, rs, nonblock)) {
+		err = errno;
+		if (rs >= 0)
+			rclose(rs);
+		if (fd >= 0)
+			real.close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
 PL_EXPORT int socket(int domain, int type, int protocol)
 {
-	int fd, rs, err;
+	int fd, rs;
 
+	pl_ready();
 	fd = real.socket(domain, type, protocol);
 	if (fd < 0 || pl_inside || !pl_is_tcp(domain, type, protocol))
-		return fd;
+		return pl_take(fd) ? -1 : fd;
 	pl_inside = true;
 	rs = rsocket(domain, SOCK_STREAM, protocol);
 	pl_inside = false;
 	/* No rsocket: a plain socket, as librspreload gives. */
 	if (rs < 0)
-		return fd;
-	if (pl_track(fd, rs, type & SOCK_NONBLOCK)) {
-		err = errno;
-		rclose(rs);
-		real.close(fd);
-		errno = err;
-		return -1;
-	}
-	return fd;
+		return pl_take(fd) ? -1 : fd;
+	return pl_new(fd, rs, type & SOCK_NONBLOCK);
 }
 
 /* What rconnect() fails with when TCP could still reach the address. */
@@ -267,36 +361,184 @@ static bool pl_no_rdma(int err)
 
 PL_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	struct pl_sock *s = pl_find(fd);
+	struct pl_sock *s = pl_get(fd);
+	bool alone;
+	int ret;
 
 	if (!s)
 		return real.connect(fd, addr, len);
-	if (!rconnect(s->rs, addr, len))
-		return 0;
+	ret = rconnect(s->rs, addr, len);
 	/*
 	 * No rsocket peer or no RDMA route there: over TCP, on the stand-in.
 	 * Only when this is its one number (a dup()ed one keeps its
 	 * rsocket), and not for what says the call itself was wrong
 	 * (EINPROGRESS, EALREADY, EISCONN, EINVAL, ...).
 	 */
-	if (!pl_no_rdma(errno) || atomic_load(&s->refs) != 1)
-		return -1;
-	pl_drop(fd, s);
-	return real.connect(fd, addr, len);
+	if (ret && pl_no_rdma(errno)) {
+		pthread_mutex_lock(&pl_lock);
+		alone = s->nums == 1;
+		pthread_mutex_unlock(&pl_lock);
+		if (alone) {
+			pl_put(s);
+			if (pl_take(fd))
+				return -1;
+			return real.connect(fd, addr, len);
+		}
+	}
+	pl_put(s);
+	return ret;
 }
+
+/*
+ * The calls that name one socket: the rsocket's call when @fd is a
+ * stand-in, with a reference held across it; the real one otherwise.
+ */
+#define PL_CALL(fd, rcall, realcall)					\
+	do {								\
+		struct pl_sock *s_ = pl_get(fd);			\
+		__typeof__(realcall) ret_;				\
+									\
+		if (!s_)						\
+			return realcall;				\
+		ret_ = rcall(s_->rs);					\
+		pl_put(s_);						\
+		return ret_;						\
+	} while (0)
 
 PL_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	int rs = pl_rs(fd);
-
-	return rs < 0 ? real.bind(fd, addr, len) : rbind(rs, addr, len);
+#define R(rs) rbind(rs, addr, len)
+	PL_CALL(fd, R, real.bind(fd, addr, len));
+#undef R
 }
 
 PL_EXPORT int listen(int fd, int backlog)
 {
-	int rs = pl_rs(fd);
+#define R(rs) rlisten(rs, backlog)
+	PL_CALL(fd, R, real.listen(fd, backlog));
+#undef R
+}
 
-	return rs < 0 ? real.listen(fd, backlog) : rlisten(rs, backlog);
+PL_EXPORT int shutdown(int fd, int how)
+{
+#define R(rs) rshutdown(rs, how)
+	PL_CALL(fd, R, real.shutdown(fd, how));
+#undef R
+}
+
+PL_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+#define R(rs) rgetsockname(rs, addr, len)
+	PL_CALL(fd, R, real.getsockname(fd, addr, len));
+#undef R
+}
+
+PL_EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+{
+#define R(rs) rgetpeername(rs, addr, len)
+	PL_CALL(fd, R, real.getpeername(fd, addr, len));
+#undef R
+}
+
+PL_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+#define R(rs) rread(rs, buf, n)
+	PL_CALL(fd, R, real.read(fd, buf, n));
+#undef R
+}
+
+PL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+#define R(rs) rreadv(rs, iov, iovcnt)
+	PL_CALL(fd, R, real.readv(fd, iov, iovcnt));
+#undef R
+}
+
+PL_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+#define R(rs) rrecv(rs, buf, n, flags)
+	PL_CALL(fd, R, real.recv(fd, buf, n, flags));
+#undef R
+}
+
+PL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags,
+			   struct sockaddr *addr, socklen_t *len)
+{
+#define R(rs) rrecvfrom(rs, buf, n, flags, addr, len)
+	PL_CALL(fd, R, real.recvfrom(fd, buf, n, flags, addr, len));
+#undef R
+}
+
+PL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+#define R(rs) rrecvmsg(rs, msg, flags)
+	PL_CALL(fd, R, real.recvmsg(fd, msg, flags));
+#undef R
+}
+
+PL_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+#define R(rs) rwrite(rs, buf, n)
+	PL_CALL(fd, R, real.write(fd, buf, n));
+#undef R
+}
+
+PL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+#define R(rs) rwritev(rs, iov, iovcnt)
+	PL_CALL(fd, R, real.writev(fd, iov, iovcnt));
+#undef R
+}
+
+PL_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+#define R(rs) rsend(rs, buf, n, flags)
+	PL_CALL(fd, R, real.send(fd, buf, n, flags));
+#undef R
+}
+
+PL_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
+			 const struct sockaddr *addr, socklen_t len)
+{
+#define R(rs) rsendto(rs, buf, n, flags, addr, len)
+	PL_CALL(fd, R, real.sendto(fd, buf, n, flags, addr, len));
+#undef R
+}
+
+PL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+#define R(rs) rsendmsg(rs, msg, flags)
+	PL_CALL(fd, R, real.sendmsg(fd, msg, flags));
+#undef R
+}
+
+/* The socket's kind is the stand-in's; the rest is the rsocket's. */
+PL_EXPORT int getsockopt(int fd, int level, int name, void *val,
+			 socklen_t *len)
+{
+	if (level == SOL_SOCKET &&
+	    (name == SO_TYPE || name == SO_DOMAIN || name == SO_PROTOCOL))
+		return real.getsockopt(fd, level, name, val, len);
+#define R(rs) rgetsockopt(rs, level, name, val, len)
+	PL_CALL(fd, R, real.getsockopt(fd, level, name, val, len));
+#undef R
+}
+
+/* Given to the stand-in too, for a TCP fallback at connect(). */
+static int pl_setsockopt(int fd, int rs, int level, int name,
+			 const void *val, socklen_t len)
+{
+	if (level == SOL_SOCKET || level == IPPROTO_TCP)
+		real.setsockopt(fd, level, name, val, len);
+	return rsetsockopt(rs, level, name, val, len);
+}
+
+PL_EXPORT int setsockopt(int fd, int level, int name, const void *val,
+			 socklen_t len)
+{
+#define R(rs) pl_setsockopt(fd, rs, level, name, val, len)
+	PL_CALL(fd, R, real.setsockopt(fd, level, name, val, len));
+#undef R
 }
 
 PL_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len,
@@ -304,248 +546,174 @@ PL_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len,
 {
 	struct sockaddr_storage me;
 	socklen_t melen = sizeof(me);
-	int rs = pl_rs(fd), nrs, nfd, err;
+	struct pl_sock *s = pl_get(fd);
+	int nrs, nfd;
 
-	if (rs < 0)
-		return real.accept4(fd, addr, len, flags);
+	if (!s) {
+		nfd = real.accept4(fd, addr, len, flags);
+		return pl_take(nfd) ? -1 : nfd;
+	}
 	if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) {
+		pl_put(s);
 		errno = EINVAL;
 		return -1;
 	}
-	if (rgetsockname(rs, (struct sockaddr *)&me, &melen))
-		return -1;
-	nrs = raccept(rs, addr, len);
+	nrs = rgetsockname(s->rs, (struct sockaddr *)&me, &melen) ? -1 :
+	      raccept(s->rs, addr, len);
+	pl_put(s);
 	if (nrs < 0)
 		return -1;
 	nfd = real.socket(me.ss_family, SOCK_STREAM | (flags & SOCK_CLOEXEC),
 			  0);
-	if (nfd < 0 || pl_track(nfd, nrs, flags & SOCK_NONBLOCK)) {
-		err = errno;
-		rclose(nrs);
-		if (nfd >= 0)
-			real.close(nfd);
-		errno = err;
-		return -1;
-	}
-	return nfd;
+	return pl_new(nfd, nrs, flags & SOCK_NONBLOCK);
 }
 
 PL_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	return pl_rs(fd) < 0 ? real.accept(fd, addr, len) :
-			       accept4(fd, addr, len, 0);
-}
-
-PL_EXPORT int shutdown(int fd, int how)
-{
-	int rs = pl_rs(fd);
-
-	return rs < 0 ? real.shutdown(fd, how) : rshutdown(rs, how);
+	return accept4(fd, addr, len, 0);
 }
 
 PL_EXPORT int close(int fd)
 {
-	struct pl_sock *s = pl_find(fd);
 	int ret;
 
-	if (!s)
+	pl_ready();
+	if (!pl_maybe(fd))
 		return real.close(fd);
-	ret = pl_drop(fd, s);
+	ret = pl_take(fd);
 	/* The stand-in goes whatever rclose() said: the number is free. */
 	if (real.close(fd))
 		ret = -1;
 	return ret;
 }
 
-PL_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+/* Take out the stand-ins among [@first, @last]. */
+static void pl_take_range(unsigned int first, unsigned int last)
 {
-	int rs = pl_rs(fd);
+	unsigned int fd;
 
-	return rs < 0 ? real.getsockname(fd, addr, len) :
-			rgetsockname(rs, addr, len);
+	for (fd = first; fd <= last && fd < PL_BLOCK * PL_BLOCKS; fd++) {
+		if (!atomic_load(&pl_table[fd / PL_BLOCK])) {
+			fd |= PL_BLOCK - 1;
+			continue;
+		}
+		pl_take(fd);
+	}
 }
 
-PL_EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+PL_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 {
-	int rs = pl_rs(fd);
-
-	return rs < 0 ? real.getpeername(fd, addr, len) :
-			rgetpeername(rs, addr, len);
+	pl_ready();
+	if (!real.close_range) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
+		pl_take_range(first, last);
+	return real.close_range(first, last, flags);
 }
 
-PL_EXPORT int setsockopt(int fd, int level, int name, const void *val,
-			 socklen_t len)
+PL_EXPORT void closefrom(int lowfd)
 {
-	int rs = pl_rs(fd);
-
-	if (rs < 0)
-		return real.setsockopt(fd, level, name, val, len);
-	/* For a TCP fallback at connect(); what it refuses does not matter. */
-	if (level == SOL_SOCKET || level == IPPROTO_TCP)
-		real.setsockopt(fd, level, name, val, len);
-	return rsetsockopt(rs, level, name, val, len);
+	pl_ready();
+	if (lowfd >= 0)
+		pl_take_range(lowfd, UINT_MAX);
+	if (real.closefrom)
+		real.closefrom(lowfd);
 }
 
-PL_EXPORT int getsockopt(int fd, int level, int name, void *val,
-			 socklen_t *len)
+/* stdio closes its file inside libc, where close() is not seen. */
+PL_EXPORT int fclose(FILE *f)
 {
-	int rs = pl_rs(fd);
-
-	return rs < 0 ? real.getsockopt(fd, level, name, val, len) :
-			rgetsockopt(rs, level, name, val, len);
+	pl_ready();
+	pl_take(fileno(f));
+	return real.fclose(f);
 }
 
-PL_EXPORT ssize_t read(int fd, void *buf, size_t n)
+/* A number made by dup() of a stand-in names its rsocket too. */
+static int pl_dup_done(struct pl_sock *s, int newfd)
 {
-	int rs = pl_rs(fd);
+	int err;
 
-	return rs < 0 ? real.read(fd, buf, n) : rread(rs, buf, n);
-}
-
-PL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
-{
-	int rs = pl_rs(fd);
-
-	return rs < 0 ? real.readv(fd, iov, iovcnt) : rreadv(rs, iov, iovcnt);
-}
-
-PL_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
-{
-	int rs = pl_rs(fd);
-
-	return rs < 0 ? real.recv(fd, buf, n, flags) :
-			rrecv(rs, buf, n, flags);
-}
-
-PL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags,
-			   struct sockaddr *addr, socklen_t *len)
-{
-	int rs = pl_rs(fd);
-
-	return rs < 0 ? real.recvfrom(fd, buf, n, flags, addr, len) :
-			rrecvfrom(rs, buf, n, flags, addr, len);
-}
-
-PL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
-{
-	int rs = pl_rs(fd);
-
-	return rs < 0 ? real.recvmsg(fd, msg, flags) :
-			rrecvmsg(rs, msg, flags);
-}
-
-PL_EXPORT ssize_t write(int fd, const void *buf, size_t n)
-{
-	int rs = pl_rs(fd);
-
-	return rs < 0 ? real.write(fd, buf, n) : rwrite(rs, buf, n);
-}
-
-PL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
-{
-	int rs = pl_rs(fd);
-
-	return rs < 0 ? real.writev(fd, iov, iovcnt) :
-			rwritev(rs, iov, iovcnt);
-}
-
-PL_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
-{
-	int rs = pl_rs(fd);
-
-	return rs < 0 ? real.send(fd, buf, n, flags) :
-			rsend(rs, buf, n, flags);
-}
-
-PL_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
-			 const struct sockaddr *addr, socklen_t len)
-{
-	int rs = pl_rs(fd);
-
-	return rs < 0 ? real.sendto(fd, buf, n, flags, addr, len) :
-			rsendto(rs, buf, n, flags, addr, len);
-}
-
-PL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
-{
-	int rs = pl_rs(fd);
-
-	return rs < 0 ? real.sendmsg(fd, msg, flags) :
-			rsendmsg(rs, msg, flags);
-}
-
-/* A number made by dup() of a stand-in shares its rsocket. */
-static int pl_dup_done(int oldfd, int newfd)
-{
-	struct pl_sock *s = pl_find(oldfd);
-
-	if (newfd < 0 || !s)
-		return newfd;
-	atomic_fetch_add(&s->refs, 1);
-	if (pl_set(newfd, s)) {
-		atomic_fetch_sub(&s->refs, 1);
+	if (newfd < 0) {
+		if (s)
+			pl_put(s);
+		return -1;
+	}
+	/* The reference taken for the call is now the number's. */
+	if (pl_install(newfd, s)) {
+		err = errno;
+		pl_put(s);
 		real.close(newfd);
+		errno = err;
 		return -1;
 	}
 	return newfd;
 }
 
-/* dup2()/dup3() onto a stand-in closes its rsocket first, as close(). */
-static void pl_dup_over(int newfd, int oldfd)
-{
-	struct pl_sock *s = pl_find(newfd);
-
-	if (s && newfd != oldfd)
-		pl_drop(newfd, s);
-}
-
 PL_EXPORT int dup(int fd)
 {
-	return pl_dup_done(fd, real.dup(fd));
+	struct pl_sock *s = pl_get(fd);
+
+	return pl_dup_done(s, real.dup(fd));
 }
 
 PL_EXPORT int dup2(int oldfd, int newfd)
 {
-	pl_dup_over(newfd, oldfd);
-	return oldfd == newfd ? real.dup2(oldfd, newfd) :
-				pl_dup_done(oldfd, real.dup2(oldfd, newfd));
+	struct pl_sock *s;
+
+	if (oldfd == newfd) {
+		pl_ready();
+		return real.dup2(oldfd, newfd);
+	}
+	s = pl_get(oldfd);
+	return pl_dup_done(s, real.dup2(oldfd, newfd));
 }
 
 PL_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
-	pl_dup_over(newfd, oldfd);
-	return pl_dup_done(oldfd, real.dup3(oldfd, newfd, flags));
+	struct pl_sock *s = pl_get(oldfd);
+
+	return pl_dup_done(s, real.dup3(oldfd, newfd, flags));
 }
 
 PL_EXPORT int fcntl(int fd, int cmd, ...)
 {
-	int rs = pl_rs(fd), ret, fl;
+	struct pl_sock *s;
+	int ret, fl;
 	va_list ap;
 	long arg;
 
 	va_start(ap, cmd);
 	arg = va_arg(ap, long);
 	va_end(ap);
-	if (rs < 0)
+	s = pl_get(fd);
+	if (!s)
 		return real.fcntl(fd, cmd, arg);
 	switch (cmd) {
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC:
-		return pl_dup_done(fd, real.fcntl(fd, cmd, arg));
+		return pl_dup_done(s, real.fcntl(fd, cmd, arg));
 	case F_GETFL:
 		ret = real.fcntl(fd, F_GETFL);
-		fl = rfcntl(rs, F_GETFL);
-		if (ret < 0 || fl < 0)
-			return -1;
-		return (ret & ~O_NONBLOCK) | (fl & O_NONBLOCK);
+		fl = rfcntl(s->rs, F_GETFL);
+		if (ret >= 0 && fl >= 0)
+			ret = (ret & ~O_NONBLOCK) | (fl & O_NONBLOCK);
+		else
+			ret = -1;
+		break;
 	case F_SETFL:
-		if (rfcntl(rs, F_SETFL, (int)arg))
-			return -1;
-		return real.fcntl(fd, F_SETFL, arg);
+		ret = rfcntl(s->rs, F_SETFL, (int)arg);
+		if (!ret)
+			ret = real.fcntl(fd, F_SETFL, arg);
+		break;
 	default:
 		/* F_SETFD and the rest are the number's: the stand-in's. */
-		return real.fcntl(fd, cmd, arg);
+		ret = real.fcntl(fd, cmd, arg);
+		break;
 	}
+	pl_put(s);
+	return ret;
 }
 
 PL_EXPORT int fcntl64(int fd, int cmd, ...)
@@ -559,105 +727,187 @@ PL_EXPORT int fcntl64(int fd, int cmd, ...)
 	return fcntl(fd, cmd, arg);
 }
 
+/* FIONBIO is O_NONBLOCK (Python's setblocking() uses it). */
+PL_EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	struct pl_sock *s;
+	va_list ap;
+	void *arg;
+	int ret;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	s = pl_get(fd);
+	if (!s)
+		return real.ioctl(fd, req, arg);
+	ret = 0;
+	if (req == FIONBIO) {
+		int fl = rfcntl(s->rs, F_GETFL);
+
+		ret = fl < 0 ? -1 :
+		      rfcntl(s->rs, F_SETFL, *(int *)arg ? fl | O_NONBLOCK :
+							   fl & ~O_NONBLOCK);
+	}
+	if (!ret)
+		ret = real.ioctl(fd, req, arg);
+	pl_put(s);
+	return ret;
+}
+
+/*
+ * rpoll() over @pfd, whose stand-ins are replaced by their rsockets,
+ * with references held across it.  @fds[i] is the caller's number of
+ * @pfd[i].
+ */
+static int pl_rpoll(struct pollfd *pfd, const int *fds, nfds_t n,
+		    int timeout)
+{
+	struct pl_sock **held = calloc(n ? n : 1, sizeof(*held));
+	nfds_t i;
+	int ret;
+
+	if (!held) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		held[i] = pl_get(fds[i]);
+		if (held[i])
+			pfd[i].fd = held[i]->rs;
+	}
+	ret = rpoll(pfd, n, timeout);
+	for (i = 0; i < n; i++)
+		if (held[i])
+			pl_put(held[i]);
+	free(held);
+	return ret;
+}
+
 PL_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
-	struct pollfd *rfds;
+	struct pollfd *pfd;
+	int *num, ret;
 	nfds_t i;
-	int ret, rs;
 
+	pl_ready();
 	for (i = 0; i < nfds; i++)
-		if (pl_find(fds[i].fd))
+		if (pl_maybe(fds[i].fd))
 			break;
 	if (i == nfds)
 		return real.poll(fds, nfds, timeout);
-	rfds = calloc(nfds, sizeof(*rfds));
-	if (!rfds) {
+	pfd = calloc(nfds, sizeof(*pfd));
+	num = calloc(nfds, sizeof(*num));
+	if (!pfd || !num) {
+		free(pfd);
+		free(num);
 		errno = ENOMEM;
 		return -1;
 	}
 	for (i = 0; i < nfds; i++) {
-		rs = pl_rs(fds[i].fd);
-		rfds[i].fd = rs < 0 ? fds[i].fd : rs;
-		rfds[i].events = fds[i].events;
+		pfd[i] = fds[i];
+		pfd[i].revents = 0;
+		num[i] = fds[i].fd;
 	}
-	ret = rpoll(rfds, nfds, timeout);
+	ret = pl_rpoll(pfd, num, nfds, timeout);
 	for (i = 0; i < nfds; i++)
-		fds[i].revents = rfds[i].revents;
-	free(rfds);
+		fds[i].revents = pfd[i].revents;
+	free(pfd);
+	free(num);
 	return ret;
+}
+
+/* select()'s timeout in poll()'s milliseconds, rounded up; -2 if bad. */
+static int pl_select_ms(const struct timeval *tv)
+{
+	long long ms;
+
+	if (!tv)
+		return -1;
+	if (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000)
+		return -2;
+	ms = (long long)tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000;
+	return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+static bool pl_in(fd_set *set, int fd)
+{
+	return set && FD_ISSET(fd, set);
 }
 
 PL_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex,
 		     struct timeval *tv)
 {
 	struct pollfd *pfd;
-	int fd, n = 0, i, ret, rs, timeout;
+	int fd, n = 0, i, ret, timeout, *num;
 	bool any = false;
 
-	if (nfds < 0 || nfds > FD_SETSIZE) {
+	pl_ready();
+	for (fd = 0; fd < nfds && fd < FD_SETSIZE && !any; fd++)
+		any = (pl_in(rd, fd) || pl_in(wr, fd) || pl_in(ex, fd)) &&
+		      pl_maybe(fd);
+	if (!any)
+		return real.select(nfds, rd, wr, ex, tv);
+	timeout = pl_select_ms(tv);
+	if (nfds > FD_SETSIZE || timeout == -2) {
 		errno = EINVAL;
 		return -1;
 	}
-	for (fd = 0; fd < nfds && !any; fd++)
-		any = ((rd && FD_ISSET(fd, rd)) || (wr && FD_ISSET(fd, wr)) ||
-		       (ex && FD_ISSET(fd, ex))) && pl_find(fd);
-	if (!any)
-		return real.select(nfds, rd, wr, ex, tv);
 	pfd = calloc(nfds, sizeof(*pfd));
-	if (!pfd) {
+	num = calloc(nfds, sizeof(*num));
+	if (!pfd || !num) {
+		free(pfd);
+		free(num);
 		errno = ENOMEM;
 		return -1;
 	}
 	for (fd = 0; fd < nfds; fd++) {
-		short ev = (rd && FD_ISSET(fd, rd) ? POLLIN : 0) |
-			   (wr && FD_ISSET(fd, wr) ? POLLOUT : 0);
+		short ev = (pl_in(rd, fd) ? POLLIN : 0) |
+			   (pl_in(wr, fd) ? POLLOUT : 0) |
+			   (pl_in(ex, fd) ? POLLPRI : 0);
 
-		if (!ev && !(ex && FD_ISSET(fd, ex)))
+		if (!ev)
 			continue;
-		rs = pl_rs(fd);
-		pfd[n].fd = rs < 0 ? fd : rs;
-		pfd[n].events = ev | (ex && FD_ISSET(fd, ex) ? POLLPRI : 0);
-		n++;
+		pfd[n].fd = fd;
+		pfd[n].events = ev;
+		num[n++] = fd;
 	}
-	timeout = tv ? (int)(tv->tv_sec * 1000 + tv->tv_usec / 1000) : -1;
-	ret = rpoll(pfd, n, timeout);
+	ret = pl_rpoll(pfd, num, n, timeout);
+	for (i = 0; ret > 0 && i < n; i++)
+		if (pfd[i].revents & POLLNVAL) {
+			errno = EBADF;
+			ret = -1;
+		}
 	if (ret >= 0) {
 		ret = 0;
-		i = 0;
-		for (fd = 0; fd < nfds; fd++) {
-			bool r = rd && FD_ISSET(fd, rd);
-			bool w = wr && FD_ISSET(fd, wr);
-			bool e = ex && FD_ISSET(fd, ex);
-			short rev;
+		for (i = 0; i < n; i++) {
+			short rev = pfd[i].revents;
 
-			if (!r && !w && !e)
-				continue;
-			rev = pfd[i++].revents;
-			if (rev & POLLNVAL) {
-				errno = EBADF;
-				ret = -1;
-				break;
-			}
-			/* As select(2): an error or hang-up reads. */
-			if (r && !(rev & (POLLIN | POLLERR | POLLHUP)))
+			fd = num[i];
+			/* As select(2): an error or a hang-up reads. */
+			if (pl_in(rd, fd) && !(rev & (POLLIN | POLLERR | POLLHUP)))
 				FD_CLR(fd, rd);
-			if (w && !(rev & (POLLOUT | POLLERR)))
+			if (pl_in(wr, fd) && !(rev & (POLLOUT | POLLERR)))
 				FD_CLR(fd, wr);
-			if (e && !(rev & POLLPRI))
+			if (pl_in(ex, fd) && !(rev & POLLPRI))
 				FD_CLR(fd, ex);
-			ret += (r && FD_ISSET(fd, rd)) +
-			       (w && FD_ISSET(fd, wr)) +
-			       (e && FD_ISSET(fd, ex));
+			ret += pl_in(rd, fd) + pl_in(wr, fd) + pl_in(ex, fd);
 		}
+		if (!ret && tv)
+			*tv = (struct timeval){ 0, 0 };
 	}
 	free(pfd);
+	free(num);
 	return ret;
 }
 
 PL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
+	struct pl_sock *s = op == EPOLL_CTL_DEL ? NULL : pl_get(fd);
+
 	/* An rsocket is not a file epoll can wait on. */
-	if (op != EPOLL_CTL_DEL && pl_find(fd)) {
+	if (s) {
+		pl_put(s);
 		errno = EPERM;
 		return -1;
 	}
