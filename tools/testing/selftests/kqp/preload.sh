@@ -23,7 +23,8 @@ repo=${KQP_REPO:-$(cd "$here/../.." && pwd)}
 # side() preloads KQP_LIB for a "kqp" side.
 KQP_LIB=$repo/lib/libkqp-preload.so
 RSPRELOAD=${KQP_RSPRELOAD:-/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so}
-export KQP_LIMIT=${KQP_PRELOAD_TIMEOUT:-120}
+# A 4 MiB run takes seconds; librspreload.so's failures hang until this.
+export KQP_LIMIT=${KQP_PRELOAD_TIMEOUT:-60}
 KQP_WORK=$(mktemp -d)
 trap 'rm -rf "$KQP_WORK"' EXIT
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
