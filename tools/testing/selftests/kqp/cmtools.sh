@@ -34,16 +34,6 @@ made_ids() {
 	awk '$1 == "cm_ids" { print $3 }' "$objects"
 }
 
-# roles WHERE: set the caller's sw and cw (kqp or stock, the server's and
-# the client's) for WHERE: both, client or server (who is preloaded).
-roles() {
-	sw=kqp cw=kqp
-	case $1 in
-	client) sw=stock ;;
-	server) cw=stock ;;
-	esac
-}
-
 # tool WHERE IDS PORT SERVER_CMD... -- CLIENT_CMD...: one run; WHERE is
 # both, client or server (who is preloaded), IDS the fewest ids each
 # preloaded side makes.

@@ -82,6 +82,18 @@ side() {
 	exec timeout -k 5 "$KQP_LIMIT" "$@"
 }
 
+# roles WHERE: set the caller's sw and cw (kqp or stock: the server's and
+# the client's) for WHERE: both, client or server (who is preloaded), or
+# stock (neither).
+roles() {
+	sw=kqp cw=kqp
+	case $1 in
+	client) sw=stock ;;
+	server) cw=stock ;;
+	stock) sw=stock cw=stock ;;
+	esac
+}
+
 # wait_listen PORT PID [ADDR]: until an RDMA CM id listens on PORT
 # (rdma_cm lists it, whoever made it), on ADDR if given, on any address
 # otherwise, while PID lives; at most a minute.

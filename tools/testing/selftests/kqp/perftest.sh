@@ -60,11 +60,7 @@ result_lines() {
 perf() {
 	local where=$1 lines=$2 qps=$3 prog=$4 sw=kqp cw=kqp name before rc
 	shift 4
-	case $where in
-	client) sw=stock ;;
-	server) cw=stock ;;
-	stock) sw=stock cw=stock ;;
-	esac
+	roles "$where"
 	port=$((port + 1))
 	name="$prog-$where-$port"
 	desc="$prog -R $* (kqp: $where)"

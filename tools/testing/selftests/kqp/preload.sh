@@ -85,16 +85,12 @@ fail() {
 	tap 1 "$4"
 }
 
-# move WHERE TOOL: one transfer with TOOL (socat, nc or iperf3); WHERE is
+# move WHERE TOOL: one transfer with TOOL (socat or iperf3); WHERE is
 # both, client, server (who runs under libkqp-preload.so) or stock.
 move() {
 	local where=$1 t=$2 sw=kqp cw=kqp name desc ids pkts segs
 	local src=$KQP_WORK/src dst s_pre c_pre
-	case $where in
-	client) sw=stock ;;
-	server) cw=stock ;;
-	stock) sw=stock cw=stock ;;
-	esac
+	roles "$where"
 	port=$((port + 1))
 	name=$t-$where
 	desc="$t moves $size bytes over RDMA (libkqp-preload.so: $where)"
@@ -112,13 +108,6 @@ move() {
 			$s_pre socat -u "TCP-LISTEN:$port,bind=$addr,reuseaddr" \
 			"OPEN:$dst,creat,trunc" -- \
 			$c_pre socat -u "OPEN:$src" "TCP:$addr:$port"
-		;;
-	nc)
-		# nc -l writes what it got to stdout, NAME.s.out.
-		run_pair "$name" "$sw" "$cw" "$port" \
-			$s_pre sh -c "exec nc -l $addr $port < /dev/null" -- \
-			$c_pre sh -c "exec nc -N $addr $port < $src"
-		dst=$KQP_WORK/$name.s.out
 		;;
 	iperf3)
 		run_pair "$name" "$sw" "$cw" "$port" \
