@@ -390,8 +390,9 @@ PL_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 }
 
 /*
- * The calls that name one socket: the rsocket's call when @fd is a
- * stand-in, with a reference held across it; the real one otherwise.
+ * The calls that name one socket: @rcall, in which rs is the rsocket,
+ * when @fd is a stand-in, with a reference held across it; @realcall
+ * otherwise.
  */
 #define PL_CALL(fd, rcall, realcall)					\
 	do {								\
@@ -400,116 +401,94 @@ PL_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 									\
 		if (!s_)						\
 			return realcall;				\
-		ret_ = rcall(s_->rs);					\
+		{							\
+			int rs = s_->rs;				\
+									\
+			ret_ = rcall;					\
+		}							\
 		pl_put(s_);						\
 		return ret_;						\
 	} while (0)
 
 PL_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
-#define R(rs) rbind(rs, addr, len)
-	PL_CALL(fd, R, real.bind(fd, addr, len));
-#undef R
+	PL_CALL(fd, rbind(rs, addr, len), real.bind(fd, addr, len));
 }
 
 PL_EXPORT int listen(int fd, int backlog)
 {
-#define R(rs) rlisten(rs, backlog)
-	PL_CALL(fd, R, real.listen(fd, backlog));
-#undef R
+	PL_CALL(fd, rlisten(rs, backlog), real.listen(fd, backlog));
 }
 
 PL_EXPORT int shutdown(int fd, int how)
 {
-#define R(rs) rshutdown(rs, how)
-	PL_CALL(fd, R, real.shutdown(fd, how));
-#undef R
+	PL_CALL(fd, rshutdown(rs, how), real.shutdown(fd, how));
 }
 
 PL_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 {
-#define R(rs) rgetsockname(rs, addr, len)
-	PL_CALL(fd, R, real.getsockname(fd, addr, len));
-#undef R
+	PL_CALL(fd, rgetsockname(rs, addr, len),
+		real.getsockname(fd, addr, len));
 }
 
 PL_EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 {
-#define R(rs) rgetpeername(rs, addr, len)
-	PL_CALL(fd, R, real.getpeername(fd, addr, len));
-#undef R
+	PL_CALL(fd, rgetpeername(rs, addr, len),
+		real.getpeername(fd, addr, len));
 }
 
 PL_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
-#define R(rs) rread(rs, buf, n)
-	PL_CALL(fd, R, real.read(fd, buf, n));
-#undef R
+	PL_CALL(fd, rread(rs, buf, n), real.read(fd, buf, n));
 }
 
 PL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
-#define R(rs) rreadv(rs, iov, iovcnt)
-	PL_CALL(fd, R, real.readv(fd, iov, iovcnt));
-#undef R
+	PL_CALL(fd, rreadv(rs, iov, iovcnt), real.readv(fd, iov, iovcnt));
 }
 
 PL_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
-#define R(rs) rrecv(rs, buf, n, flags)
-	PL_CALL(fd, R, real.recv(fd, buf, n, flags));
-#undef R
+	PL_CALL(fd, rrecv(rs, buf, n, flags), real.recv(fd, buf, n, flags));
 }
 
 PL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags,
 			   struct sockaddr *addr, socklen_t *len)
 {
-#define R(rs) rrecvfrom(rs, buf, n, flags, addr, len)
-	PL_CALL(fd, R, real.recvfrom(fd, buf, n, flags, addr, len));
-#undef R
+	PL_CALL(fd, rrecvfrom(rs, buf, n, flags, addr, len),
+		real.recvfrom(fd, buf, n, flags, addr, len));
 }
 
 PL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-#define R(rs) rrecvmsg(rs, msg, flags)
-	PL_CALL(fd, R, real.recvmsg(fd, msg, flags));
-#undef R
+	PL_CALL(fd, rrecvmsg(rs, msg, flags), real.recvmsg(fd, msg, flags));
 }
 
 PL_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
-#define R(rs) rwrite(rs, buf, n)
-	PL_CALL(fd, R, real.write(fd, buf, n));
-#undef R
+	PL_CALL(fd, rwrite(rs, buf, n), real.write(fd, buf, n));
 }
 
 PL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
-#define R(rs) rwritev(rs, iov, iovcnt)
-	PL_CALL(fd, R, real.writev(fd, iov, iovcnt));
-#undef R
+	PL_CALL(fd, rwritev(rs, iov, iovcnt), real.writev(fd, iov, iovcnt));
 }
 
 PL_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
-#define R(rs) rsend(rs, buf, n, flags)
-	PL_CALL(fd, R, real.send(fd, buf, n, flags));
-#undef R
+	PL_CALL(fd, rsend(rs, buf, n, flags), real.send(fd, buf, n, flags));
 }
 
 PL_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
 			 const struct sockaddr *addr, socklen_t len)
 {
-#define R(rs) rsendto(rs, buf, n, flags, addr, len)
-	PL_CALL(fd, R, real.sendto(fd, buf, n, flags, addr, len));
-#undef R
+	PL_CALL(fd, rsendto(rs, buf, n, flags, addr, len),
+		real.sendto(fd, buf, n, flags, addr, len));
 }
 
 PL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
-#define R(rs) rsendmsg(rs, msg, flags)
-	PL_CALL(fd, R, real.sendmsg(fd, msg, flags));
-#undef R
+	PL_CALL(fd, rsendmsg(rs, msg, flags), real.sendmsg(fd, msg, flags));
 }
 
 /* The socket's kind is the stand-in's; the rest is the rsocket's. */
@@ -519,9 +498,8 @@ PL_EXPORT int getsockopt(int fd, int level, int name, void *val,
 	if (level == SOL_SOCKET &&
 	    (name == SO_TYPE || name == SO_DOMAIN || name == SO_PROTOCOL))
 		return real.getsockopt(fd, level, name, val, len);
-#define R(rs) rgetsockopt(rs, level, name, val, len)
-	PL_CALL(fd, R, real.getsockopt(fd, level, name, val, len));
-#undef R
+	PL_CALL(fd, rgetsockopt(rs, level, name, val, len),
+		real.getsockopt(fd, level, name, val, len));
 }
 
 /* Given to the stand-in too, for a TCP fallback at connect(). */
@@ -536,9 +514,8 @@ static int pl_setsockopt(int fd, int rs, int level, int name,
 PL_EXPORT int setsockopt(int fd, int level, int name, const void *val,
 			 socklen_t len)
 {
-#define R(rs) pl_setsockopt(fd, rs, level, name, val, len)
-	PL_CALL(fd, R, real.setsockopt(fd, level, name, val, len));
-#undef R
+	PL_CALL(fd, pl_setsockopt(fd, rs, level, name, val, len),
+		real.setsockopt(fd, level, name, val, len));
 }
 
 PL_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len,
