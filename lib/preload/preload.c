@@ -733,14 +733,15 @@ PL_EXPORT int ioctl(int fd, unsigned long req, ...)
 }
 
 /*
- * rpoll() over @pfd, whose stand-ins are replaced by their rsockets,
- * with references held across it.  @fds[i] is the caller's number of
- * @pfd[i].
+ * rpoll() over @pfd, each stand-in replaced by its rsocket for the call,
+ * with a reference held across it, and given back after.
  */
-static int pl_rpoll(struct pollfd *pfd, const int *fds, nfds_t n,
-		    int timeout)
+static int pl_rpoll(struct pollfd *pfd, nfds_t n, int timeout)
 {
-	struct pl_sock **held = calloc(n ? n : 1, sizeof(*held));
+	struct pl_held {
+		struct pl_sock *s;
+		int fd;
+	} *held = calloc(n ? n : 1, sizeof(*held));
 	nfds_t i;
 	int ret;
 
@@ -749,49 +750,30 @@ static int pl_rpoll(struct pollfd *pfd, const int *fds, nfds_t n,
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
-		held[i] = pl_get(fds[i]);
-		if (held[i])
-			pfd[i].fd = held[i]->rs;
+		held[i].fd = pfd[i].fd;
+		held[i].s = pl_get(pfd[i].fd);
+		if (held[i].s)
+			pfd[i].fd = held[i].s->rs;
 	}
 	ret = rpoll(pfd, n, timeout);
-	for (i = 0; i < n; i++)
-		if (held[i])
-			pl_put(held[i]);
+	for (i = 0; i < n; i++) {
+		pfd[i].fd = held[i].fd;
+		if (held[i].s)
+			pl_put(held[i].s);
+	}
 	free(held);
 	return ret;
 }
 
 PL_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
-	struct pollfd *pfd;
-	int *num, ret;
 	nfds_t i;
 
 	pl_ready();
 	for (i = 0; i < nfds; i++)
 		if (pl_maybe(fds[i].fd))
-			break;
-	if (i == nfds)
-		return real.poll(fds, nfds, timeout);
-	pfd = calloc(nfds, sizeof(*pfd));
-	num = calloc(nfds, sizeof(*num));
-	if (!pfd || !num) {
-		free(pfd);
-		free(num);
-		errno = ENOMEM;
-		return -1;
-	}
-	for (i = 0; i < nfds; i++) {
-		pfd[i] = fds[i];
-		pfd[i].revents = 0;
-		num[i] = fds[i].fd;
-	}
-	ret = pl_rpoll(pfd, num, nfds, timeout);
-	for (i = 0; i < nfds; i++)
-		fds[i].revents = pfd[i].revents;
-	free(pfd);
-	free(num);
-	return ret;
+			return pl_rpoll(fds, nfds, timeout);
+	return real.poll(fds, nfds, timeout);
 }
 
 /* select()'s timeout in poll()'s milliseconds, rounded up; -2 if bad. */
@@ -816,7 +798,7 @@ PL_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex,
 		     struct timeval *tv)
 {
 	struct pollfd *pfd;
-	int fd, n = 0, i, ret, timeout, *num;
+	int fd, n = 0, i, ret, timeout;
 	bool any = false;
 
 	pl_ready();
@@ -831,10 +813,7 @@ PL_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex,
 		return -1;
 	}
 	pfd = calloc(nfds, sizeof(*pfd));
-	num = calloc(nfds, sizeof(*num));
-	if (!pfd || !num) {
-		free(pfd);
-		free(num);
+	if (!pfd) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -846,10 +825,9 @@ PL_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex,
 		if (!ev)
 			continue;
 		pfd[n].fd = fd;
-		pfd[n].events = ev;
-		num[n++] = fd;
+		pfd[n++].events = ev;
 	}
-	ret = pl_rpoll(pfd, num, n, timeout);
+	ret = pl_rpoll(pfd, n, timeout);
 	for (i = 0; ret > 0 && i < n; i++)
 		if (pfd[i].revents & POLLNVAL) {
 			errno = EBADF;
@@ -860,7 +838,7 @@ PL_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex,
 		for (i = 0; i < n; i++) {
 			short rev = pfd[i].revents;
 
-			fd = num[i];
+			fd = pfd[i].fd;
 			/* As select(2): an error or a hang-up reads. */
 			if (pl_in(rd, fd) && !(rev & (POLLIN | POLLERR | POLLHUP)))
 				FD_CLR(fd, rd);
@@ -874,7 +852,6 @@ PL_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex,
 			*tv = (struct timeval){ 0, 0 };
 	}
 	free(pfd);
-	free(num);
 	return ret;
 }
 
