@@ -122,16 +122,19 @@ static void krs_fork_prepare(void)
 {
 	pthread_mutex_lock(&krs_table_lock);
 	krs_svc_lock_all();
+	krs_poll_lock();
 }
 
 static void krs_fork_parent(void)
 {
+	krs_poll_unlock();
 	krs_svc_unlock_all();
 	pthread_mutex_unlock(&krs_table_lock);
 }
 
 static void krs_fork_child(void)
 {
+	krs_poll_fork_child();
 	krs_svc_fork_child();
 	pthread_mutex_unlock(&krs_table_lock);
 }
@@ -400,7 +403,7 @@ static int krs_resolve_route(struct krs *rs)
 }
 
 /* One CM event on a connecting, accepting or connected rsocket. */
-static int krs_cm_event(struct krs *rs, struct rdma_cm_event *ev)
+static int krs_cm_event_state(struct krs *rs, struct rdma_cm_event *ev)
 {
 	struct rdma_conn_param param = {};
 	struct krs_conn_data c;
@@ -459,6 +462,21 @@ static int krs_cm_event(struct krs *rs, struct rdma_cm_event *ev)
 	default:
 		return 0;
 	}
+}
+
+/*
+ * Whoever takes an event (the owner, another of its threads, the
+ * background thread) may take it from under an rpoll() sleeping on the
+ * channel: a new state wakes rpoll()'s sleepers to look again.
+ */
+static int krs_cm_event(struct krs *rs, struct rdma_cm_event *ev)
+{
+	int state = rs->state, ret;
+
+	ret = krs_cm_event_state(rs, ev);
+	if (rs->state != state)
+		krs_poll_wake();
+	return ret;
 }
 
 /* The events the rsocket's channel holds, taken without waiting. */

@@ -33,7 +33,8 @@
  *
  * Locking: one mutex per rsocket, held by every call on it; a blocking
  * call drops it only to poll() its fds.  The table of rsockets has its
- * own mutex, taken alone.
+ * own mutex, taken alone.  rpoll()'s sleepers have one too
+ * (rsocket_poll.c), taken last, under an rsocket's or alone.
  */
 #ifndef KQP_RSOCKET_H
 #define KQP_RSOCKET_H
@@ -268,6 +269,12 @@ void krs_put(struct krs *rs);
 int krs_connect_step(struct krs *rs, bool nonblock);
 int krs_drain_cm(struct krs *rs);
 int krs_wait_fd(const struct krs *rs);
+
+/* rsocket_poll.c */
+void krs_poll_wake(void);
+void krs_poll_lock(void);
+void krs_poll_unlock(void);
+void krs_poll_fork_child(void);
 
 /* rsocket_accept.c: what the background thread does for an rsocket. */
 enum {

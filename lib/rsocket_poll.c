@@ -11,16 +11,97 @@
  * in poll(2) on the fds underneath: the CQ's completion channel once
  * connected, the id's event channel before.  A wake-up that was only a
  * credit or an event nobody asked about goes round again.
+ *
+ * Another thread may take an rsocket's CM events, the background thread
+ * above all, while rpoll() sleeps on the channel they came through: the
+ * sleep would last until the timeout.  So every sleeper also sleeps on
+ * one eventfd, which krs_poll_wake() makes readable when a CM event moves
+ * an rsocket on.  Each sleeper joins before it looks, so a change after
+ * its look wakes it.  The eventfd stays readable until the last sleeper
+ * leaves and empties it; one that comes meanwhile looks, sleeps no time
+ * and looks again.
  */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
 #include <sys/select.h>
 #include <rdma/rsocket.h>
 
 #include "kqp_priv.h"
 #include "rsocket.h"
+
+static pthread_mutex_t krs_sleep_lock = PTHREAD_MUTEX_INITIALIZER;
+static int krs_sleep_fd = -1;
+static unsigned int krs_sleepers;
+static bool krs_woken;
+
+/* One more sleeper: the eventfd to sleep on too, or -1 if there is none. */
+static int krs_sleep_enter(void)
+{
+	int fd;
+
+	pthread_mutex_lock(&krs_sleep_lock);
+	if (krs_sleep_fd < 0)
+		krs_sleep_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	fd = krs_sleep_fd;
+	if (fd >= 0)
+		krs_sleepers++;
+	pthread_mutex_unlock(&krs_sleep_lock);
+	return fd;
+}
+
+static void krs_sleep_exit(int fd)
+{
+	uint64_t v;
+
+	if (fd < 0)
+		return;
+	pthread_mutex_lock(&krs_sleep_lock);
+	if (!--krs_sleepers && krs_woken) {
+		if (read(fd, &v, sizeof(v)) < 0)
+			v = 0;	/* empty already */
+		krs_woken = false;
+	}
+	pthread_mutex_unlock(&krs_sleep_lock);
+}
+
+void krs_poll_wake(void)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&krs_sleep_lock);
+	if (krs_sleepers && !krs_woken)
+		krs_woken = write(krs_sleep_fd, &one, sizeof(one)) ==
+			    sizeof(one);
+	pthread_mutex_unlock(&krs_sleep_lock);
+}
+
+void krs_poll_lock(void)
+{
+	pthread_mutex_lock(&krs_sleep_lock);
+}
+
+void krs_poll_unlock(void)
+{
+	pthread_mutex_unlock(&krs_sleep_lock);
+}
+
+/*
+ * In a fork child: no sleepers, and an eventfd of its own, made when
+ * needed; emptying the parent's would lose the parent a wake-up.
+ */
+void krs_poll_fork_child(void)
+{
+	if (krs_sleep_fd >= 0)
+		close(krs_sleep_fd);
+	krs_sleep_fd = -1;
+	krs_sleepers = 0;
+	krs_woken = false;
+	pthread_mutex_unlock(&krs_sleep_lock);
+}
 
 static bool krs_test_none(struct krs *rs)
 {
@@ -139,24 +220,30 @@ KQP_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 	ret = krs_poll_check(fds, nfds, NULL);
 	if (ret || !timeout)
 		return ret;
-	rfds = calloc(nfds ? nfds : 1, sizeof(*rfds));
+	/* The last is the sleepers' eventfd. */
+	rfds = calloc(nfds + 1, sizeof(*rfds));
 	if (!rfds)
 		return kqp_err(ENOMEM);
 	for (;;) {
+		int sfd = krs_sleep_enter();
+
 		ret = krs_poll_check(fds, nfds, rfds);
-		if (ret)
-			break;
 		wait = -1;
-		if (timeout > 0) {
+		if (!ret && timeout > 0) {
 			int64_t left = end - krs_now_ms();
 
-			if (left <= 0) {
-				ret = 0;
-				break;
-			}
-			wait = (int)left;
+			wait = left > 0 ? (int)left : 0;
 		}
-		ret = poll(rfds, nfds, wait);
+		if (ret || !wait) {
+			krs_sleep_exit(sfd);
+			break;
+		}
+		/* With no eventfd, a wake-up taken elsewhere costs 100 ms. */
+		if (sfd < 0 && (wait < 0 || wait > 100))
+			wait = 100;
+		rfds[nfds] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+		ret = poll(rfds, nfds + 1, wait);
+		krs_sleep_exit(sfd);
 		if (ret < 0)
 			break;
 		krs_poll_events(rfds, fds, nfds);

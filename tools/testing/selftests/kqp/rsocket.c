@@ -3,10 +3,11 @@
  * Stream rsockets through <rdma/rsocket.h> only, so that the same source
  * builds against libkqp (rsocket) and rdma-core's librdmacm
  * (rsocket_rdmacm), which says what right is: a connection made with a
- * non-blocking rconnect() and rpoll(), data both ways and checked, a
- * peek, rselect() over an rsocket and a pipe, a half close, the close of
- * a peer, the options rdma-core's rstream sets, riomap()/riowrite(), and
- * the machine's defaults in /etc/rdma/rsocket/.
+ * non-blocking rconnect() and rpoll(), rpoll() racing such a connect,
+ * data both ways and checked, a peek, rselect() over an rsocket and a
+ * pipe, a half close, the close of a peer, the options rdma-core's
+ * rstream sets, riomap()/riowrite(), and the machine's defaults in
+ * /etc/rdma/rsocket/.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -343,6 +344,58 @@ TEST_F(conn, fork_child_send)
 	close(p[1]);
 	EXPECT_EQ(-1, res[0]);
 	EXPECT_EQ(CHILD_REFUSED, res[1]);
+}
+
+static void *accept_one(void *arg)
+{
+	int *s = arg;
+
+	*s = raccept(*s, NULL, NULL);
+	return NULL;
+}
+
+/*
+ * nc's connect: non-blocking, then at once rpoll() for POLLOUT while the
+ * peer accepts.  The library's background thread may take the connect's
+ * events while rpoll() sleeps on the channel they came through; rpoll()
+ * must still see the connection made (rdma-core's wakes it through its
+ * poll signal).  Each round is a race, so many rounds; a lost wake-up
+ * shows as a timeout.
+ */
+TEST(nonblocking_connect_rpoll)
+{
+	uint16_t port = cm_port();
+	struct sockaddr_in sin = cm_addr(port);
+	int l = rs_listen(port), i, c, a, err, ret;
+	struct pollfd p = { .events = POLLOUT };
+	socklen_t len;
+	pthread_t t;
+
+	ASSERT_LE(0, l);
+	for (i = 0; i < 20; i++) {
+		c = rsocket(AF_INET, SOCK_STREAM, 0);
+		ASSERT_LE(0, c);
+		ASSERT_EQ(0, rfcntl(c, F_SETFL, O_NONBLOCK));
+		a = l;
+		ASSERT_EQ(0, pthread_create(&t, NULL, accept_one, &a));
+		ret = rconnect(c, (struct sockaddr *)&sin, sizeof(sin));
+		if (ret)
+			ASSERT_EQ(EINPROGRESS, errno);
+		p.fd = c;
+		p.revents = 0;
+		ret = rpoll(&p, 1, 5000);
+		pthread_join(t, NULL);
+		ASSERT_EQ(1, ret) TH_LOG("round %d: no POLLOUT in 5 s", i);
+		ASSERT_TRUE(p.revents & POLLOUT);
+		err = -1;
+		len = sizeof(err);
+		ASSERT_EQ(0, rgetsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len));
+		ASSERT_EQ(0, err);
+		ASSERT_LE(0, a);
+		rclose(a);
+		rclose(c);
+	}
+	rclose(l);
 }
 
 TEST(iomap_unconnected)
