@@ -1,12 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-# preload.sh: unmodified TCP programs from Debian (socat, iperf3)
+# preload.sh: unmodified TCP programs from Debian (socat, nc, iperf3)
 # moving data over RDMA with LD_PRELOAD=libkqp-preload.so, to and from a
-# peer under libkqp-preload.so or (iperf3, see runs()) under rdma-core's
-# librspreload.so; the run with librspreload.so on both sides shows what
-# right is (fail() says what a failure of rdma-core's makes a SKIP).  Each
-# run checks:
+# peer under libkqp-preload.so or under rdma-core's librspreload.so; the
+# run with librspreload.so on both sides shows what right is (fail()
+# says what a failure of rdma-core's makes a SKIP).  Each run checks:
 #  - both sides exit 0, and the data arrived whole (cmp; iperf3 reports
 #    the bytes it received);
 #  - RDMA carried it: rxe's sent_pkts moved by at least one packet per
@@ -56,9 +55,10 @@ pre() {
 # fail WHERE TOOL NAME DESC: a failed run.  When librspreload.so fails
 # with itself, the reference run (stock) is a SKIP, and it blames each
 # side that failed on its own: any exit but 0, 255 (never ran) and, for a
-# server, 143 (run_pair killed it because its client had failed).  A run
-# whose librspreload.so side is one it blames is a SKIP too, since
-# rdma-core would fail it whatever the other side did.
+# server, 143 (run_pair killed it because its client had failed);
+# cross_ref() blames sides too.  A run whose librspreload.so side is one
+# blamed is a SKIP too, since rdma-core would fail it whatever the other
+# side did.
 fail() {
 	local n=$KQP_WORK/$3 s c
 	s=$(cat "$n.s.rc") c=$(cat "$n.c.rc")
@@ -71,13 +71,13 @@ fail() {
 		;;
 	client)
 		if [ -e "$KQP_WORK/$2.server-fails" ]; then
-			tap_skip "$4" "librspreload.so fails as its server with itself"
+			tap_skip "$4" "librspreload.so fails as its server with rdma-core"
 			return
 		fi
 		;;
 	server)
 		if [ -e "$KQP_WORK/$2.client-fails" ]; then
-			tap_skip "$4" "librspreload.so fails as its client with itself"
+			tap_skip "$4" "librspreload.so fails as its client with rdma-core"
 			return
 		fi
 		;;
@@ -108,6 +108,15 @@ move() {
 			$s_pre socat -u "TCP-LISTEN:$port,bind=$addr,reuseaddr" \
 			"OPEN:$dst,creat,trunc" -- \
 			$c_pre socat -u "OPEN:$src" "TCP:$addr:$port"
+		;;
+	nc)
+		# The client's stdin is the file; -N shuts down at its end.
+		# shellcheck disable=SC2016 # sh -c expands them
+		run_pair "$name" "$sw" "$cw" "$port" \
+			$s_pre nc -l "$addr" "$port" -- \
+			$c_pre sh -c 'exec nc -N -w 20 "$0" "$1" < "$2"' \
+			"$addr" "$port" "$src"
+		dst=$KQP_WORK/$name.s.out
 		;;
 	iperf3)
 		run_pair "$name" "$sw" "$cw" "$port" \
@@ -152,18 +161,53 @@ move() {
 	tap "$ok" "$desc"
 }
 
-# socat runs only with one library on both sides: against a
-# librspreload.so server, a socat client under libkqp-preload.so timed
-# out (6.12), and why is not known yet; librspreload.so's socat client
-# crashes with itself.  nc does not run yet: with both sides preloaded
-# it passed twice, then its client failed once (exit 1, no message,
-# after 7 rxe packets: a refused connect?), and why is not known yet.
+# rdma-core against itself with another of its programs, for the sides
+# whose own reference run cannot show it because the other side fails
+# first (librspreload.so's socat client crashes, its nc server fails):
+# a librspreload.so socat server must write what rdma-core's rstream
+# client sends it, and a librspreload.so nc client must connect to
+# rdma-core's rstream server.  Each failure is a diagnostic line, and
+# makes that side's runs a SKIP through fail()'s marks.
+cross_ref() {
+	local dst=$KQP_WORK/ref.dst spid
+	port=$((port + 1))
+	side stock env LD_PRELOAD="$RSPRELOAD" socat -u \
+		"TCP-LISTEN:$port,bind=$addr,reuseaddr" "OPEN:$dst,creat,trunc" \
+		> /dev/null 2>&1 &
+	spid=$!
+	if wait_listen "$port" "$spid"; then
+		(KQP_LIMIT=20 side stock rstream -s "$addr" -p "$port" -S 4096 \
+			-C 4 -T b > /dev/null 2>&1)
+	fi
+	kill "$spid" 2> /dev/null
+	wait "$spid"
+	if [ ! -s "$dst" ]; then
+		echo "# librspreload.so's socat server wrote none of what rstream sent it"
+		: > "$KQP_WORK/socat.server-fails"
+	fi
+
+	port=$((port + 1))
+	side stock rstream -b "$addr" -p "$port" -S 64 -C 1 -T b \
+		> /dev/null 2>&1 &
+	spid=$!
+	if wait_listen "$port" "$spid"; then
+		(KQP_LIMIT=20 side stock env LD_PRELOAD="$RSPRELOAD" \
+			nc -v -w 10 "$addr" "$port" < /dev/null \
+			> /dev/null 2> "$KQP_WORK/ref.err")
+	fi
+	kill "$spid" 2> /dev/null
+	wait "$spid"
+	if ! grep -q succeeded "$KQP_WORK/ref.err"; then
+		echo "# librspreload.so's nc client did not connect to rstream's server"
+		show "$KQP_WORK/ref.err"
+		: > "$KQP_WORK/nc.client-fails"
+	fi
+}
+
 runs() {
 	local t w
-	for t in socat iperf3; do
+	for t in socat nc iperf3; do
 		for w in stock both client server; do
-			[ "$t" != iperf3 ] && [ "$w" != stock ] &&
-				[ "$w" != both ] && continue
 			move "$w" "$t"
 		done
 	done
@@ -183,7 +227,7 @@ if [ ! -r "$objects" ] || [ ! -e "$KQP_LIB" ] || [ ! -e "$RSPRELOAD" ]; then
 	echo "1..0 # SKIP needs kqp.ko loaded (debugfs), $KQP_LIB and $RSPRELOAD"
 	exit 4
 fi
-for t in socat iperf3; do
+for t in socat nc iperf3 rstream; do
 	command -v "$t" > /dev/null && continue
 	echo "1..0 # SKIP needs $t (make deps)"
 	exit 4
@@ -192,5 +236,6 @@ done
 head -c "$size" /dev/urandom > "$KQP_WORK/src"
 echo "TAP version 13"
 echo "1..$( (list=1; runs) | wc -l)"
+cross_ref
 runs
 exit "$kqp_failed"
