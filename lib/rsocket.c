@@ -465,17 +465,30 @@ static int krs_cm_event_state(struct krs *rs, struct rdma_cm_event *ev)
 }
 
 /*
- * Whoever takes an event (the owner, another of its threads, the
- * background thread) may take it from under an rpoll() sleeping on the
- * channel: a new state wakes rpoll()'s sleepers to look again.
+ * Whoever moved @rs on from @before (the owner, another of its threads,
+ * the background thread) may have taken the event from under an rpoll()
+ * sleeping on the channel: wake rpoll()'s sleepers when a connect ended
+ * or the connection failed.  An accepted rsocket not yet handed to
+ * raccept() (accept_fd) has no sleeper.
  */
+void krs_state_moved(const struct krs *rs, int before)
+{
+	int after = rs->state;
+
+	if (after == before || rs->accept_fd >= 0)
+		return;
+	if (((before & KRS_OPENING) && !(after & KRS_OPENING)) ||
+	    (after & ~before &
+	     (KRS_CONNECT_ERROR | KRS_DISCONNECTED | KRS_ERROR)))
+		krs_poll_wake();
+}
+
 static int krs_cm_event(struct krs *rs, struct rdma_cm_event *ev)
 {
-	int state = rs->state, ret;
+	int before = rs->state, ret;
 
 	ret = krs_cm_event_state(rs, ev);
-	if (rs->state != state)
-		krs_poll_wake();
+	krs_state_moved(rs, before);
 	return ret;
 }
 

@@ -269,6 +269,7 @@ void krs_put(struct krs *rs);
 int krs_connect_step(struct krs *rs, bool nonblock);
 int krs_drain_cm(struct krs *rs);
 int krs_wait_fd(const struct krs *rs);
+void krs_state_moved(const struct krs *rs, int before);
 
 /* rsocket_poll.c */
 void krs_poll_wake(void);

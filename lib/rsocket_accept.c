@@ -239,8 +239,9 @@ static void *krs_svc_run(void *arg)
 		now = krs_now();
 		for (i = 0; i < n; i++) {
 			bool listener = ids[i].what & KRS_SVC_LISTENER;
-			bool gone = false;
+			bool gone = false, pending;
 			struct krs *ls;
+			int before;
 
 			if (!fds[i + 1].revents && (listener || now == last))
 				continue;
@@ -249,6 +250,8 @@ static void *krs_svc_run(void *arg)
 				krs_svc_drop(ids[i].index);
 				continue;
 			}
+			before = ls->state;
+			pending = ls->accept_fd >= 0;
 			if (ls->closed)
 				;
 			else if (listener && ls->state == KRS_LISTENING)
@@ -258,6 +261,12 @@ static void *krs_svc_run(void *arg)
 			if (!ls->closed && !gone &&
 			    (ids[i].what & KRS_SVC_KEEPALIVE))
 				krs_svc_keepalive(ls, now);
+			/*
+			 * A failed connect step or keep-alive, say; the
+			 * listener's accept queue wakes raccept()'s rpoll().
+			 */
+			if (!pending)
+				krs_state_moved(ls, before);
 			krs_put(ls);
 			if (gone)
 				krs_close(ids[i].index, false);

@@ -15,54 +15,116 @@
  * Another thread may take an rsocket's CM events, the background thread
  * above all, while rpoll() sleeps on the channel they came through: the
  * sleep would last until the timeout.  So every sleeper also sleeps on
- * one eventfd, which krs_poll_wake() makes readable when a CM event moves
- * an rsocket on.  Each sleeper joins before it looks, so a change after
- * its look wakes it.  The eventfd stays readable until the last sleeper
- * leaves and empties it; one that comes meanwhile looks, sleeps no time
- * and looks again.
+ * one eventfd, which krs_poll_wake() makes readable when a connect ends
+ * or a connection fails (krs_state_moved()).  Each sleeper joins before
+ * it looks, so a change after its look wakes it.  The eventfd stays
+ * readable until the last sleeper leaves and empties it; newcomers wait
+ * for that.  What does not wake it is seen within KRS_POLL_MAX_MS.
  */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sched.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/select.h>
+#include <sys/stat.h>
 #include <rdma/rsocket.h>
 
 #include "kqp_priv.h"
 #include "rsocket.h"
 
+/* The longest rpoll() sleeps before it looks again. */
+#define KRS_POLL_MAX_MS	1000
+
+/*
+ * rpoll()'s sleepers.  krs_sleep_dev/_ino name the eventfd made: a
+ * program that closed the number (closefrom() as it daemonised) and
+ * reused it gets a new eventfd, and its own file is never touched.
+ * krs_sleep_gen moves on with each new eventfd and in a fork child, so a
+ * sleeper from before leaves no trace in the count.  The calls on the
+ * eventfd are glibc's eventfd_read()/eventfd_write(), which a preloaded
+ * read()/write() does not see.
+ */
 static pthread_mutex_t krs_sleep_lock = PTHREAD_MUTEX_INITIALIZER;
 static int krs_sleep_fd = -1;
-static unsigned int krs_sleepers;
+static dev_t krs_sleep_dev;
+static ino_t krs_sleep_ino;
+static unsigned int krs_sleepers, krs_sleep_gen;
 static bool krs_woken;
 
-/* One more sleeper: the eventfd to sleep on too, or -1 if there is none. */
-static int krs_sleep_enter(void)
-{
+struct krs_sleep {
 	int fd;
+	unsigned int gen;
+};
 
-	pthread_mutex_lock(&krs_sleep_lock);
-	if (krs_sleep_fd < 0)
-		krs_sleep_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	fd = krs_sleep_fd;
-	if (fd >= 0)
-		krs_sleepers++;
-	pthread_mutex_unlock(&krs_sleep_lock);
-	return fd;
+/* Is krs_sleep_fd still the eventfd this library made? */
+static bool krs_sleep_fd_ours(void)
+{
+	struct stat st;
+
+	return krs_sleep_fd >= 0 && !fstat(krs_sleep_fd, &st) &&
+	       st.st_dev == krs_sleep_dev && st.st_ino == krs_sleep_ino;
 }
 
-static void krs_sleep_exit(int fd)
+/* A new eventfd, with the lock held; a sleeper of the old one is stale. */
+static void krs_sleep_new_fd(void)
 {
-	uint64_t v;
+	struct stat st;
 
-	if (fd < 0)
-		return;
+	krs_sleep_gen++;
+	krs_sleepers = 0;
+	krs_woken = false;
+	krs_sleep_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (krs_sleep_fd >= 0 && fstat(krs_sleep_fd, &st)) {
+		close(krs_sleep_fd);
+		krs_sleep_fd = -1;
+	}
+	if (krs_sleep_fd >= 0) {
+		krs_sleep_dev = st.st_dev;
+		krs_sleep_ino = st.st_ino;
+	}
+}
+
+/*
+ * One more sleeper: the eventfd to sleep on too (fd -1 if there is none).
+ * While a wake-up is out, newcomers wait for its sleepers to leave, as
+ * rdma-core's rs_poll_enter() does: a woken sleeper that came straight
+ * back would keep the count above 0 and the eventfd readable, and all of
+ * them would spin.
+ */
+static struct krs_sleep krs_sleep_enter(void)
+{
+	struct krs_sleep s;
+	int err = errno;
+
 	pthread_mutex_lock(&krs_sleep_lock);
-	if (!--krs_sleepers && krs_woken) {
-		if (read(fd, &v, sizeof(v)) < 0)
-			v = 0;	/* empty already */
+	while (krs_woken) {
+		pthread_mutex_unlock(&krs_sleep_lock);
+		sched_yield();
+		pthread_mutex_lock(&krs_sleep_lock);
+	}
+	if (!krs_sleepers && !krs_sleep_fd_ours())
+		krs_sleep_new_fd();
+	s.fd = krs_sleep_fd;
+	s.gen = krs_sleep_gen;
+	if (s.fd >= 0)
+		krs_sleepers++;
+	pthread_mutex_unlock(&krs_sleep_lock);
+	errno = err;
+	return s;
+}
+
+/* The last sleeper to leave takes the wake-up out of the eventfd. */
+static void krs_sleep_exit(struct krs_sleep s)
+{
+	eventfd_t v;
+
+	pthread_mutex_lock(&krs_sleep_lock);
+	if (s.fd >= 0 && s.gen == krs_sleep_gen && krs_sleepers &&
+	    !--krs_sleepers && krs_woken) {
+		eventfd_read(krs_sleep_fd, &v);
 		krs_woken = false;
 	}
 	pthread_mutex_unlock(&krs_sleep_lock);
@@ -70,13 +132,13 @@ static void krs_sleep_exit(int fd)
 
 void krs_poll_wake(void)
 {
-	uint64_t one = 1;
+	int err = errno;
 
 	pthread_mutex_lock(&krs_sleep_lock);
 	if (krs_sleepers && !krs_woken)
-		krs_woken = write(krs_sleep_fd, &one, sizeof(one)) ==
-			    sizeof(one);
+		krs_woken = !eventfd_write(krs_sleep_fd, 1);
 	pthread_mutex_unlock(&krs_sleep_lock);
+	errno = err;
 }
 
 void krs_poll_lock(void)
@@ -95,9 +157,10 @@ void krs_poll_unlock(void)
  */
 void krs_poll_fork_child(void)
 {
-	if (krs_sleep_fd >= 0)
+	if (krs_sleep_fd_ours())
 		close(krs_sleep_fd);
 	krs_sleep_fd = -1;
+	krs_sleep_gen++;
 	krs_sleepers = 0;
 	krs_woken = false;
 	pthread_mutex_unlock(&krs_sleep_lock);
@@ -201,6 +264,17 @@ static void krs_poll_events(struct pollfd *rfds, struct pollfd *fds,
 	}
 }
 
+/*
+ * A sleep of at most @cap ms: what the eventfd does not wake for (a CQ
+ * event another thread of the owner took, a keep-alive that failed in the
+ * background thread) is seen within that, as rdma-core's
+ * wake_up_interval bounds its rpoll()'s sleeps.
+ */
+static int krs_sleep_ms(int wait, int cap)
+{
+	return wait < 0 || wait > cap ? cap : wait;
+}
+
 static int64_t krs_now_ms(void)
 {
 	struct timespec ts;
@@ -225,7 +299,8 @@ KQP_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 	if (!rfds)
 		return kqp_err(ENOMEM);
 	for (;;) {
-		int sfd = krs_sleep_enter();
+		struct krs_sleep s = krs_sleep_enter();
+		nfds_t n = nfds + 1;
 
 		ret = krs_poll_check(fds, nfds, rfds);
 		wait = -1;
@@ -235,15 +310,17 @@ KQP_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 			wait = left > 0 ? (int)left : 0;
 		}
 		if (ret || !wait) {
-			krs_sleep_exit(sfd);
+			krs_sleep_exit(s);
 			break;
 		}
-		/* With no eventfd, a wake-up taken elsewhere costs 100 ms. */
-		if (sfd < 0 && (wait < 0 || wait > 100))
-			wait = 100;
-		rfds[nfds] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-		ret = poll(rfds, nfds + 1, wait);
-		krs_sleep_exit(sfd);
+		rfds[nfds] = (struct pollfd){ .fd = s.fd, .events = POLLIN };
+		ret = poll(rfds, n, krs_sleep_ms(wait, KRS_POLL_MAX_MS));
+		/* nfds at the process's limit: the eventfd is one too many. */
+		if (ret < 0 && errno == EINVAL && nfds) {
+			n = nfds;
+			ret = poll(rfds, n, krs_sleep_ms(wait, 100));
+		}
+		krs_sleep_exit(s);
 		if (ret < 0)
 			break;
 		krs_poll_events(rfds, fds, nfds);

@@ -14,7 +14,9 @@
  * buffer), so there is no reference build.
  *
  * The wire layout is written out here again, not taken from libkqp: the
- * test checks it.
+ * test checks it.  The tests after the hostile peer's are other
+ * behaviours rdma-core does not share (each says how), such as rpoll()
+ * leaving alone a number the program reused.
  */
 #include <endian.h>
 #include <pthread.h>
@@ -23,6 +25,7 @@
 #include <netinet/tcp.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <rdma/rsocket.h>
 
 #include "cm_test.h"
@@ -1014,6 +1017,177 @@ TEST(bad_reply)
 	rclose(s);
 	pthread_join(t, NULL);
 	raw_close(&b.r);
+}
+
+/* Mark @is[fd] for each eventfd this process has open below @n. */
+static void eventfds(bool *is, int n)
+{
+	char path[64], link[64];
+	ssize_t len;
+	int fd;
+
+	for (fd = 0; fd < n; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		len = readlink(path, link, sizeof(link) - 1);
+		link[len > 0 ? len : 0] = 0;
+		is[fd] = !strcmp(link, "anon_inode:[eventfd]");
+	}
+}
+
+/*
+ * rpoll()'s sleepers share an eventfd the library made.  A program that
+ * closes its numbers (closefrom() as it daemonises) and reuses that one
+ * must not have the library write a wake-up into its file, nor poll it:
+ * the library sees the number is no longer its eventfd and makes
+ * another.  Here the number becomes a file of the test's; then 20
+ * non-blocking connects with rpoll() (whose wake-ups the background
+ * thread sends, as nonblocking_connect_rpoll in rsocket.c races) must
+ * leave the file empty.  rdma-core's pollsignal eventfd has the same
+ * hazard: no reference build.
+ */
+TEST(rpoll_eventfd_reused)
+{
+	bool before[256], after[256];
+	uint16_t port = cm_port();
+	struct sockaddr_in sin = cm_addr(port);
+	struct pollfd p = { .events = POLLOUT };
+	int l, c, a, i, fd = -1, file, ret;
+	char name[] = "/tmp/kqp-evXXXXXX";
+	struct stat st;
+	pthread_t t;
+
+	l = rsocket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_LE(0, l);
+	ASSERT_EQ(0, rbind(l, (struct sockaddr *)&sin, sizeof(sin)));
+	ASSERT_EQ(0, rlisten(l, 4));
+	eventfds(before, 256);
+	/* An rpoll() that sleeps makes the eventfd. */
+	p.fd = l;
+	ASSERT_EQ(0, rpoll(&p, 1, 10));
+	eventfds(after, 256);
+	for (i = 0; i < 256; i++) {
+		if (after[i] && !before[i]) {
+			ASSERT_EQ(-1, fd) TH_LOG("two new eventfds");
+			fd = i;
+		}
+	}
+	ASSERT_LE(0, fd) TH_LOG("rpoll() made no eventfd");
+	file = mkstemp(name);
+	ASSERT_LE(0, file);
+	unlink(name);
+	ASSERT_EQ(fd, dup2(file, fd));
+	close(file);
+
+	for (i = 0; i < 20; i++) {
+		c = rsocket(AF_INET, SOCK_STREAM, 0);
+		ASSERT_LE(0, c);
+		ASSERT_EQ(0, rfcntl(c, F_SETFL, O_NONBLOCK));
+		a = l;
+		ASSERT_EQ(0, pthread_create(&t, NULL, accept_one, &a));
+		ret = rconnect(c, (struct sockaddr *)&sin, sizeof(sin));
+		if (ret)
+			ASSERT_EQ(EINPROGRESS, errno);
+		p.fd = c;
+		p.revents = 0;
+		ret = rpoll(&p, 1, 5000);
+		pthread_join(t, NULL);
+		ASSERT_EQ(1, ret) TH_LOG("round %d", i);
+		ASSERT_TRUE(p.revents & POLLOUT);
+		ASSERT_LE(0, a);
+		rclose(a);
+		rclose(c);
+	}
+	ASSERT_EQ(0, fstat(fd, &st));
+	EXPECT_EQ(0, st.st_size) TH_LOG("the library wrote into the file");
+	close(fd);
+	rclose(l);
+}
+
+static void *sleep_in_rpoll(void *arg)
+{
+	struct pollfd p = { .fd = *(int *)arg, .events = POLLIN };
+
+	rpoll(&p, 1, 3000);
+	return NULL;
+}
+
+/*
+ * Four threads asleep in rpoll() on pipes nobody writes, while a fifth
+ * makes a non-blocking connect whose end wakes rpoll()'s sleepers.  The
+ * woken sleepers must go back to sleep: a sleeper that came straight back
+ * kept the wake-up pending, and all of them spun until their timeouts.
+ * Over those 3 s the process may use well under a second of CPU.
+ */
+TEST(rpoll_sleepers_settle)
+{
+	uint16_t port = cm_port();
+	struct sockaddr_in sin = cm_addr(port);
+	struct pollfd p = { .events = POLLOUT };
+	int pipes[4][2], l, c, a, i, ret;
+	pthread_t t[4], at;
+	double before;
+
+	l = rsocket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_LE(0, l);
+	ASSERT_EQ(0, rbind(l, (struct sockaddr *)&sin, sizeof(sin)));
+	ASSERT_EQ(0, rlisten(l, 4));
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(0, pipe(pipes[i]));
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, sleep_in_rpoll,
+					    &pipes[i][0]));
+	}
+	usleep(200000);
+	before = cpu_seconds();
+	c = rsocket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, rfcntl(c, F_SETFL, O_NONBLOCK));
+	a = l;
+	ASSERT_EQ(0, pthread_create(&at, NULL, accept_one, &a));
+	ret = rconnect(c, (struct sockaddr *)&sin, sizeof(sin));
+	if (ret)
+		ASSERT_EQ(EINPROGRESS, errno);
+	p.fd = c;
+	EXPECT_EQ(1, rpoll(&p, 1, 5000));
+	pthread_join(at, NULL);
+	for (i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	EXPECT_GT(1.0, cpu_seconds() - before);
+	for (i = 0; i < 4; i++) {
+		close(pipes[i][0]);
+		close(pipes[i][1]);
+	}
+	if (a >= 0)
+		rclose(a);
+	rclose(c);
+	rclose(l);
+}
+
+/*
+ * poll(2) takes as many fds as the process may open; rpoll() sleeps on
+ * one more (its eventfd), which must not turn that into EINVAL.
+ * rdma-core's rpoll() adds one too: no reference build.
+ */
+TEST(rpoll_at_the_fd_limit)
+{
+	struct pollfd fds[64];
+	struct rlimit old, lim;
+	int p[2], i, ret, err;
+
+	ASSERT_EQ(0, pipe(p));
+	for (i = 0; i < 64; i++)
+		fds[i] = (struct pollfd){ .fd = p[0], .events = POLLIN };
+	ASSERT_EQ(0, getrlimit(RLIMIT_NOFILE, &old));
+	lim = old;
+	lim.rlim_cur = 64;
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &lim));
+	ret = rpoll(fds, 64, 50);
+	err = errno;
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &old));
+	EXPECT_EQ(0, ret) TH_LOG("errno %d", err);
+	ASSERT_EQ(1, write(p[1], "x", 1));
+	EXPECT_EQ(64, rpoll(fds, 64, 50));
+	close(p[0]);
+	close(p[1]);
 }
 
 TEST_HARNESS_MAIN
