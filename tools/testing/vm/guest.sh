@@ -86,6 +86,9 @@ setup_rdma() {
 	if modules_installed; then
 		modprobe -a dummy rdma_rxe ib_uverbs rdma_ucm rdma_cm || return 1
 	fi
+	# The loopback, as on any machine: IP to the guest's own addresses
+	# (datagram rsockets' UDP, a preload's TCP fallback) goes through it.
+	ip link set lo up &&
 	ip link add "$KQP_TEST_NETDEV" type dummy &&
 	ip addr add "$KQP_TEST_ADDR/24" dev "$KQP_TEST_NETDEV" &&
 	ip link set "$KQP_TEST_NETDEV" up &&
@@ -106,6 +109,7 @@ setup_pair() {
 		[ -e /sys/class/net/eth0 ] && break
 		sleep 0.1
 	done
+	ip link set lo up &&
 	ip link set eth0 up &&
 	ip addr add "$addr/24" dev eth0 &&
 	rdma link add "$KQP_TEST_RDMA_DEV" type rxe netdev eth0 &&
