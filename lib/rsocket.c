@@ -17,8 +17,7 @@
  * New rsockets take rdma-core's defaults, or the machine's tunables in
  * /etc/rdma/rsocket/ as rdma-core reads them.
  *
- * Datagram rsockets are not implemented: rsocket(SOCK_DGRAM) fails with
- * ENOSYS.
+ * Datagram rsockets are rsocket_dgram.c's; the calls here hand them on.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -292,6 +291,8 @@ void krs_free(struct krs *rs)
 		       &rs->accept_fd };
 	unsigned int i;
 
+	if (rs->dg)
+		krs_dg_free(rs);
 	krs_free_ep(rs);
 	free(rs->route);
 	if (rs->id)
@@ -337,13 +338,14 @@ static void krs_set_qp_size(struct krs *rs)
 }
 
 /* The connection's QP, CQ and buffers, on the id's device. */
-int krs_create_ep(struct krs *rs)
+/*
+ * The completion channel, one CQ for both queues and a QP of @type on
+ * rs->id, every send signalled, with the queues' sizes and the rest of
+ * @attr's caps; @attr gets the caps written back.
+ */
+int krs_create_qp(struct krs *rs, enum ibv_qp_type type,
+		  struct ibv_qp_init_attr *attr)
 {
-	struct ibv_qp_init_attr attr = {};
-
-	krs_set_qp_size(rs);
-	if (rs->id->verbs->device->transport_type == IBV_TRANSPORT_IWARP)
-		return kqp_err(ENOTSUP);
 	rs->cch = ibv_create_comp_channel(rs->id->verbs);
 	if (!rs->cch || krs_set_nonblock(rs->cch->fd))
 		return -1;
@@ -351,17 +353,27 @@ int krs_create_ep(struct krs *rs)
 			       rs->cch, 0);
 	if (!rs->cq)
 		return -1;
-	attr.qp_context = rs;
-	attr.send_cq = rs->cq;
-	attr.recv_cq = rs->cq;
-	attr.qp_type = IBV_QPT_RC;
-	attr.sq_sig_all = 1;
-	attr.cap.max_send_wr = rs->sq_size;
-	attr.cap.max_recv_wr = rs->rq_size;
+	attr->qp_context = rs;
+	attr->send_cq = rs->cq;
+	attr->recv_cq = rs->cq;
+	attr->qp_type = type;
+	attr->sq_sig_all = 1;
+	attr->cap.max_send_wr = rs->sq_size;
+	attr->cap.max_recv_wr = rs->rq_size;
+	return rdma_create_qp(rs->id, NULL, attr);
+}
+
+int krs_create_ep(struct krs *rs)
+{
+	struct ibv_qp_init_attr attr = {};
+
+	krs_set_qp_size(rs);
+	if (rs->id->verbs->device->transport_type == IBV_TRANSPORT_IWARP)
+		return kqp_err(ENOTSUP);
 	attr.cap.max_send_sge = 2;
 	attr.cap.max_recv_sge = 1;
 	attr.cap.max_inline_data = rs->sq_inline;
-	if (rdma_create_qp(rs->id, NULL, &attr))
+	if (krs_create_qp(rs, IBV_QPT_RC, &attr))
 		return -1;
 	rs->sq_inline = attr.cap.max_inline_data;
 	return krs_init_bufs(rs);
@@ -558,9 +570,15 @@ int krs_connect_step(struct krs *rs, bool nonblock)
 	}
 }
 
-/* What rpoll() waits on for @rs: the CQ's channel once connected. */
+/*
+ * What rpoll() waits on for @rs: the CQ's channel once connected (a
+ * datagram rsocket's once it has a QP; what comes over UDP wakes rpoll()
+ * through krs_poll_wake()).
+ */
 int krs_wait_fd(const struct krs *rs)
 {
+	if (rs->dg)
+		return rs->cch ? rs->cch->fd : -1;
 	if (rs->state == KRS_LISTENING)
 		return rs->accept_queue[0];
 	if ((rs->state & (KRS_CONNECTED | KRS_DISCONNECTED | KRS_ERROR)) &&
@@ -575,8 +593,11 @@ KQP_EXPORT int rsocket(int domain, int type, int protocol)
 
 	if (domain != AF_INET && domain != AF_INET6)
 		return kqp_err(EAFNOSUPPORT);
-	if (type == SOCK_DGRAM)
-		return kqp_err(ENOSYS);
+	if (type == SOCK_DGRAM) {
+		if (protocol && protocol != IPPROTO_UDP)
+			return kqp_err(ENOTSUP);
+		return krs_dg_socket(domain);
+	}
 	if (type != SOCK_STREAM || (protocol && protocol != IPPROTO_TCP))
 		return kqp_err(ENOTSUP);
 	rs = krs_alloc(NULL, domain);
@@ -612,7 +633,9 @@ KQP_EXPORT int rbind(int s, const struct sockaddr *addr, socklen_t addrlen)
 	rs = krs_get(s);
 	if (!rs)
 		return -1;
-	if (rs->state != KRS_INIT) {
+	if (rs->dg) {
+		ret = krs_dg_bind(rs, addr, addrlen);
+	} else if (rs->state != KRS_INIT) {
 		ret = kqp_err(EINVAL);
 	} else {
 		ret = rdma_bind_addr(rs->id, (struct sockaddr *)addr);
@@ -633,6 +656,10 @@ KQP_EXPORT int rconnect(int s, const struct sockaddr *addr, socklen_t addrlen)
 	rs = krs_get(s);
 	if (!rs)
 		return -1;
+	if (rs->dg) {
+		ret = krs_dg_connect(rs, addr, addrlen);
+		goto out;
+	}
 	if (rs->state == KRS_INIT || rs->state == KRS_BOUND) {
 		memcpy(&rs->dst, addr, addrlen);
 		if (rdma_resolve_addr(rs->id, NULL, (struct sockaddr *)&rs->dst,
@@ -667,7 +694,7 @@ KQP_EXPORT int rshutdown(int s, int how)
 	rs = krs_get(s);
 	if (!rs)
 		return -1;
-	ret = krs_shutdown(rs, how);
+	ret = rs->dg ? krs_dg_shutdown(rs, how) : krs_shutdown(rs, how);
 	krs_put(rs);
 	return ret;
 }
@@ -683,7 +710,8 @@ KQP_EXPORT int rshutdown(int s, int how)
 static void krs_forget_parents(struct krs *rs)
 {
 	int fds[] = { rs->ch ? rs->ch->fd : -1, rs->cch ? rs->cch->fd : -1,
-		      rs->accept_queue[0], rs->accept_queue[1], rs->accept_fd };
+		      rs->accept_queue[0], rs->accept_queue[1], rs->accept_fd,
+		      rs->dg ? rs->index : -1 };
 	unsigned int i;
 
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
@@ -720,7 +748,9 @@ int krs_close(int s, bool graceful)
 	pthread_mutex_lock(&rs->lock);
 	if (rs->svc)
 		krs_svc_forget(rs);
-	if (graceful && (rs->state & KRS_CONNECTED))
+	if (rs->dg)
+		krs_dg_close(rs);
+	else if (graceful && (rs->state & KRS_CONNECTED))
 		krs_shutdown(rs, SHUT_RDWR);
 	else if (rs->id && rs->id->qp)
 		rdma_disconnect(rs->id);
@@ -757,16 +787,21 @@ KQP_EXPORT int rgetpeername(int s, struct sockaddr *addr, socklen_t *addrlen)
 
 	if (!rs)
 		return -1;
-	ret = rs->state & (KRS_OPENING | KRS_CONNECTED | KRS_DISCONNECTED) ?
-	      krs_copy_addr(addr, addrlen, rdma_get_peer_addr(rs->id)) :
-	      kqp_err(ENOTCONN);
+	if (rs->dg)
+		ret = getpeername(rs->index, addr, addrlen);
+	else
+		ret = rs->state &
+		      (KRS_OPENING | KRS_CONNECTED | KRS_DISCONNECTED) ?
+		      krs_copy_addr(addr, addrlen, rdma_get_peer_addr(rs->id)) :
+		      kqp_err(ENOTCONN);
 	krs_put(rs);
 	return ret;
 }
 
 KQP_EXPORT int rgetsockname(int s, struct sockaddr *addr, socklen_t *addrlen)
 {
-	return KRS_CALL(s, rs, krs_copy_addr(addr, addrlen, rdma_get_local_addr(rs->id)));
+	return KRS_CALL(s, rs, rs->dg ? getsockname(rs->index, addr, addrlen) :
+			       krs_copy_addr(addr, addrlen, rdma_get_local_addr(rs->id)));
 }
 
 /* An option's bit in its level's set, when it is a yes-or-no one. */
@@ -999,7 +1034,9 @@ static int krs_setsockopt(struct krs *rs, int level, int optname,
 KQP_EXPORT int rsetsockopt(int s, int level, int optname, const void *optval,
 			   socklen_t optlen)
 {
-	return KRS_CALL(s, rs, krs_setsockopt(rs, level, optname, optval, optlen));
+	return KRS_CALL(s, rs, rs->dg ?
+			krs_dg_setsockopt(rs, level, optname, optval, optlen) :
+			krs_setsockopt(rs, level, optname, optval, optlen));
 }
 
 static int krs_getsockopt(struct krs *rs, int level, int optname,
@@ -1088,7 +1125,9 @@ static int krs_getsockopt(struct krs *rs, int level, int optname,
 KQP_EXPORT int rgetsockopt(int s, int level, int optname, void *optval,
 			   socklen_t *optlen)
 {
-	return KRS_CALL(s, rs, krs_getsockopt(rs, level, optname, optval, optlen));
+	return KRS_CALL(s, rs, rs->dg ?
+			krs_dg_getsockopt(rs, level, optname, optval, optlen) :
+			krs_getsockopt(rs, level, optname, optval, optlen));
 }
 
 KQP_EXPORT int rfcntl(int s, int cmd, ...)

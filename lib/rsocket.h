@@ -149,9 +149,12 @@ enum {
 	KRS_ERROR = 0x2000,
 };
 
+struct krs_dg;
+
 /**
- * struct krs - one stream rsocket
- * @index: what the caller holds: the fd of @ch, as rdma-core's
+ * struct krs - one rsocket
+ * @index: what the caller holds: the fd of @ch, as rdma-core's (of the
+ *	UDP socket for a datagram one)
  * @ref: one for the table and one for each call using it, under the
  *	table's lock; the last one frees it
  * @closed: rclose() took it out of the table
@@ -252,6 +255,9 @@ struct krs {
 	struct sockaddr_storage dst;
 	int accept_queue[2];
 	int accept_fd;
+
+	/* A datagram rsocket's own (rsocket_dgram.c); NULL for a stream one. */
+	struct krs_dg *dg;
 };
 
 /* rsocket.c */
@@ -259,6 +265,8 @@ int krs_insert(struct krs *rs);
 struct krs *krs_alloc(const struct krs *parent, int domain);
 void krs_free(struct krs *rs);
 int krs_new_channel(struct krs *rs);
+int krs_create_qp(struct krs *rs, enum ibv_qp_type type,
+		  struct ibv_qp_init_attr *attr);
 int krs_create_ep(struct krs *rs);
 int krs_set_nonblock(int fd);
 int krs_wait_readable(int fd, int ms);
@@ -271,6 +279,25 @@ int krs_drain_cm(struct krs *rs);
 int krs_wait_fd(const struct krs *rs);
 void krs_state_moved(const struct krs *rs, int before);
 
+/* rsocket_dgram.c */
+int krs_dg_socket(int domain);
+int krs_dg_bind(struct krs *rs, const struct sockaddr *addr, socklen_t len);
+int krs_dg_connect(struct krs *rs, const struct sockaddr *addr,
+		   socklen_t len);
+ssize_t krs_dg_sendv(struct krs *rs, const struct iovec *iov, int iovcnt,
+		     int flags, const struct sockaddr *to, socklen_t tolen);
+ssize_t krs_dg_recv(struct krs *rs, void *buf, size_t len, int flags,
+		    struct sockaddr *from, socklen_t *fromlen);
+short krs_dg_poll(struct krs *rs, short events);
+void krs_dg_svc(struct krs *rs);
+void krs_dg_close(struct krs *rs);
+int krs_dg_shutdown(struct krs *rs, int how);
+void krs_dg_free(struct krs *rs);
+int krs_dg_setsockopt(struct krs *rs, int level, int optname,
+		      const void *optval, socklen_t optlen);
+int krs_dg_getsockopt(struct krs *rs, int level, int optname, void *optval,
+		      socklen_t *optlen);
+
 /* rsocket_poll.c */
 void krs_poll_wake(void);
 void krs_poll_lock(void);
@@ -282,6 +309,7 @@ enum {
 	KRS_SVC_LISTENER = 1 << 0,	/* accepts its connect requests */
 	KRS_SVC_CM = 1 << 1,		/* takes its connection's events */
 	KRS_SVC_KEEPALIVE = 1 << 2,	/* sends its keep-alives */
+	KRS_SVC_DGRAM = 1 << 3,		/* reads its UDP socket */
 };
 
 int krs_svc_add(struct krs *rs, unsigned int what);

@@ -243,7 +243,9 @@ static void *krs_svc_run(void *arg)
 			struct krs *ls;
 			int before;
 
-			if (!fds[i + 1].revents && (listener || now == last))
+			if (!fds[i + 1].revents &&
+			    (listener || (ids[i].what & KRS_SVC_DGRAM) ||
+			     now == last))
 				continue;
 			ls = krs_get(ids[i].index);
 			if (!ls) {
@@ -256,6 +258,8 @@ static void *krs_svc_run(void *arg)
 				;
 			else if (listener && ls->state == KRS_LISTENING)
 				krs_svc_listener(ls);
+			else if (ids[i].what & KRS_SVC_DGRAM)
+				krs_dg_svc(ls);
 			else if (ids[i].what & KRS_SVC_CM)
 				gone = krs_svc_cm(ls);
 			if (!ls->closed && !gone &&
@@ -398,6 +402,10 @@ KQP_EXPORT int rlisten(int s, int backlog)
 
 	if (!rs)
 		return -1;
+	if (rs->dg) {
+		ret = kqp_err(EOPNOTSUPP);
+		goto out;
+	}
 	if (rs->state == KRS_LISTENING)
 		goto out;
 	if (rs->state != KRS_INIT && rs->state != KRS_BOUND) {

@@ -707,6 +707,8 @@ static ssize_t krs_sendv(struct krs *rs, const struct iovec *iov, int iovcnt,
 	uint32_t xfer, room, olen = KRS_OLAP_START;
 	int ret = 0;
 
+	if (rs->dg)
+		return krs_dg_sendv(rs, iov, iovcnt, flags, NULL, 0);
 	while (iovcnt && !iov->iov_len) {
 		iov++;
 		iovcnt--;
@@ -784,6 +786,8 @@ static ssize_t krs_recv(struct krs *rs, void *buf, size_t len, int flags)
 	uint32_t n;
 	int ret = 0;
 
+	if (rs->dg)
+		return krs_dg_recv(rs, buf, len, flags, NULL, NULL);
 	if (krs_finish_connect(rs, flags))
 		return -1;
 	if (!(rs->state & (KRS_CONNECTED | KRS_DISCONNECTED | KRS_ERROR)))
@@ -883,9 +887,19 @@ KQP_EXPORT ssize_t rsend(int s, const void *buf, size_t len, int flags)
 KQP_EXPORT ssize_t rsendto(int s, const void *buf, size_t len, int flags,
 			   const struct sockaddr *dest_addr, socklen_t addrlen)
 {
-	if (dest_addr || addrlen)
-		return kqp_err(EISCONN);
-	return rsend(s, buf, len, flags);
+	struct iovec iov = { (void *)buf, len };
+	struct krs *rs;
+	ssize_t ret;
+
+	if (!dest_addr && !addrlen)
+		return rsend(s, buf, len, flags);
+	rs = krs_get(s);
+	if (!rs)
+		return -1;
+	ret = rs->dg ? krs_dg_sendv(rs, &iov, 1, flags, dest_addr, addrlen) :
+		       kqp_err(EISCONN);
+	krs_put(rs);
+	return ret;
 }
 
 static ssize_t krs_sendv_call(int s, const struct iovec *iov, int iovcnt,
@@ -910,6 +924,23 @@ KQP_EXPORT ssize_t rsendmsg(int s, const struct msghdr *msg, int flags)
 		return kqp_err(EINVAL);
 	if (msg->msg_control && msg->msg_controllen)
 		return kqp_err(ENOTSUP);
+	if (msg->msg_name) {
+		struct krs *rs;
+		ssize_t ret;
+
+		if (msg->msg_iovlen > IOV_MAX ||
+		    (msg->msg_iovlen && !msg->msg_iov))
+			return kqp_err(EINVAL);
+		rs = krs_get(s);
+		if (!rs)
+			return -1;
+		ret = rs->dg ? krs_dg_sendv(rs, msg->msg_iov,
+					    (int)msg->msg_iovlen, flags,
+					    msg->msg_name, msg->msg_namelen) :
+			       kqp_err(EISCONN);
+		krs_put(rs);
+		return ret;
+	}
 	return krs_sendv_call(s, msg->msg_iov, (int)msg->msg_iovlen, flags);
 }
 
@@ -938,7 +969,18 @@ KQP_EXPORT ssize_t rrecv(int s, void *buf, size_t len, int flags)
 KQP_EXPORT ssize_t rrecvfrom(int s, void *buf, size_t len, int flags,
 			     struct sockaddr *src_addr, socklen_t *addrlen)
 {
-	ssize_t ret = rrecv(s, buf, len, flags);
+	struct krs *rs = krs_get(s);
+	ssize_t ret;
+
+	if (!rs)
+		return -1;
+	if (rs->dg) {
+		ret = krs_dg_recv(rs, buf, len, flags, src_addr, addrlen);
+		krs_put(rs);
+		return ret;
+	}
+	krs_put(rs);
+	ret = rrecv(s, buf, len, flags);
 
 	if (ret > 0 && src_addr && addrlen)
 		rgetpeername(s, src_addr, addrlen);

@@ -159,6 +159,8 @@ static off_t krs_iomap(struct krs *rs, void *buf, size_t len, int prot,
 	int access = IBV_ACCESS_LOCAL_WRITE;
 	struct krs_iomr *m, **tail;
 
+	if (rs->dg)
+		return kqp_err(EOPNOTSUPP);
 	if (!rs->id || !rs->id->pd || (prot & ~PROT_WRITE) || flags ||
 	    !buf || !len || len > UINT32_MAX || offset < -1)
 		return kqp_err(EINVAL);
@@ -260,6 +262,8 @@ static ssize_t krs_iowrite(struct krs *rs, const void *buf, size_t count,
 	bool have = false;
 	int ret = 0;
 
+	if (rs->dg)
+		return kqp_err(EOPNOTSUPP);
 	if (krs_send_start(rs, flags))
 		return -1;
 	if (count && !buf)

@@ -177,6 +177,8 @@ static short krs_poll_rs(struct krs *rs, short events)
 {
 	short revents = 0;
 
+	if (rs->dg)
+		return krs_dg_poll(rs, events);
 	if (rs->state == KRS_LISTENING) {
 		struct pollfd p = { .fd = rs->accept_queue[0], .events = POLLIN };
 
