@@ -96,13 +96,20 @@ roles() {
 
 # wait_listen PORT PID [ADDR]: until an RDMA CM id listens on PORT
 # (rdma_cm lists it, whoever made it), on ADDR if given, on any address
-# otherwise, while PID lives; at most a minute.
+# otherwise, while PID lives; at most a minute.  With KQP_LISTEN_UDP=1,
+# until a UDP socket is bound to PORT instead.
 wait_listen() {
 	local addr=${3:-[^ ]*}
 
 	for _ in $(seq 1 600); do
-		rdma res show cm_id 2>/dev/null |
-			grep -q "state LISTEN .*src-addr $addr:$1 " && return 0
+		# A datagram server (KQP_LISTEN_UDP=1) only binds its socket.
+		if [ "${KQP_LISTEN_UDP:-0}" = 1 ]; then
+			ss -Hlun "sport = :$1" 2>/dev/null | grep -q . &&
+				return 0
+		elif rdma res show cm_id 2>/dev/null |
+			grep -q "state LISTEN .*src-addr $addr:$1 "; then
+			return 0
+		fi
 		kill -0 "$2" 2>/dev/null || return 1
 		sleep 0.1
 	done
