@@ -902,8 +902,10 @@ KQP_EXPORT ssize_t rsendto(int s, const void *buf, size_t len, int flags,
 	return ret;
 }
 
+/* A stream rsocket ignores @to, as a TCP socket does. */
 static ssize_t krs_sendv_call(int s, const struct iovec *iov, int iovcnt,
-			      int flags)
+			      int flags, const struct sockaddr *to,
+			      socklen_t tolen)
 {
 	struct krs *rs;
 	ssize_t ret;
@@ -913,7 +915,8 @@ static ssize_t krs_sendv_call(int s, const struct iovec *iov, int iovcnt,
 	rs = krs_get(s);
 	if (!rs)
 		return -1;
-	ret = krs_sendv(rs, iov, iovcnt, flags);
+	ret = rs->dg && to ? krs_dg_sendv(rs, iov, iovcnt, flags, to, tolen) :
+			     krs_sendv(rs, iov, iovcnt, flags);
 	krs_put(rs);
 	return ret;
 }
@@ -924,24 +927,8 @@ KQP_EXPORT ssize_t rsendmsg(int s, const struct msghdr *msg, int flags)
 		return kqp_err(EINVAL);
 	if (msg->msg_control && msg->msg_controllen)
 		return kqp_err(ENOTSUP);
-	if (msg->msg_name) {
-		struct krs *rs;
-		ssize_t ret;
-
-		if (msg->msg_iovlen > IOV_MAX ||
-		    (msg->msg_iovlen && !msg->msg_iov))
-			return kqp_err(EINVAL);
-		rs = krs_get(s);
-		if (!rs)
-			return -1;
-		ret = rs->dg ? krs_dg_sendv(rs, msg->msg_iov,
-					    (int)msg->msg_iovlen, flags,
-					    msg->msg_name, msg->msg_namelen) :
-			       kqp_err(EISCONN);
-		krs_put(rs);
-		return ret;
-	}
-	return krs_sendv_call(s, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	return krs_sendv_call(s, msg->msg_iov, (int)msg->msg_iovlen, flags,
+			      msg->msg_name, msg->msg_namelen);
 }
 
 KQP_EXPORT ssize_t rwrite(int s, const void *buf, size_t count)
@@ -951,7 +938,7 @@ KQP_EXPORT ssize_t rwrite(int s, const void *buf, size_t count)
 
 KQP_EXPORT ssize_t rwritev(int s, const struct iovec *iov, int iovcnt)
 {
-	return krs_sendv_call(s, iov, iovcnt, 0);
+	return krs_sendv_call(s, iov, iovcnt, 0, NULL, 0);
 }
 
 KQP_EXPORT ssize_t rrecv(int s, void *buf, size_t len, int flags)
@@ -979,9 +966,8 @@ KQP_EXPORT ssize_t rrecvfrom(int s, void *buf, size_t len, int flags,
 		krs_put(rs);
 		return ret;
 	}
+	ret = krs_recv(rs, buf, len, flags);
 	krs_put(rs);
-	ret = rrecv(s, buf, len, flags);
-
 	if (ret > 0 && src_addr && addrlen)
 		rgetpeername(s, src_addr, addrlen);
 	return ret;
