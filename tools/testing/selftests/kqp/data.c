@@ -1230,19 +1230,11 @@ TEST_F_TIMEOUT(data, receive_there_before_peer_is_told, 120)
 static long long rnr_naks(struct ibv_qp *qp)
 {
 	char path[256];
-	long long n = -1;
-	FILE *f;
 
 	snprintf(path, sizeof(path),
 		 "/sys/class/infiniband/%s/ports/1/hw_counters/rcvd_rnr_err",
 		 ibv_get_device_name(qp->context->device));
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &n) != 1)
-		n = -1;
-	fclose(f);
-	return n;
+	return kqp_test_read_ll(path);
 }
 
 /*

@@ -43,23 +43,14 @@ static int dg_bound(struct sockaddr_in *sin)
 }
 
 /* rxe's sent packets, or -1 where the counter is not there. */
-static long rxe_sent(void)
+static long long rxe_sent(void)
 {
-	const char *dev = getenv("KQP_TEST_RDMA_DEV");
 	char path[256];
-	long v = -1;
-	FILE *f;
 
 	snprintf(path, sizeof(path),
 		 "/sys/class/infiniband/%s/ports/1/hw_counters/sent_pkts",
-		 dev ? dev : "rxe0");
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+		 kqp_test_rdma_dev());
+	return kqp_test_read_ll(path);
 }
 
 /* A datagram on @s within 5 s, from rrecvfrom(); -1 on timeout. */
@@ -86,7 +77,7 @@ TEST(round_trips)
 	struct sockaddr_in sin = cm_addr(port), me, from;
 	uint8_t out[512], in[600];
 	socklen_t len = sizeof(me);
-	long pkts = rxe_sent();
+	long long pkts = rxe_sent();
 	int s, c, i, j, n;
 
 	s = dg_bound(&sin);

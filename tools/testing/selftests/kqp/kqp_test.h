@@ -92,6 +92,20 @@ static inline const char *kqp_test_netdev(void)
 	return s ? s : "kqp0";
 }
 
+/* The number a sysfs or cgroup file holds, or -1 when there is none. */
+static inline long long kqp_test_read_ll(const char *path)
+{
+	long long v = -1;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
 /* ioctl() that returns 0 or the errno, so tests can compare errnos. */
 static inline int kqp_test_ioctl(int fd, unsigned long req, void *arg)
 {

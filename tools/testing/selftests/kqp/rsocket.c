@@ -22,6 +22,7 @@
 #include <rdma/rsocket.h>
 
 #include "cm_test.h"
+#include "rsocket_test.h"
 
 #define BIG	(1 << 20)
 #define IOMAP	8	/* iomap entries each end gives its peer */
@@ -346,14 +347,6 @@ TEST_F(conn, fork_child_send)
 	EXPECT_EQ(CHILD_REFUSED, res[1]);
 }
 
-static void *accept_one(void *arg)
-{
-	int *s = arg;
-
-	*s = raccept(*s, NULL, NULL);
-	return NULL;
-}
-
 /*
  * nc's connect: non-blocking, then at once rpoll() for POLLOUT while the
  * peer accepts.  The library's background thread may take the connect's
@@ -367,26 +360,15 @@ TEST(nonblocking_connect_rpoll)
 	uint16_t port = cm_port();
 	struct sockaddr_in sin = cm_addr(port);
 	int l = rs_listen(port), i, c, a, err, ret;
-	struct pollfd p = { .events = POLLOUT };
 	socklen_t len;
-	pthread_t t;
+	short rev;
 
 	ASSERT_LE(0, l);
 	for (i = 0; i < 20; i++) {
-		c = rsocket(AF_INET, SOCK_STREAM, 0);
-		ASSERT_LE(0, c);
-		ASSERT_EQ(0, rfcntl(c, F_SETFL, O_NONBLOCK));
-		a = l;
-		ASSERT_EQ(0, pthread_create(&t, NULL, accept_one, &a));
-		ret = rconnect(c, (struct sockaddr *)&sin, sizeof(sin));
-		if (ret)
-			ASSERT_EQ(EINPROGRESS, errno);
-		p.fd = c;
-		p.revents = 0;
-		ret = rpoll(&p, 1, 5000);
-		pthread_join(t, NULL);
-		ASSERT_EQ(1, ret) TH_LOG("round %d: no POLLOUT in 5 s", i);
-		ASSERT_TRUE(p.revents & POLLOUT);
+		ret = rs_connect_polled(l, &sin, 5000, &c, &a, &rev);
+		ASSERT_EQ(1, ret) TH_LOG("round %d: %s", i,
+					 ret ? strerror(errno) : "no POLLOUT in 5 s");
+		ASSERT_TRUE(rev & POLLOUT);
 		err = -1;
 		len = sizeof(err);
 		ASSERT_EQ(0, rgetsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len));

@@ -29,6 +29,7 @@
 #include <rdma/rsocket.h>
 
 #include "cm_test.h"
+#include "rsocket_test.h"
 
 struct wire_sge {
 	uint64_t addr;
@@ -345,15 +346,6 @@ TEST_F(hostile, bad_then_disconnect)
 	ASSERT_EQ(0, raw_write_imm(&self->r, OP(7, 0), 0, 0));
 	EXPECT_EQ(0, drain_to_error(self->a, &err));
 	EXPECT_EQ(EPROTO, err);
-}
-
-static void *accept_one(void *arg)
-{
-	int *s = arg, ret;
-
-	ret = raccept(*s, NULL, NULL);
-	*s = ret < 0 ? -errno : ret;
-	return NULL;
 }
 
 /* rclose() of a listener another thread waits in raccept() on. */
@@ -1054,7 +1046,7 @@ TEST(rpoll_eventfd_reused)
 	int l, c, a, i, fd = -1, file, ret;
 	char name[] = "/tmp/kqp-evXXXXXX";
 	struct stat st;
-	pthread_t t;
+	short rev;
 
 	l = rsocket(AF_INET, SOCK_STREAM, 0);
 	ASSERT_LE(0, l);
@@ -1079,20 +1071,9 @@ TEST(rpoll_eventfd_reused)
 	close(file);
 
 	for (i = 0; i < 20; i++) {
-		c = rsocket(AF_INET, SOCK_STREAM, 0);
-		ASSERT_LE(0, c);
-		ASSERT_EQ(0, rfcntl(c, F_SETFL, O_NONBLOCK));
-		a = l;
-		ASSERT_EQ(0, pthread_create(&t, NULL, accept_one, &a));
-		ret = rconnect(c, (struct sockaddr *)&sin, sizeof(sin));
-		if (ret)
-			ASSERT_EQ(EINPROGRESS, errno);
-		p.fd = c;
-		p.revents = 0;
-		ret = rpoll(&p, 1, 5000);
-		pthread_join(t, NULL);
+		ret = rs_connect_polled(l, &sin, 5000, &c, &a, &rev);
 		ASSERT_EQ(1, ret) TH_LOG("round %d", i);
-		ASSERT_TRUE(p.revents & POLLOUT);
+		ASSERT_TRUE(rev & POLLOUT);
 		ASSERT_LE(0, a);
 		rclose(a);
 		rclose(c);
@@ -1122,10 +1103,10 @@ TEST(rpoll_sleepers_settle)
 {
 	uint16_t port = cm_port();
 	struct sockaddr_in sin = cm_addr(port);
-	struct pollfd p = { .events = POLLOUT };
-	int pipes[4][2], l, c, a, i, ret;
-	pthread_t t[4], at;
+	int pipes[4][2], l, c, a, i;
+	pthread_t t[4];
 	double before;
+	short rev;
 
 	l = rsocket(AF_INET, SOCK_STREAM, 0);
 	ASSERT_LE(0, l);
@@ -1138,17 +1119,7 @@ TEST(rpoll_sleepers_settle)
 	}
 	usleep(200000);
 	before = cpu_seconds();
-	c = rsocket(AF_INET, SOCK_STREAM, 0);
-	ASSERT_LE(0, c);
-	ASSERT_EQ(0, rfcntl(c, F_SETFL, O_NONBLOCK));
-	a = l;
-	ASSERT_EQ(0, pthread_create(&at, NULL, accept_one, &a));
-	ret = rconnect(c, (struct sockaddr *)&sin, sizeof(sin));
-	if (ret)
-		ASSERT_EQ(EINPROGRESS, errno);
-	p.fd = c;
-	EXPECT_EQ(1, rpoll(&p, 1, 5000));
-	pthread_join(at, NULL);
+	EXPECT_EQ(1, rs_connect_polled(l, &sin, 5000, &c, &a, &rev));
 	for (i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
 	EXPECT_GT(1.0, cpu_seconds() - before);

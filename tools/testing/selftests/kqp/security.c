@@ -723,17 +723,9 @@ TEST_F_TIMEOUT(slow, relisten_keeps_backlog, 120)
 static long long memcg_current(const char *cg)
 {
 	char path[256];
-	long long v = -1;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/memory.current", cg);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+	return kqp_test_read_ll(path);
 }
 
 static int cgroup2_mount(void)
