@@ -1,1 +1,0 @@
-preload/preload.o: preload/preload.c
