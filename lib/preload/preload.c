@@ -22,7 +22,8 @@
  * (an rsocket cannot be waited on by epoll); ppoll(), pselect(),
  * sendfile(), splice(), stdio and the fortified __*_chk calls see the
  * stand-in; a fork child's calls on its parent's rsockets fail with
- * EPERM, as libkqp's rsockets do.
+ * EPERM, as libkqp's rsockets do.  Fork mode (RDMAV_FORK_SAFE=1, see
+ * pl_fork_finish()) lets a child make its connections after the fork.
  *
  * The table maps a number to its struct pl_sock.  Its blocks are never
  * freed, so whether a number is there at all is read without a lock, and
@@ -42,6 +43,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -54,12 +56,56 @@
 #include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <rdma/rsocket.h>
 
 #define PL_EXPORT __attribute__((visibility("default")))
+
+/*
+ * libkqp's rsockets, always.  A program linked with librdmacm (rstream
+ * -T s) has rdma-core's rsocket() ahead of libkqp's in the global scope,
+ * where a plain call from here would find it; pl_init() takes each of
+ * these from libkqp.so.1 itself, and every r*() call below goes through
+ * them.  Without them (no libkqp), sockets stay plain.
+ */
+#define PL_RS_API(X)							\
+	X(rsocket) X(rbind) X(rlisten) X(raccept) X(rconnect)		\
+	X(rshutdown) X(rclose) X(rrecv) X(rrecvfrom) X(rrecvmsg)	\
+	X(rsend) X(rsendto) X(rsendmsg) X(rread) X(rreadv) X(rwrite)	\
+	X(rwritev) X(rpoll) X(rgetpeername) X(rgetsockname)		\
+	X(rsetsockopt) X(rgetsockopt) X(rfcntl)
+#define PL_RS_PTR(name) __typeof__(name) *name;
+static struct {
+	PL_RS_API(PL_RS_PTR)
+} kqp_rs;
+static bool pl_rs_ok;
+
+#define rsocket(...)		kqp_rs.rsocket(__VA_ARGS__)
+#define rbind(...)		kqp_rs.rbind(__VA_ARGS__)
+#define rlisten(...)		kqp_rs.rlisten(__VA_ARGS__)
+#define raccept(...)		kqp_rs.raccept(__VA_ARGS__)
+#define rconnect(...)		kqp_rs.rconnect(__VA_ARGS__)
+#define rshutdown(...)		kqp_rs.rshutdown(__VA_ARGS__)
+#define rclose(...)		kqp_rs.rclose(__VA_ARGS__)
+#define rrecv(...)		kqp_rs.rrecv(__VA_ARGS__)
+#define rrecvfrom(...)		kqp_rs.rrecvfrom(__VA_ARGS__)
+#define rrecvmsg(...)		kqp_rs.rrecvmsg(__VA_ARGS__)
+#define rsend(...)		kqp_rs.rsend(__VA_ARGS__)
+#define rsendto(...)		kqp_rs.rsendto(__VA_ARGS__)
+#define rsendmsg(...)		kqp_rs.rsendmsg(__VA_ARGS__)
+#define rread(...)		kqp_rs.rread(__VA_ARGS__)
+#define rreadv(...)		kqp_rs.rreadv(__VA_ARGS__)
+#define rwrite(...)		kqp_rs.rwrite(__VA_ARGS__)
+#define rwritev(...)		kqp_rs.rwritev(__VA_ARGS__)
+#define rpoll(...)		kqp_rs.rpoll(__VA_ARGS__)
+#define rgetpeername(...)	kqp_rs.rgetpeername(__VA_ARGS__)
+#define rgetsockname(...)	kqp_rs.rgetsockname(__VA_ARGS__)
+#define rsetsockopt(...)	kqp_rs.rsetsockopt(__VA_ARGS__)
+#define rgetsockopt(...)	kqp_rs.rgetsockopt(__VA_ARGS__)
+#define rfcntl(...)		kqp_rs.rfcntl(__VA_ARGS__)
 
 /* One rsocket, and the numbers dup() made of its stand-in. */
 struct pl_sock {
@@ -116,6 +162,9 @@ static struct {
 /* rsocket() may make sockets of its own: those are always real. */
 static __thread bool pl_inside;
 
+/* RDMAV_FORK_SAFE: fork mode (see pl_fork_finish()); set once, at load. */
+static bool pl_fork_on;
+
 /* A fork child gets the table's lock free, whoever held it. */
 static void pl_fork_prepare(void)
 {
@@ -127,11 +176,21 @@ static void pl_fork_done(void)
 	pthread_mutex_unlock(&pl_lock);
 }
 
+static void pl_fork_child(void);
+
 #define PL_REAL(name) \
 	(real.name = dlsym(RTLD_NEXT, #name))
+#define PL_RS_SYM(name) \
+	pl_rs_ok = pl_rs_ok && (kqp_rs.name = dlsym(kqp, #name));
 
 static void pl_init(void)
 {
+	void *kqp = dlopen("libkqp.so.1", RTLD_NOW | RTLD_NOLOAD);
+
+	if (!kqp)
+		kqp = dlopen("libkqp.so.1", RTLD_NOW);
+	pl_rs_ok = kqp;
+	PL_RS_API(PL_RS_SYM)
 	PL_REAL(socket);
 	PL_REAL(connect);
 	PL_REAL(close);
@@ -165,7 +224,9 @@ static void pl_init(void)
 	PL_REAL(send);
 	PL_REAL(sendto);
 	PL_REAL(sendmsg);
-	pthread_atfork(pl_fork_prepare, pl_fork_done, pl_fork_done);
+	pthread_atfork(pl_fork_prepare, pl_fork_done, pl_fork_child);
+	pl_fork_on = pl_rs_ok && getenv("RDMAV_FORK_SAFE") &&
+		     atoi(getenv("RDMAV_FORK_SAFE"));
 }
 
 /*
@@ -243,33 +304,44 @@ static int pl_put(struct pl_sock *s)
 }
 
 /*
- * Put @s (with a reference the table now owns; or NULL) at @fd, and drop
- * what was there.  -1 with ENOMEM or EMFILE, @s untouched.
+ * pl_install() under pl_lock: what was at @fd goes to *@old, for the
+ * caller to pl_put() once the lock is dropped.
  */
-static int pl_install(int fd, struct pl_sock *s)
+static int pl_install_locked(int fd, struct pl_sock *s, struct pl_sock **old)
 {
-	_Atomic(struct pl_sock *) *slot;
-	struct pl_sock *old;
+	_Atomic(struct pl_sock *) *slot = pl_slot(fd, s);
 
-	pthread_mutex_lock(&pl_lock);
-	slot = pl_slot(fd, s);
+	*old = NULL;
 	if (!slot) {
-		pthread_mutex_unlock(&pl_lock);
 		if (!s)
 			return 0;
 		errno = fd < 0 || fd >= PL_BLOCK * PL_BLOCKS ? EMFILE : ENOMEM;
 		return -1;
 	}
-	old = atomic_load_explicit(slot, memory_order_relaxed);
+	*old = atomic_load_explicit(slot, memory_order_relaxed);
 	atomic_store_explicit(slot, s, memory_order_relaxed);
 	if (s)
 		s->nums++;
-	if (old)
-		old->nums--;
+	if (*old)
+		(*old)->nums--;
+	return 0;
+}
+
+/*
+ * Put @s (with a reference the table now owns; or NULL) at @fd, and drop
+ * what was there.  -1 with ENOMEM or EMFILE, @s untouched.
+ */
+static int pl_install(int fd, struct pl_sock *s)
+{
+	struct pl_sock *old;
+	int ret;
+
+	pthread_mutex_lock(&pl_lock);
+	ret = pl_install_locked(fd, s, &old);
 	pthread_mutex_unlock(&pl_lock);
 	if (old)
 		pl_put(old);
-	return 0;
+	return ret;
 }
 
 /* Take @fd out of the table; the rsocket goes with its last reference. */
@@ -322,14 +394,381 @@ static int pl_new(int fd, int rs, bool nonblock)
 	return fd;
 }
 
+/*
+ * Fork mode (RDMAV_FORK_SAFE=1), as librspreload's: a TCP socket stays a
+ * real one until its first data call (pl_fork_finish()), so that a
+ * server may accept and fork, and its child make the RDMA connection.
+ * At that call the accepted end listens with an rsocket on its own port
+ * (any address), says so with four zero bytes over TCP and accepts; the
+ * connecting end peeks those bytes and connects an rsocket to its TCP
+ * peer.  The TCP connection is then shut down, and its socket stays as
+ * the stand-in.
+ *
+ * Where librspreload's servers take turns at that listen through a
+ * named semaphore, which any local user can hold, these retry a bind
+ * that finds the port taken.  Before the four bytes, a step that fails
+ * leaves the connection on TCP, as librspreload does; after them, TCP
+ * would carry them into the program's stream, so the connection is shut
+ * down instead.  The accepted end also gives up when its TCP peer hangs
+ * up, and takes only a connection from its TCP peer's address.
+ *
+ * A number's state is a byte of pl_fstate, read without a lock (a
+ * signal handler's write() must not take pl_lock) and changed under
+ * pl_lock.  The connection is made on a private dup() of the number,
+ * with the number PL_F_BUSY; other data calls on it wait on
+ * pl_fork_cond, and a close() marks it PL_F_GONE, so that the rsocket
+ * is given to the number only if it still names the same file.
+ */
+enum {
+	PL_F_NONE,
+	PL_F_SOCKET,	/* socket(): neither connected nor listening */
+	PL_F_LISTEN,	/* its accept()s give PL_F_PASSIVE */
+	PL_F_ACTIVE,	/* connect()ed: to connect an rsocket */
+	PL_F_PASSIVE,	/* accepted: to accept an rsocket */
+	PL_F_BUSY,	/* one of the last two, being made */
+	PL_F_GONE,	/* closed while PL_F_BUSY */
+};
+
+static _Atomic(unsigned char) *_Atomic pl_fstate[PL_BLOCKS];
+static pthread_cond_t pl_fork_cond = PTHREAD_COND_INITIALIZER;
+
+/*
+ * A child forked while another thread made a connection has no such
+ * thread: the socket stays on TCP there.
+ */
+static void pl_fork_child(void)
+{
+	_Atomic(unsigned char) *blk;
+	int b, i;
+
+	pthread_cond_init(&pl_fork_cond, NULL);
+	for (b = 0; pl_fork_on && b < PL_BLOCKS; b++) {
+		blk = atomic_load(&pl_fstate[b]);
+		for (i = 0; blk && i < PL_BLOCK; i++)
+			if (atomic_load(&blk[i]) == PL_F_BUSY)
+				atomic_store(&blk[i], PL_F_NONE);
+	}
+	pthread_mutex_unlock(&pl_lock);
+}
+
+/* @fd's state byte; made (under pl_lock) if @make. */
+static _Atomic(unsigned char) *pl_fslot(int fd, bool make)
+{
+	_Atomic(unsigned char) *blk;
+
+	if (fd < 0 || fd >= PL_BLOCK * PL_BLOCKS)
+		return NULL;
+	blk = atomic_load_explicit(&pl_fstate[fd / PL_BLOCK],
+				   memory_order_acquire);
+	if (!blk && make) {
+		blk = calloc(PL_BLOCK, sizeof(*blk));
+		if (!blk)
+			return NULL;
+		atomic_store_explicit(&pl_fstate[fd / PL_BLOCK], blk,
+				      memory_order_release);
+	}
+	return blk ? &blk[fd % PL_BLOCK] : NULL;
+}
+
+static unsigned char pl_fget(int fd)
+{
+	_Atomic(unsigned char) *f = pl_fork_on ? pl_fslot(fd, false) : NULL;
+
+	return f ? atomic_load(f) : PL_F_NONE;
+}
+
+/*
+ * Set @fd's state; false (errno set) when it could not be stored.  A
+ * number whose connection is being made is marked gone instead.
+ */
+static bool pl_fset(int fd, unsigned char state)
+{
+	_Atomic(unsigned char) *f;
+
+	if (!pl_fork_on || (state == PL_F_NONE && !pl_fget(fd)))
+		return true;
+	pthread_mutex_lock(&pl_lock);
+	f = pl_fslot(fd, state != PL_F_NONE);
+	if (f)
+		atomic_store(f, atomic_load(f) == PL_F_BUSY ? PL_F_GONE :
+							   state);
+	pthread_mutex_unlock(&pl_lock);
+	if (!f && state != PL_F_NONE) {
+		errno = fd >= PL_BLOCK * PL_BLOCKS ? EMFILE : ENOMEM;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The options librspreload carries over: SO_REUSEADDR and TCP_NODELAY
+ * (and O_NONBLOCK, which the caller gives).
+ */
+static void pl_fork_opts(int rs, int fd)
+{
+	socklen_t len;
+	int v;
+
+	len = sizeof(v);
+	if (!real.getsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &v, &len) && v)
+		rsetsockopt(rs, SOL_SOCKET, SO_REUSEADDR, &v, sizeof(v));
+	len = sizeof(v);
+	if (!real.getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &len) && v)
+		rsetsockopt(rs, IPPROTO_TCP, TCP_NODELAY, &v, sizeof(v));
+}
+
+/* A new blocking rsocket of @family, made as this library's own. */
+static int pl_rsocket(int family)
+{
+	int rs;
+
+	pl_inside = true;
+	rs = rsocket(family, SOCK_STREAM, 0);
+	pl_inside = false;
+	return rs;
+}
+
+/*
+ * The connecting end, on @fd: the rsocket, connected, or -1; *@reset
+ * when the peer's four bytes were there, so that TCP cannot go on.  The
+ * wait for them is as long as librspreload's: until they, other bytes
+ * or the end come.
+ */
+static int pl_fork_active(int fd, bool *reset)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct sockaddr_storage addr;
+	socklen_t len = sizeof(addr);
+	uint8_t msg[4];
+	ssize_t n;
+	int rs;
+
+	for (;;) {
+		if (real.poll(&p, 1, -1) < 0 && errno != EINTR)
+			return -1;
+		n = real.recv(fd, msg, sizeof(msg), MSG_PEEK | MSG_DONTWAIT);
+		if (n == sizeof(msg))
+			break;
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) ||
+		    (n > 0 && memcmp(msg, "\0\0\0", n)))
+			return -1;
+		/* Part of them: the rest is on its way. */
+		if (n > 0)
+			usleep(1000);
+	}
+	if (memcmp(msg, "\0\0\0\0", sizeof(msg)))
+		return -1;
+	*reset = true;
+	if (real.getpeername(fd, (struct sockaddr *)&addr, &len))
+		return -1;
+	rs = pl_rsocket(addr.ss_family);
+	if (rs < 0)
+		return -1;
+	if (rconnect(rs, (struct sockaddr *)&addr, len)) {
+		rclose(rs);
+		return -1;
+	}
+	return rs;
+}
+
+/* @a's host as an IPv6 address, an IPv4 one mapped. */
+static struct in6_addr pl_host6(const struct sockaddr_storage *a)
+{
+	struct in6_addr h = IN6ADDR_ANY_INIT;
+
+	if (a->ss_family == AF_INET6)
+		return ((const struct sockaddr_in6 *)a)->sin6_addr;
+	if (a->ss_family == AF_INET) {
+		h.s6_addr[10] = h.s6_addr[11] = 0xff;
+		memcpy(&h.s6_addr[12],
+		       &((const struct sockaddr_in *)a)->sin_addr, 4);
+	}
+	return h;
+}
+
+/* Whether @a and @b are the same host (the ports aside). */
+static bool pl_same_host(const struct sockaddr_storage *a,
+			 const struct sockaddr_storage *b)
+{
+	struct in6_addr ha = pl_host6(a), hb = pl_host6(b);
+
+	return a->ss_family && b->ss_family && !memcmp(&ha, &hb, sizeof(ha));
+}
+
+/*
+ * The accepted end, on @fd: the rsocket, accepted, or -1; *@reset once
+ * the four bytes went out.
+ */
+static int pl_fork_passive(int fd, bool *reset)
+{
+	struct sockaddr_storage me, peer, from;
+	socklen_t len = sizeof(me), plen = sizeof(peer), flen;
+	struct pollfd p[2];
+	int lrs, rs = -1, one = 1;
+	uint32_t msg = 0;
+
+	if (real.getsockname(fd, (struct sockaddr *)&me, &len) ||
+	    real.getpeername(fd, (struct sockaddr *)&peer, &plen))
+		return -1;
+	/* Any address, the same port. */
+	if (me.ss_family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&me;
+
+		a->sin6_addr = in6addr_any;
+		a->sin6_flowinfo = 0;
+		a->sin6_scope_id = 0;
+	} else if (me.ss_family == AF_INET) {
+		((struct sockaddr_in *)&me)->sin_addr.s_addr = htonl(INADDR_ANY);
+	} else {
+		return -1;
+	}
+	lrs = pl_rsocket(me.ss_family);
+	if (lrs < 0)
+		return -1;
+	rsetsockopt(lrs, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* A sibling's connection holds the port until it is made. */
+	while (rbind(lrs, (struct sockaddr *)&me, len)) {
+		if (errno != EADDRINUSE)
+			goto out;
+		p[0] = (struct pollfd){ .fd = fd, .events = POLLRDHUP };
+		if (real.poll(p, 1, 10) > 0)
+			goto out;
+	}
+	if (rlisten(lrs, 1) || rfcntl(lrs, F_SETFL, O_NONBLOCK))
+		goto out;
+	if (real.send(fd, &msg, sizeof(msg), MSG_NOSIGNAL) != sizeof(msg))
+		goto out;
+	*reset = true;
+	/*
+	 * Until a connection, or the TCP peer's hang-up with none waiting:
+	 * the peer shuts TCP down as soon as its rconnect() returns, which
+	 * can be before this end's raccept().
+	 */
+	while (rs < 0) {
+		p[0] = (struct pollfd){ .fd = lrs, .events = POLLIN };
+		p[1] = (struct pollfd){ .fd = fd, .events = POLLRDHUP };
+		if (rpoll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (!p[0].revents && !p[1].revents)
+			continue;
+		flen = sizeof(from);
+		rs = raccept(lrs, (struct sockaddr *)&from, &flen);
+		if (rs < 0 && (p[1].revents ||
+			       (errno != EAGAIN && errno != EWOULDBLOCK)))
+			break;
+		/* Another host's connection is not this one's. */
+		if (rs >= 0 && !pl_same_host(&from, &peer)) {
+			rclose(rs);
+			rs = -1;
+		}
+	}
+out:
+	rclose(lrs);
+	if (rs >= 0 && rfcntl(rs, F_SETFL, 0)) {
+		rclose(rs);
+		rs = -1;
+	}
+	return rs;
+}
+
+/* Whether @a and @b are one open file. */
+static bool pl_same_file(int a, int b)
+{
+	struct stat sa, sb;
+
+	return !fstat(a, &sa) && !fstat(b, &sb) && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+/*
+ * Before a data call on @fd: make its RDMA connection if it is a fork
+ * mode socket that has none yet.
+ */
+static void pl_fork_finish(int fd)
+{
+	_Atomic(unsigned char) *f;
+	struct pl_sock *s = NULL, *old = NULL;
+	unsigned char state;
+	bool reset = false, installed = false;
+	int dfd, rs = -1, fl;
+
+	state = pl_fget(fd);
+	if (state != PL_F_ACTIVE && state != PL_F_PASSIVE &&
+	    state != PL_F_BUSY)
+		return;
+	pthread_mutex_lock(&pl_lock);
+	f = pl_fslot(fd, false);
+	while ((state = atomic_load(f)) == PL_F_BUSY)
+		pthread_cond_wait(&pl_fork_cond, &pl_lock);
+	if (state != PL_F_ACTIVE && state != PL_F_PASSIVE) {
+		pthread_mutex_unlock(&pl_lock);
+		return;
+	}
+	atomic_store(f, PL_F_BUSY);
+	dfd = real.fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	pthread_mutex_unlock(&pl_lock);
+
+	fl = dfd < 0 ? -1 : real.fcntl(dfd, F_GETFL);
+	if (fl >= 0)
+		rs = state == PL_F_ACTIVE ? pl_fork_active(dfd, &reset) :
+					    pl_fork_passive(dfd, &reset);
+	if (rs >= 0) {
+		pl_fork_opts(rs, dfd);
+		s = malloc(sizeof(*s));
+		if (s) {
+			s->rs = rs;
+			s->nums = 0;
+			atomic_init(&s->refs, 1);
+		}
+		if (!s || ((fl & O_NONBLOCK) &&
+			   rfcntl(rs, F_SETFL, O_NONBLOCK) < 0)) {
+			free(s);
+			s = NULL;
+		}
+	}
+
+	pthread_mutex_lock(&pl_lock);
+	/* Given only to the number that still names this socket. */
+	if (s && atomic_load(f) == PL_F_BUSY && pl_same_file(fd, dfd) &&
+	    !pl_install_locked(fd, s, &old))
+		installed = true;
+	if (atomic_load(f) == PL_F_BUSY || atomic_load(f) == PL_F_GONE)
+		atomic_store(f, PL_F_NONE);
+	pthread_cond_broadcast(&pl_fork_cond);
+	pthread_mutex_unlock(&pl_lock);
+
+	if (old)
+		pl_put(old);
+	if (!installed) {
+		free(s);
+		if (rs >= 0)
+			rclose(rs);
+	}
+	if (dfd >= 0) {
+		if (installed || reset)
+			real.shutdown(dfd, SHUT_RDWR);
+		real.close(dfd);
+	}
+}
+
 PL_EXPORT int socket(int domain, int type, int protocol)
 {
 	int fd, rs;
 
 	pl_ready();
 	fd = real.socket(domain, type, protocol);
-	if (fd < 0 || pl_inside || !pl_is_tcp(domain, type, protocol))
+	if (fd < 0 || pl_inside || !pl_rs_ok ||
+	    !pl_is_tcp(domain, type, protocol)) {
+		pl_fset(fd, PL_F_NONE);
 		return pl_take(fd) ? -1 : fd;
+	}
+	if (pl_fork_on) {
+		if (pl_take(fd) || !pl_fset(fd, PL_F_SOCKET)) {
+			real.close(fd);
+			return -1;
+		}
+		return fd;
+	}
 	pl_inside = true;
 	rs = rsocket(domain, SOCK_STREAM, protocol);
 	pl_inside = false;
@@ -365,8 +804,12 @@ PL_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	bool alone;
 	int ret;
 
-	if (!s)
+	if (!s) {
+		/* As librspreload: the RDMA connection comes at the first data call. */
+		if (pl_fget(fd) == PL_F_SOCKET)
+			pl_fset(fd, PL_F_ACTIVE);
 		return real.connect(fd, addr, len);
+	}
 	ret = rconnect(s->rs, addr, len);
 	/*
 	 * No rsocket peer or no RDMA route there: over TCP, on the stand-in.
@@ -410,14 +853,31 @@ PL_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		return ret_;						\
 	} while (0)
 
+/* A data call: a fork mode socket makes its RDMA connection first. */
+#define PL_DCALL(fd, rcall, realcall)					\
+	do {								\
+		pl_fork_finish(fd);					\
+		PL_CALL(fd, rcall, realcall);				\
+	} while (0)
+
 PL_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	PL_CALL(fd, rbind(rs, addr, len), real.bind(fd, addr, len));
 }
 
+/* A fork mode socket listens over TCP; what it accepts is PL_F_PASSIVE. */
+static int pl_listen(int fd, int backlog)
+{
+	int ret = real.listen(fd, backlog);
+
+	if (!ret && pl_fget(fd) == PL_F_SOCKET)
+		pl_fset(fd, PL_F_LISTEN);
+	return ret;
+}
+
 PL_EXPORT int listen(int fd, int backlog)
 {
-	PL_CALL(fd, rlisten(rs, backlog), real.listen(fd, backlog));
+	PL_CALL(fd, rlisten(rs, backlog), pl_listen(fd, backlog));
 }
 
 PL_EXPORT int shutdown(int fd, int how)
@@ -439,56 +899,56 @@ PL_EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 
 PL_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
-	PL_CALL(fd, rread(rs, buf, n), real.read(fd, buf, n));
+	PL_DCALL(fd, rread(rs, buf, n), real.read(fd, buf, n));
 }
 
 PL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
-	PL_CALL(fd, rreadv(rs, iov, iovcnt), real.readv(fd, iov, iovcnt));
+	PL_DCALL(fd, rreadv(rs, iov, iovcnt), real.readv(fd, iov, iovcnt));
 }
 
 PL_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
-	PL_CALL(fd, rrecv(rs, buf, n, flags), real.recv(fd, buf, n, flags));
+	PL_DCALL(fd, rrecv(rs, buf, n, flags), real.recv(fd, buf, n, flags));
 }
 
 PL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags,
 			   struct sockaddr *addr, socklen_t *len)
 {
-	PL_CALL(fd, rrecvfrom(rs, buf, n, flags, addr, len),
+	PL_DCALL(fd, rrecvfrom(rs, buf, n, flags, addr, len),
 		real.recvfrom(fd, buf, n, flags, addr, len));
 }
 
 PL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-	PL_CALL(fd, rrecvmsg(rs, msg, flags), real.recvmsg(fd, msg, flags));
+	PL_DCALL(fd, rrecvmsg(rs, msg, flags), real.recvmsg(fd, msg, flags));
 }
 
 PL_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
-	PL_CALL(fd, rwrite(rs, buf, n), real.write(fd, buf, n));
+	PL_DCALL(fd, rwrite(rs, buf, n), real.write(fd, buf, n));
 }
 
 PL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
-	PL_CALL(fd, rwritev(rs, iov, iovcnt), real.writev(fd, iov, iovcnt));
+	PL_DCALL(fd, rwritev(rs, iov, iovcnt), real.writev(fd, iov, iovcnt));
 }
 
 PL_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
-	PL_CALL(fd, rsend(rs, buf, n, flags), real.send(fd, buf, n, flags));
+	PL_DCALL(fd, rsend(rs, buf, n, flags), real.send(fd, buf, n, flags));
 }
 
 PL_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
 			 const struct sockaddr *addr, socklen_t len)
 {
-	PL_CALL(fd, rsendto(rs, buf, n, flags, addr, len),
+	PL_DCALL(fd, rsendto(rs, buf, n, flags, addr, len),
 		real.sendto(fd, buf, n, flags, addr, len));
 }
 
 PL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
-	PL_CALL(fd, rsendmsg(rs, msg, flags), real.sendmsg(fd, msg, flags));
+	PL_DCALL(fd, rsendmsg(rs, msg, flags), real.sendmsg(fd, msg, flags));
 }
 
 /* The socket's kind is the stand-in's; the rest is the rsocket's. */
@@ -527,8 +987,18 @@ PL_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len,
 	int nrs, nfd;
 
 	if (!s) {
+		bool fork = pl_fget(fd) == PL_F_LISTEN;
+
 		nfd = real.accept4(fd, addr, len, flags);
-		return pl_take(nfd) ? -1 : nfd;
+		if (nfd < 0)
+			return -1;
+		if (pl_take(nfd) ||
+		    !pl_fset(nfd, fork ? PL_F_PASSIVE : PL_F_NONE)) {
+			if (nfd >= 0)
+				real.close(nfd);
+			return -1;
+		}
+		return nfd;
 	}
 	if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) {
 		pl_put(s);
@@ -555,6 +1025,7 @@ PL_EXPORT int close(int fd)
 	int ret;
 
 	pl_ready();
+	pl_fset(fd, PL_F_NONE);
 	if (!pl_maybe(fd))
 		return real.close(fd);
 	ret = pl_take(fd);
@@ -570,8 +1041,10 @@ static void pl_take_range(unsigned int first, unsigned int last)
 	unsigned int fd;
 
 	for (fd = first; fd <= last && fd < PL_BLOCK * PL_BLOCKS; fd++) {
+		pl_fset(fd, PL_F_NONE);
 		if (!atomic_load(&pl_table[fd / PL_BLOCK])) {
-			fd |= PL_BLOCK - 1;
+			if (!pl_fork_on)
+				fd |= PL_BLOCK - 1;
 			continue;
 		}
 		pl_take(fd);
@@ -603,6 +1076,7 @@ PL_EXPORT void closefrom(int lowfd)
 PL_EXPORT int fclose(FILE *f)
 {
 	pl_ready();
+	pl_fset(fileno(f), PL_F_NONE);
 	pl_take(fileno(f));
 	return real.fclose(f);
 }
@@ -617,6 +1091,7 @@ static int pl_dup_done(struct pl_sock *s, int newfd)
 			pl_put(s);
 		return -1;
 	}
+	pl_fset(newfd, PL_F_NONE);
 	/* The reference taken for the call is now the number's. */
 	if (pl_install(newfd, s)) {
 		err = errno;

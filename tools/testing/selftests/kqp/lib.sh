@@ -97,14 +97,19 @@ roles() {
 # wait_listen PORT PID [ADDR]: until an RDMA CM id listens on PORT
 # (rdma_cm lists it, whoever made it), on ADDR if given, on any address
 # otherwise, while PID lives; at most a minute.  With KQP_LISTEN_UDP=1,
-# until a UDP socket is bound to PORT instead.
+# until a UDP socket is bound to PORT instead; with KQP_LISTEN_TCP=1, until
+# a TCP socket listens on PORT.
 wait_listen() {
 	local addr=${3:-[^ ]*}
 
 	for _ in $(seq 1 600); do
-		# A datagram server (KQP_LISTEN_UDP=1) only binds its socket.
+		# A datagram server (KQP_LISTEN_UDP=1) only binds its socket;
+		# a preloaded one in fork mode listens over TCP first.
 		if [ "${KQP_LISTEN_UDP:-0}" = 1 ]; then
 			ss -Hlun "sport = :$1" 2>/dev/null | grep -q . &&
+				return 0
+		elif [ "${KQP_LISTEN_TCP:-0}" = 1 ]; then
+			ss -Hltn "sport = :$1" 2>/dev/null | grep -q . &&
 				return 0
 		elif rdma res show cm_id 2>/dev/null |
 			grep -q "state LISTEN .*src-addr $addr:$1 "; then

@@ -1,13 +1,17 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
-# preload.sh: unmodified TCP programs from Debian (socat, nc, iperf3)
-# moving data over RDMA with LD_PRELOAD=libkqp-preload.so, to and from a
-# peer under libkqp-preload.so or under rdma-core's librspreload.so; the
-# run with librspreload.so on both sides shows what right is (fail()
-# says what a failure of rdma-core's makes a SKIP).  Each run checks:
+# preload.sh: unmodified TCP programs from Debian (socat, nc, iperf3),
+# and rdma-core's rstream on plain sockets (-T s) and in fork mode (-T f,
+# RDMAV_FORK_SAFE=1: the server forks after accept() and its child makes
+# the RDMA connection), moving data over RDMA with
+# LD_PRELOAD=libkqp-preload.so, to and from a peer under
+# libkqp-preload.so or under rdma-core's librspreload.so; the run with
+# librspreload.so on both sides shows what right is (fail() says what a
+# failure of rdma-core's makes a SKIP).  Each run checks:
 #  - both sides exit 0, and the data arrived whole (cmp; iperf3 reports
-#    the bytes it received);
+#    the bytes it received; rstream -T v compares each byte and prints
+#    its result row only at the end);
 #  - RDMA carried it: rxe's sent_pkts moved by at least one packet per
 #    4 KiB moved;
 #  - TCP did not: the kernel's TCP sent fewer segments than the data
@@ -37,6 +41,8 @@ counters=/sys/class/infiniband/$dev/ports/1/hw_counters
 [ -d "$counters" ] || counters=/sys/class/infiniband/$dev/hw_counters
 size=4194304
 port=7700
+# rstream's own runs: 64 transfers of 64 KiB each way ($size), verified.
+rs_opts="-S 65536 -C 64 -T s -T v"
 
 made_ids() {
 	awk '$1 == "cm_ids" { print $3 }' "$objects"
@@ -93,7 +99,11 @@ move() {
 	roles "$where"
 	port=$((port + 1))
 	name=$t-$where
-	desc="$t moves $size bytes over RDMA (libkqp-preload.so: $where)"
+	case $t in
+	rstream-s) desc="rstream -T s (plain sockets) moves $size bytes each way over RDMA (libkqp-preload.so: $where)" ;;
+	rstream-f) desc="rstream -T f (RDMAV_FORK_SAFE=1: the server's child connects) moves $size bytes each way over RDMA (libkqp-preload.so: $where)" ;;
+	*) desc="$t moves $size bytes over RDMA (libkqp-preload.so: $where)" ;;
+	esac
 	if [ -n "${list:-}" ]; then
 		echo "$desc"
 		return
@@ -123,6 +133,20 @@ move() {
 			$s_pre iperf3 -s -1 -B "$addr" -p "$port" -J -- \
 			$c_pre iperf3 -c "$addr" -p "$port" -n "$size" -J
 		;;
+	rstream-s)
+		# rstream on plain sockets, verifying what it reads.
+		run_pair "$name" "$sw" "$cw" "$port" \
+			$s_pre rstream -b "$addr" -p "$port" $rs_opts -- \
+			$c_pre rstream -s "$addr" -p "$port" $rs_opts
+		;;
+	rstream-f)
+		# Fork mode: the server forks after accept(), and its child
+		# makes the RDMA connection; the sockets are TCP until then.
+		RDMAV_FORK_SAFE=1 KQP_LISTEN_TCP=1 run_pair "$name" "$sw" "$cw" \
+			"$port" $s_pre rstream -b "$addr" -p "$port" \
+			${rs_opts/-T s/-T f} -- \
+			$c_pre rstream -s "$addr" -p "$port" $rs_opts
+		;;
 	esac
 	pkts=$(($(cat "$counters/sent_pkts") - pkts))
 	segs=$(($(tcp_out) - segs))
@@ -132,7 +156,15 @@ move() {
 		fail "$where" "$t" "$name" "$desc"
 		return
 	fi
-	if [ "$t" = iperf3 ]; then
+	if [ "${t%-*}" = rstream ]; then
+		if ! grep -Eq '[0-9.]+s +[0-9.]+ +[0-9.]+$' "$KQP_WORK/$name.c.out" ||
+		   ! grep -Eq '[0-9.]+s +[0-9.]+ +[0-9.]+$' "$KQP_WORK/$name.s.out"; then
+			echo "# $name: a side printed no result row"
+			show "$KQP_WORK/$name.s.out" "$KQP_WORK/$name.c.out"
+			fail "$where" "$t" "$name" "$desc"
+			return
+		fi
+	elif [ "$t" = iperf3 ]; then
 		if ! grep -q "\"bytes\":[[:space:]]*$size" "$KQP_WORK/$name.s.out"; then
 			echo "# $name: the server did not report $size bytes"
 			show "$KQP_WORK/$name.s.out"
@@ -206,7 +238,7 @@ cross_ref() {
 
 runs() {
 	local t w
-	for t in socat nc iperf3; do
+	for t in socat nc iperf3 rstream-s rstream-f; do
 		for w in stock both client server; do
 			move "$w" "$t"
 		done
