@@ -338,6 +338,7 @@ void krs_format_conn_data(const struct krs *rs, struct krs_conn_data *c);
 int krs_save_conn_data(struct krs *rs, const void *data, size_t len);
 int krs_process(struct krs *rs, bool nonblock, bool (*test)(struct krs *rs));
 void krs_drain_cq_events(struct krs *rs);
+int krs_post_recvs(struct krs *rs, uint32_t n);
 bool krs_can_send(struct krs *rs);
 bool krs_have_rdata(struct krs *rs);
 bool krs_conn_have_rdata(struct krs *rs);

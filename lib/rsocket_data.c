@@ -47,7 +47,6 @@ int krs_init_bufs(struct krs *rs)
 {
 	size_t tlen = sizeof(struct krs_sge) * KRS_SGL_SIZE +
 		      sizeof(struct krs_iomap) * rs->iomap_size;
-	uint32_t i;
 
 	rs->rmsg = calloc(rs->rq_size + 1, sizeof(*rs->rmsg));
 	rs->sbuf = krs_alloc_buf(rs->sbuf_size +
@@ -83,13 +82,7 @@ int krs_init_bufs(struct krs *rs)
 	rs->adv_head = 0;
 	rs->adv_count = 1;
 
-	for (i = 0; i < rs->rq_size; i++) {
-		struct ibv_recv_wr wr = { .wr_id = KRS_WR_RECV }, *bad;
-
-		if (ibv_post_recv(rs->id->qp, &wr, &bad))
-			return -1;
-	}
-	return 0;
+	return krs_post_recvs(rs, rs->rq_size);
 }
 
 /* The QP, its buffers, its CQ and the CQ's channel. */
@@ -419,6 +412,32 @@ static void krs_send_done(struct krs *rs, const struct ibv_wc *wc)
 	}
 }
 
+/*
+ * @n receives of no bytes (the data lands by RDMA WRITE; the immediate
+ * says what it was), chained a batch at a time: one call per batch.
+ */
+int krs_post_recvs(struct krs *rs, uint32_t n)
+{
+	struct ibv_recv_wr wr[64], *bad;
+	uint32_t i, k;
+
+	while (n) {
+		int ret;
+
+		k = n < 64 ? n : 64;
+		for (i = 0; i < k; i++)
+			wr[i] = (struct ibv_recv_wr){
+				.wr_id = KRS_WR_RECV,
+				.next = i + 1 < k ? &wr[i + 1] : NULL,
+			};
+		ret = ibv_post_recv(rs->id->qp, wr, &bad);
+		if (ret)
+			return kqp_err(ret);
+		n -= k;
+	}
+	return 0;
+}
+
 /* Take what the CQ holds; 0, or -1 and errno if a receive could not be posted. */
 static int krs_poll_cq(struct krs *rs)
 {
@@ -443,27 +462,31 @@ static int krs_poll_cq(struct krs *rs)
 			krs_recv_msg(rs, &wc[i]);
 		}
 	}
-	while ((rs->state & KRS_CONNECTED) && rcnt--) {
-		struct ibv_recv_wr wr = { .wr_id = KRS_WR_RECV }, *bad;
-
-		if (ibv_post_recv(rs->id->qp, &wr, &bad)) {
-			rs->state = KRS_ERROR;
-			rs->err = EIO;
-			return kqp_err(EIO);
-		}
+	if ((rs->state & KRS_CONNECTED) && rcnt && krs_post_recvs(rs, rcnt)) {
+		rs->state = KRS_ERROR;
+		rs->err = EIO;
+		return kqp_err(EIO);
 	}
 	return 0;
 }
 
-void krs_drain_cq_events(struct krs *rs)
+/* One event of the CQ's channel, taken without waiting: true if there was one. */
+static bool krs_take_cq_event(struct krs *rs)
 {
 	struct ibv_cq *cq;
 	void *ctx;
 
-	while (rs->cch && !ibv_get_cq_event(rs->cch, &cq, &ctx)) {
-		ibv_ack_cq_events(cq, 1);
-		rs->cq_armed = false;
-	}
+	if (!rs->cch || ibv_get_cq_event(rs->cch, &cq, &ctx))
+		return false;
+	ibv_ack_cq_events(cq, 1);
+	rs->cq_armed = false;
+	return true;
+}
+
+void krs_drain_cq_events(struct krs *rs)
+{
+	while (krs_take_cq_event(rs))
+		;
 }
 
 bool krs_can_send(struct krs *rs)
@@ -536,8 +559,19 @@ int krs_process(struct krs *rs, bool nonblock, bool (*test)(struct krs *rs))
 			return kqp_err(EBADF);
 		if (ret < 0 && errno == EINTR)
 			return -1;
-		krs_drain_cq_events(rs);
-		krs_drain_cm(rs);
+		/*
+		 * Read only what poll() said is there: a CQ is armed once
+		 * per wait, so one event is all its channel holds, and each
+		 * read that finds nothing is a syscall on the data path.
+		 * Another thread may have taken either meanwhile; the reads
+		 * do not wait.  After a timeout, or an error, drain both.
+		 */
+		if (ret <= 0)
+			krs_drain_cq_events(rs);
+		else if (fds[0].revents)
+			krs_take_cq_event(rs);
+		if (ret <= 0 || fds[1].revents)
+			krs_drain_cm(rs);
 	}
 }
 
