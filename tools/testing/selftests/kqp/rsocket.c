@@ -209,6 +209,42 @@ TEST_F(conn, half_close)
 	EXPECT_EQ(2, rrecv(self->c, buf, 2, MSG_WAITALL));
 }
 
+/*
+ * A megabyte in non-blocking sends of 100 bytes, waiting in rpoll() for
+ * POLLOUT whenever the rsocket has no room, while the peer reads and
+ * checks every byte: the room always comes back, however few of the
+ * sends the library asked a completion for.
+ */
+TEST_F(conn, small_sends_nonblocking)
+{
+	uint8_t msg[100];
+	size_t sent = 0, i, n;
+	struct xfer x = { .s = self->a, .len = BIG };
+	unsigned int full = 0;
+	pthread_t t;
+	ssize_t ret;
+
+	ASSERT_EQ(0, rfcntl(self->c, F_SETFL, O_NONBLOCK));
+	ASSERT_EQ(0, pthread_create(&t, NULL, recv_all, &x));
+	while (sent < BIG) {
+		n = BIG - sent < sizeof(msg) ? BIG - sent : sizeof(msg);
+		for (i = 0; i < n; i++)
+			msg[i] = pattern(sent + i);
+		ret = rsend(self->c, msg, n, 0);
+		if (ret > 0) {
+			sent += ret;
+			continue;
+		}
+		ASSERT_TRUE(errno == EAGAIN || errno == EWOULDBLOCK);
+		full++;
+		ASSERT_TRUE(rs_wait(self->c, POLLOUT) & POLLOUT)
+			TH_LOG("no room again after %zu bytes", sent);
+	}
+	pthread_join(t, NULL);
+	EXPECT_EQ(BIG, x.done) TH_LOG("errno %d", x.err);
+	TH_LOG("%u times without room", full);
+}
+
 /* A closed peer: end of stream, and a hang-up for rpoll(). */
 TEST_F(conn, peer_closed)
 {
