@@ -26,8 +26,9 @@ repo=${KQP_REPO:-$(cd "$here/../.." && pwd)}
 # side() preloads KQP_LIB for a "kqp" side.
 KQP_LIB=$repo/lib/libkqp-preload.so
 RSPRELOAD=${KQP_RSPRELOAD:-/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so}
-# A 4 MiB run takes seconds; librspreload.so's failures hang until this.
-export KQP_LIMIT=${KQP_PRELOAD_TIMEOUT:-60}
+# A 4 MiB run takes seconds; librspreload.so's
+# failures hang until this, two or three runs of them per pass.
+export KQP_LIMIT=${KQP_PRELOAD_TIMEOUT:-30}
 KQP_WORK=$(mktemp -d)
 trap 'rm -rf "$KQP_WORK"' EXIT
 # shellcheck source=tools/testing/selftests/kqp/lib.sh
