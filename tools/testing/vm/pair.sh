@@ -158,11 +158,27 @@ server_cmd() {
 	# Each side prints its result row: ... time, Gb/sec, usec/xfer.
 	rstream|riostream) cmd=("$1" -b "$A" -p "$port" -S 1000 -C 300 -T b)
 		sgood='[0-9.]+s +[0-9.]+ +[0-9.]+$' cgood=$sgood ;;
+	# rcopy's server serves until it is killed; data_ok compares the
+	# copy it wrote with the file.
+	rcopy) cmd=(rcopy -p "$port"); stop=kill
+		[ -e "$rv/rcopy.src" ] ||
+			head -c 1048576 /dev/urandom > "$rv/rcopy.src"
+		rm -f "/tmp/rcopy.$id"
+		sgood='done$' ;;
 	ib_*) perftest "$1"
 		# The result row: the message size first.
 		sgood="^ *${1##*-} +[0-9]+ " cgood=$sgood ;;
 	esac
 	listen_port=$port
+}
+
+# data_ok NAME: rcopy's copy is the file, byte for byte; true for the
+# other tests, which their outputs judge.
+data_ok() {
+	[ "$1" != rcopy ] || cmp -s "$rv/rcopy.src" "/tmp/rcopy.$id" || {
+		echo "# $id: rcopy's copy is not the file"
+		return 1
+	}
 }
 
 # outputs_ok SERVER-OUT CLIENT-OUT: what server_cmd said they must show.
@@ -183,6 +199,7 @@ client_cmd() {
 	# mckey's sender leaves the group right after posting: see mckey.sh.
 	mckey) cmd=(mckey -m "239.7.9.$id" -b "$KQP_PAIR_B" -C 25 -s); pre=$slow ;;
 	rstream|riostream) cmd=("$1" -s "$A" -p "$port" -S 1000 -C 300 -T b) ;;
+	rcopy) cmd=(rcopy "$rv/rcopy.src" "$A:/tmp/rcopy.$id" -p "$port") ;;
 	ib_*) perftest "$1"; cmd+=("$A") ;;
 	esac
 }
@@ -250,7 +267,8 @@ a_step() {
 	fi
 	rc=1
 	if [ "$crc" = 0 ] && [ "$wait_rc" -eq 0 ] && [ "$cmade" = yes ] &&
-	   made_ok "$sw" "$before" && outputs_ok "$out" "$rv/$id.client.out"; then
+	   made_ok "$sw" "$before" && outputs_ok "$out" "$rv/$id.client.out" &&
+	   data_ok "$name"; then
 		rc=0
 	else
 		oks=no
@@ -377,7 +395,7 @@ wanted() {
 # through kqp as the 64 KiB one does (one WR, one completion), and the
 # eight pairs they took were about 80 s of CI's hour.
 tests=
-for t in rping rdma_server cmtime udaddy mckey rstream riostream \
+for t in rping rdma_server cmtime udaddy mckey rstream riostream rcopy \
 	 ib_send_bw-64 ib_send_bw-65536 ib_write_bw-65536 ib_read_bw-65536; do
 	wanted "$t" || wanted "${t%-*}" && tests+=" $t"
 done
