@@ -160,7 +160,7 @@ server_cmd() {
 		sgood='[0-9.]+s +[0-9.]+ +[0-9.]+$' cgood=$sgood ;;
 	# rcopy's server serves until it is killed; data_ok compares the
 	# copy it wrote with the file.
-	rcopy) cmd=(rcopy -p "$port"); stop=kill
+	rcopy) cmd=(rcopy -p "$port"); stop='kill'
 		[ -e "$rv/rcopy.src" ] ||
 			head -c 1048576 /dev/urandom > "$rv/rcopy.src"
 		rm -f "/tmp/rcopy.$id"
