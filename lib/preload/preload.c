@@ -25,8 +25,9 @@
  * EPERM, as libkqp's rsockets do.  Fork mode (RDMAV_FORK_SAFE=1, see
  * pl_fork_finish()) lets a child make its connections after the fork.
  *
- * The table maps a number to its struct pl_sock.  Its blocks are never
- * freed, so whether a number is there at all is read without a lock, and
+ * The table maps a number to its struct pl_sock (and, in fork mode, to
+ * its state there: pl_fork_finish()).  Its blocks are never freed, so
+ * whether a number is there at all is read without a lock, and
  * a plain file's read() costs one load.  Everything else is under
  * pl_lock: a call takes a reference on the pl_sock (pl_get()) and drops
  * it when done (pl_put()); a number holds one too, dropped when the
@@ -117,7 +118,13 @@ struct pl_sock {
 #define PL_BLOCK	1024
 #define PL_BLOCKS	1024	/* numbers below 2^20 */
 
-static _Atomic(struct pl_sock *) *_Atomic pl_table[PL_BLOCKS];
+/* A block of numbers: each one's rsocket, and its fork mode state. */
+struct pl_block {
+	_Atomic(struct pl_sock *) sock[PL_BLOCK];
+	_Atomic(unsigned char) fork[PL_BLOCK];
+};
+
+static _Atomic(struct pl_block *) pl_table[PL_BLOCKS];
 static pthread_mutex_t pl_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t pl_once = PTHREAD_ONCE_INIT;
 
@@ -243,23 +250,30 @@ __attribute__((constructor)) static void pl_load(void)
 	pl_ready();
 }
 
-static _Atomic(struct pl_sock *) *pl_slot(int fd, bool make)
+/* @fd's block, made (under pl_lock) if @make; never freed. */
+static struct pl_block *pl_block(int fd, bool make)
 {
-	_Atomic(struct pl_sock *) *b;
+	struct pl_block *b;
 
 	if (fd < 0 || fd >= PL_BLOCK * PL_BLOCKS)
 		return NULL;
 	b = atomic_load_explicit(&pl_table[fd / PL_BLOCK],
 				 memory_order_acquire);
 	if (!b && make) {
-		/* Under pl_lock. */
-		b = calloc(PL_BLOCK, sizeof(*b));
+		b = calloc(1, sizeof(*b));
 		if (!b)
 			return NULL;
 		atomic_store_explicit(&pl_table[fd / PL_BLOCK], b,
 				      memory_order_release);
 	}
-	return b ? &b[fd % PL_BLOCK] : NULL;
+	return b;
+}
+
+static _Atomic(struct pl_sock *) *pl_slot(int fd, bool make)
+{
+	struct pl_block *b = pl_block(fd, make);
+
+	return b ? &b->sock[fd % PL_BLOCK] : NULL;
 }
 
 /* Whether @fd may be a stand-in; the answer is not to be dereferenced. */
@@ -412,7 +426,7 @@ static int pl_new(int fd, int rs, bool nonblock)
  * down instead.  The accepted end also gives up when its TCP peer hangs
  * up, and takes only a connection from its TCP peer's address.
  *
- * A number's state is a byte of pl_fstate, read without a lock (a
+ * A number's state is a byte of its pl_block, read without a lock (a
  * signal handler's write() must not take pl_lock) and changed under
  * pl_lock.  The connection is made on a private dup() of the number,
  * with the number PL_F_BUSY; other data calls on it wait on
@@ -429,7 +443,6 @@ enum {
 	PL_F_GONE,	/* closed while PL_F_BUSY */
 };
 
-static _Atomic(unsigned char) *_Atomic pl_fstate[PL_BLOCKS];
 static pthread_cond_t pl_fork_cond = PTHREAD_COND_INITIALIZER;
 
 /*
@@ -438,15 +451,15 @@ static pthread_cond_t pl_fork_cond = PTHREAD_COND_INITIALIZER;
  */
 static void pl_fork_child(void)
 {
-	_Atomic(unsigned char) *blk;
+	struct pl_block *blk;
 	int b, i;
 
 	pthread_cond_init(&pl_fork_cond, NULL);
 	for (b = 0; pl_fork_on && b < PL_BLOCKS; b++) {
-		blk = atomic_load(&pl_fstate[b]);
+		blk = atomic_load(&pl_table[b]);
 		for (i = 0; blk && i < PL_BLOCK; i++)
-			if (atomic_load(&blk[i]) == PL_F_BUSY)
-				atomic_store(&blk[i], PL_F_NONE);
+			if (atomic_load(&blk->fork[i]) == PL_F_BUSY)
+				atomic_store(&blk->fork[i], PL_F_NONE);
 	}
 	pthread_mutex_unlock(&pl_lock);
 }
@@ -454,20 +467,9 @@ static void pl_fork_child(void)
 /* @fd's state byte; made (under pl_lock) if @make. */
 static _Atomic(unsigned char) *pl_fslot(int fd, bool make)
 {
-	_Atomic(unsigned char) *blk;
+	struct pl_block *b = pl_block(fd, make);
 
-	if (fd < 0 || fd >= PL_BLOCK * PL_BLOCKS)
-		return NULL;
-	blk = atomic_load_explicit(&pl_fstate[fd / PL_BLOCK],
-				   memory_order_acquire);
-	if (!blk && make) {
-		blk = calloc(PL_BLOCK, sizeof(*blk));
-		if (!blk)
-			return NULL;
-		atomic_store_explicit(&pl_fstate[fd / PL_BLOCK], blk,
-				      memory_order_release);
-	}
-	return blk ? &blk[fd % PL_BLOCK] : NULL;
+	return b ? &b->fork[fd % PL_BLOCK] : NULL;
 }
 
 static unsigned char pl_fget(int fd)
@@ -994,8 +996,7 @@ PL_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len,
 			return -1;
 		if (pl_take(nfd) ||
 		    !pl_fset(nfd, fork ? PL_F_PASSIVE : PL_F_NONE)) {
-			if (nfd >= 0)
-				real.close(nfd);
+			real.close(nfd);
 			return -1;
 		}
 		return nfd;
@@ -1041,12 +1042,12 @@ static void pl_take_range(unsigned int first, unsigned int last)
 	unsigned int fd;
 
 	for (fd = first; fd <= last && fd < PL_BLOCK * PL_BLOCKS; fd++) {
-		pl_fset(fd, PL_F_NONE);
+		/* A block not made holds neither. */
 		if (!atomic_load(&pl_table[fd / PL_BLOCK])) {
-			if (!pl_fork_on)
-				fd |= PL_BLOCK - 1;
+			fd |= PL_BLOCK - 1;
 			continue;
 		}
+		pl_fset(fd, PL_F_NONE);
 		pl_take(fd);
 	}
 }
