@@ -40,6 +40,8 @@ trap poweroff_now EXIT
 export KQP_TEST_NETDEV=kqp0
 export KQP_TEST_RDMA_DEV=rxe0
 export KQP_TEST_ADDR=192.0.2.1
+# Its IPv6 address too (a GID of its own in rxe's table).
+export KQP_TEST_ADDR6=2001:db8::1
 # A second netdev with no RDMA device under it, for addresses no RDMA
 # device can reach.
 export KQP_TEST_NORDMA_NETDEV=kqp1
@@ -91,6 +93,7 @@ setup_rdma() {
 	ip link set lo up &&
 	ip link add "$KQP_TEST_NETDEV" type dummy &&
 	ip addr add "$KQP_TEST_ADDR/24" dev "$KQP_TEST_NETDEV" &&
+	ip -6 addr add "$KQP_TEST_ADDR6/64" dev "$KQP_TEST_NETDEV" nodad &&
 	ip link set "$KQP_TEST_NETDEV" up &&
 	rdma link add "$KQP_TEST_RDMA_DEV" type rxe netdev "$KQP_TEST_NETDEV" &&
 	rdma link show "$KQP_TEST_RDMA_DEV/1" &&

@@ -29,6 +29,20 @@ static inline struct sockaddr_in cm_addr(uint16_t port)
 	return sin;
 }
 
+/*
+ * The bench's IPv6 address on the Soft-RoCE netdev (KQP_TEST_ADDR6,
+ * which guest.sh sets), with @port; false where there is none.
+ */
+static inline bool cm_addr6(struct sockaddr_in6 *sin6, uint16_t port)
+{
+	const char *s = getenv("KQP_TEST_ADDR6");
+
+	memset(sin6, 0, sizeof(*sin6));
+	sin6->sin6_family = AF_INET6;
+	sin6->sin6_port = htons(port);
+	return s && *s && inet_pton(AF_INET6, s, &sin6->sin6_addr) == 1;
+}
+
 /* A port of our own: tests and processes must not collide. */
 static inline uint16_t cm_port(void)
 {

@@ -258,4 +258,135 @@ TEST(sizes_and_addresses)
 	rclose(s);
 }
 
+/* round_trips over IPv6: rdma-core's 24-byte header in each datagram. */
+TEST(round_trips_ipv6)
+{
+	struct sockaddr_in6 sin, me, from;
+	uint8_t out[512], in[600];
+	socklen_t len = sizeof(me), fl;
+	long long pkts = rxe_sent();
+	struct pollfd p;
+	int s, c, i, j, n;
+
+	if (!cm_addr6(&sin, cm_port()))
+		SKIP(return, "no IPv6 address on the RDMA netdev (KQP_TEST_ADDR6)");
+	s = rsocket(AF_INET6, SOCK_DGRAM, 0);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, rbind(s, (struct sockaddr *)&sin, sizeof(sin)));
+	c = rsocket(AF_INET6, SOCK_DGRAM, IPPROTO_UDP);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, rconnect(c, (struct sockaddr *)&sin, sizeof(sin)));
+	ASSERT_EQ(0, rgetsockname(c, (struct sockaddr *)&me, &len));
+	ASSERT_EQ(AF_INET6, me.sin6_family);
+	for (i = 0; i < 100; i++) {
+		for (j = 0; j < (int)sizeof(out); j++)
+			out[j] = (uint8_t)(i * 29 + j);
+		ASSERT_EQ(sizeof(out), rsend(c, out, sizeof(out), 0));
+		p = (struct pollfd){ .fd = s, .events = POLLIN };
+		ASSERT_EQ(1, rpoll(&p, 1, 5000)) TH_LOG("round %d", i);
+		fl = sizeof(from);
+		n = rrecvfrom(s, in, sizeof(in), MSG_DONTWAIT,
+			      (struct sockaddr *)&from, &fl);
+		ASSERT_EQ(sizeof(out), n) TH_LOG("round %d", i);
+		ASSERT_EQ(0, memcmp(in, out, sizeof(out)));
+		ASSERT_EQ(sizeof(from), fl);
+		ASSERT_EQ(AF_INET6, from.sin6_family);
+		ASSERT_EQ(me.sin6_port, from.sin6_port);
+		ASSERT_EQ(0, memcmp(&sin.sin6_addr, &from.sin6_addr,
+				    sizeof(from.sin6_addr)));
+		in[0] ^= 0xff;
+		ASSERT_EQ(n, rsendto(s, in, n, 0, (struct sockaddr *)&from,
+				     sizeof(from)));
+		p = (struct pollfd){ .fd = c, .events = POLLIN };
+		ASSERT_EQ(1, rpoll(&p, 1, 5000)) TH_LOG("reply %d", i);
+		n = rrecv(c, in, sizeof(in), MSG_DONTWAIT);
+		ASSERT_EQ(sizeof(out), n) TH_LOG("reply %d", i);
+		ASSERT_EQ((uint8_t)(out[0] ^ 0xff), in[0]);
+		ASSERT_EQ(0, memcmp(in + 1, out + 1, sizeof(out) - 1));
+	}
+	if (pkts >= 0)
+		EXPECT_LE(pkts + 150, rxe_sent());
+	rclose(c);
+	rclose(s);
+}
+
+/* rdma-core's UDP header for an IPv6 peer: 28 bytes. */
+struct wire_udp6 {
+	uint32_t tag;
+	uint8_t version;
+	uint8_t op;
+	uint8_t length;
+	uint8_t reserved;
+	uint32_t qpn;
+	uint8_t addr[16];
+} __attribute__((packed));
+
+/*
+ * udp_data_answered over IPv6: a version 6 DATA is answered with a
+ * version 6 CTRL of 28 bytes naming the rsocket's QP, and its data is
+ * delivered with the IPv6 sender's address; a version 4 header from an
+ * IPv6 peer is dropped.
+ */
+TEST(udp_data_answered_ipv6)
+{
+	struct sockaddr_in6 sin, me, from, a;
+	uint8_t pkt[sizeof(struct wire_udp6) + 5], in[64];
+	socklen_t len = sizeof(me), fl = sizeof(from);
+	struct wire_udp6 h;
+	struct pollfd p;
+	int s, u;
+
+	if (!cm_addr6(&sin, cm_port()))
+		SKIP(return, "no IPv6 address on the RDMA netdev (KQP_TEST_ADDR6)");
+	s = rsocket(AF_INET6, SOCK_DGRAM, 0);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, rbind(s, (struct sockaddr *)&sin, sizeof(sin)));
+	a = sin;
+	a.sin6_port = 0;
+	u = socket(AF_INET6, SOCK_DGRAM, 0);
+	ASSERT_LE(0, u);
+	ASSERT_EQ(0, bind(u, (struct sockaddr *)&a, sizeof(a)));
+	ASSERT_EQ(0, getsockname(u, (struct sockaddr *)&me, &len));
+	memset(&h, 0, sizeof(h));
+	h.tag = htobe32(WIRE_TAG);
+	h.version = 4;
+	h.length = 16;
+	h.qpn = htobe32(0x123456);
+	memcpy(pkt, &h, sizeof(h));
+	memcpy(pkt + 16, "nope!", 5);
+	ASSERT_EQ(21, sendto(u, pkt, 21, 0, (struct sockaddr *)&sin,
+			     sizeof(sin)));
+	h.version = 6;
+	h.length = sizeof(h);
+	memcpy(h.addr, &me.sin6_addr, sizeof(h.addr));
+	memcpy(pkt, &h, sizeof(h));
+	memcpy(pkt + sizeof(h), "hello", 5);
+	ASSERT_EQ(sizeof(pkt), sendto(u, pkt, sizeof(pkt), 0,
+				      (struct sockaddr *)&sin, sizeof(sin)));
+	p = (struct pollfd){ .fd = u, .events = POLLIN };
+	ASSERT_EQ(1, poll(&p, 1, 5000));
+	ASSERT_EQ(sizeof(h), recv(u, in, sizeof(in), 0));
+	memcpy(&h, in, sizeof(h));
+	EXPECT_EQ(WIRE_TAG, be32toh(h.tag));
+	EXPECT_EQ(6, h.version);
+	EXPECT_EQ(7, h.op);
+	EXPECT_EQ(sizeof(h), h.length);
+	EXPECT_NE(0, be32toh(h.qpn) & 0xffffff);
+	EXPECT_EQ(0, be32toh(h.qpn) >> 24);
+	EXPECT_EQ(0, memcmp(h.addr, &sin.sin6_addr, sizeof(h.addr)));
+	p = (struct pollfd){ .fd = s, .events = POLLIN };
+	ASSERT_EQ(1, rpoll(&p, 1, 5000));
+	ASSERT_EQ(5, rrecvfrom(s, in, sizeof(in), MSG_DONTWAIT,
+			       (struct sockaddr *)&from, &fl));
+	EXPECT_EQ(0, memcmp(in, "hello", 5));
+	EXPECT_EQ(sizeof(from), fl);
+	EXPECT_EQ(me.sin6_port, from.sin6_port);
+	EXPECT_EQ(0, memcmp(&me.sin6_addr, &from.sin6_addr,
+			    sizeof(from.sin6_addr)));
+	EXPECT_EQ(-1, rrecv(s, in, sizeof(in), MSG_DONTWAIT));
+	EXPECT_EQ(EAGAIN, errno);
+	close(u);
+	rclose(s);
+}
+
 TEST_HARNESS_MAIN

@@ -6,8 +6,8 @@
  * non-blocking rconnect() and rpoll(), rpoll() racing such a connect,
  * data both ways and checked, a peek, rselect() over an rsocket and a
  * pipe, a half close, the close of a peer, the options rdma-core's
- * rstream sets, riomap()/riowrite(), and the machine's defaults in
- * /etc/rdma/rsocket/.
+ * rstream sets, riomap()/riowrite(), a connection over IPv6, and the
+ * machine's defaults in /etc/rdma/rsocket/.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -413,6 +413,68 @@ TEST(nonblocking_connect_rpoll)
 		rclose(a);
 		rclose(c);
 	}
+	rclose(l);
+}
+
+/*
+ * Over IPv6: a listener and a blocking connect on the bench's IPv6
+ * address, each end naming the other's address, and 256 KiB each way,
+ * every byte checked.
+ */
+TEST(stream_ipv6)
+{
+	struct sockaddr_in6 sin, name, peer;
+	struct xfer x = { .len = 1 << 18 };
+	socklen_t len;
+	uint8_t *buf;
+	pthread_t t;
+	int l, c, a;
+	size_t i;
+
+	if (!cm_addr6(&sin, cm_port()))
+		SKIP(return, "no IPv6 address on the RDMA netdev (KQP_TEST_ADDR6)");
+	buf = malloc(x.len);
+	ASSERT_NE(NULL, buf);
+	for (i = 0; i < x.len; i++)
+		buf[i] = pattern(i);
+	l = rsocket(AF_INET6, SOCK_STREAM, 0);
+	ASSERT_LE(0, l);
+	ASSERT_EQ(0, rbind(l, (struct sockaddr *)&sin, sizeof(sin)));
+	ASSERT_EQ(0, rlisten(l, 1));
+	c = rsocket(AF_INET6, SOCK_STREAM, 0);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, rconnect(c, (struct sockaddr *)&sin, sizeof(sin)));
+	len = sizeof(peer);
+	a = raccept(l, (struct sockaddr *)&peer, &len);
+	ASSERT_LE(0, a);
+	EXPECT_EQ(AF_INET6, peer.sin6_family);
+	EXPECT_EQ(0, memcmp(&sin.sin6_addr, &peer.sin6_addr,
+			    sizeof(peer.sin6_addr)));
+	len = sizeof(name);
+	ASSERT_EQ(0, rgetsockname(c, (struct sockaddr *)&name, &len));
+	EXPECT_EQ(AF_INET6, name.sin6_family);
+	EXPECT_EQ(name.sin6_port, peer.sin6_port);
+	len = sizeof(peer);
+	ASSERT_EQ(0, rgetpeername(c, (struct sockaddr *)&peer, &len));
+	EXPECT_EQ(AF_INET6, peer.sin6_family);
+	EXPECT_EQ(sin.sin6_port, peer.sin6_port);
+	EXPECT_EQ(0, memcmp(&sin.sin6_addr, &peer.sin6_addr,
+			    sizeof(peer.sin6_addr)));
+	/* Each way in turn, the reader a thread. */
+	x.s = a;
+	ASSERT_EQ(0, pthread_create(&t, NULL, recv_all, &x));
+	EXPECT_EQ((ssize_t)x.len, rsend(c, buf, x.len, 0));
+	pthread_join(t, NULL);
+	EXPECT_EQ((ssize_t)x.len, x.done) TH_LOG("%s", strerror(x.err));
+	x.s = c;
+	x.done = 0;
+	ASSERT_EQ(0, pthread_create(&t, NULL, recv_all, &x));
+	EXPECT_EQ((ssize_t)x.len, rsend(a, buf, x.len, 0));
+	pthread_join(t, NULL);
+	EXPECT_EQ((ssize_t)x.len, x.done) TH_LOG("%s", strerror(x.err));
+	free(buf);
+	rclose(a);
+	rclose(c);
 	rclose(l);
 }
 
