@@ -291,6 +291,7 @@ void krs_free(struct krs *rs)
 		       &rs->accept_fd };
 	unsigned int i;
 
+	krs_backlog_leave(rs);
 	if (rs->dg)
 		krs_dg_free(rs);
 	krs_free_ep(rs);

@@ -177,7 +177,34 @@ struct krs_dg;
  *	accepting thread and read by raccept(); [0] is non-blocking
  * @accept_fd: an accepted rsocket not yet established: its listener's
  *	queue, where its index goes once it is
+ * @backlog: a listener's bounds on what it accepted (rsocket_accept.c)
+ * @accepted_by: an accepted rsocket raccept() has not taken: its
+ *	listener's @backlog, in which it counts, as queued once @queued
  */
+/*
+ * What a listener accepted in the background and raccept() has not taken,
+ * bounded: at most @max established ones in its queue (rlisten()'s
+ * backlog) and KRS_MAX_OPENING(@max) still opening.  Each has its QP and
+ * buffers; past either bound a connect request is rejected, so that a
+ * peer that connects again and again, or never finishes, cannot grow the
+ * listener's process without end, and opening ones that never finish
+ * cannot keep the queue's room from those that do.  The listener and
+ * each rsocket counted hold a reference.  @lock is taken after any
+ * rsocket's mutex, and nothing is taken under it.
+ */
+struct krs_backlog {
+	pthread_mutex_t lock;
+	int refs;
+	int opening;
+	int queued;
+	int max;
+	bool gone;	/* the listener was closed: nothing more is queued */
+};
+
+/* rlisten()'s backlog when it is 0, negative or more: the module's default max_backlog. */
+#define KRS_MAX_BACKLOG		1024
+#define KRS_MAX_OPENING(max)	((max) < 64 ? 64 : (max))
+
 struct krs {
 	int index;
 	int ref;
@@ -255,6 +282,9 @@ struct krs {
 	struct sockaddr_storage dst;
 	int accept_queue[2];
 	int accept_fd;
+	struct krs_backlog *backlog;
+	struct krs_backlog *accepted_by;
+	bool queued;
 
 	/* A datagram rsocket's own (rsocket_dgram.c); NULL for a stream one. */
 	struct krs_dg *dg;
@@ -264,6 +294,7 @@ struct krs {
 int krs_insert(struct krs *rs);
 struct krs *krs_alloc(const struct krs *parent, int domain);
 void krs_free(struct krs *rs);
+void krs_backlog_leave(struct krs *rs);
 int krs_new_channel(struct krs *rs);
 int krs_create_qp(struct krs *rs, enum ibv_qp_type type,
 		  struct ibv_qp_init_attr *attr);

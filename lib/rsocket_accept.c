@@ -51,9 +51,70 @@ static struct krs_svc_entry *krs_svc_list;
 static int krs_svc_count;
 static int krs_svc_size;
 
+static void krs_backlog_put(struct krs_backlog *b)
+{
+	bool last;
+
+	pthread_mutex_lock(&b->lock);
+	last = !--b->refs;
+	pthread_mutex_unlock(&b->lock);
+	if (last) {
+		pthread_mutex_destroy(&b->lock);
+		free(b);
+	}
+}
+
+/*
+ * @rs (being freed, or its mutex held) no longer counts in its listener's
+ * backlog; a listener's own reference goes.
+ */
+void krs_backlog_leave(struct krs *rs)
+{
+	struct krs_backlog *b = rs->accepted_by;
+
+	if (b) {
+		rs->accepted_by = NULL;
+		pthread_mutex_lock(&b->lock);
+		if (rs->queued)
+			b->queued--;
+		else
+			b->opening--;
+		pthread_mutex_unlock(&b->lock);
+		krs_backlog_put(b);
+	}
+	if (rs->backlog) {
+		krs_backlog_put(rs->backlog);
+		rs->backlog = NULL;
+	}
+}
+
+/* Room in @b for one more opening rsocket; counted if so. */
+static bool krs_backlog_admit(struct krs_backlog *b)
+{
+	bool ok;
+
+	pthread_mutex_lock(&b->lock);
+	ok = !b->gone && b->queued < b->max &&
+	     b->opening < KRS_MAX_OPENING(b->max);
+	if (ok) {
+		b->opening++;
+		b->refs++;
+	}
+	pthread_mutex_unlock(&b->lock);
+	return ok;
+}
+
+static void krs_backlog_unadmit(struct krs_backlog *b)
+{
+	pthread_mutex_lock(&b->lock);
+	b->opening--;
+	pthread_mutex_unlock(&b->lock);
+	krs_backlog_put(b);
+}
+
 /*
  * A connect request's rsocket; its index, or -1 with errno, the request
- * then rejected.
+ * then rejected (also past the listener's backlog).
  */
 static int krs_accept_one(struct krs *ls, struct rdma_cm_id *id,
 			  const struct rdma_conn_param *req)
@@ -63,13 +124,18 @@ static int krs_accept_one(struct krs *ls, struct rdma_cm_id *id,
 	struct krs *rs;
 	int err;
 
+	if (!krs_backlog_admit(ls->backlog)) {
+		err = ECONNREFUSED;
+		goto err_reject;
+	}
 	rs = krs_alloc(ls, ls->domain);
 	if (!rs) {
 		err = errno;
-		rdma_reject(id, NULL, 0);
-		rdma_destroy_id(id);
-		return kqp_err(err);
+		krs_backlog_unadmit(ls->backlog);
+		goto err_reject;
 	}
+	/* Counted until raccept() takes it or it is freed. */
+	rs->accepted_by = ls->backlog;
 	rs->id = id;
 	if (krs_new_channel(rs) || rdma_migrate_id(id, rs->ch))
 		goto err_free;
@@ -101,6 +167,11 @@ err_free:
 	err = errno;
 	rdma_reject(id, NULL, 0);
 	krs_free(rs);
+	return kqp_err(err);
+
+err_reject:
+	rdma_reject(id, NULL, 0);
+	rdma_destroy_id(id);
 	return kqp_err(err);
 }
 
@@ -136,6 +207,37 @@ static void krs_svc_listener(struct krs *ls)
 }
 
 /*
+ * An accepted rsocket, established: its index into the listener's queue,
+ * and it counts as queued; unless the listener was closed, whose queue
+ * nobody reads any more (its close reads what is there, under the same
+ * lock, after saying so).  0 or an errno: EAGAIN, the queue holds the
+ * backlog (or its socket is full), and it is tried again within a second.
+ */
+static int krs_backlog_queue(struct krs *rs)
+{
+	struct krs_backlog *b = rs->accepted_by;
+	int err = 0;
+
+	if (!b)
+		return EPIPE;
+	pthread_mutex_lock(&b->lock);
+	if (b->gone)
+		err = EPIPE;
+	else if (b->queued >= b->max)
+		err = EAGAIN;	/* it waits, opening, for room */
+	else if (send(rs->accept_fd, &rs->index, sizeof(rs->index),
+		      MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(rs->index))
+		err = errno == EAGAIN ? EAGAIN : EPIPE;
+	if (!err) {
+		rs->queued = true;
+		b->opening--;
+		b->queued++;
+	}
+	pthread_mutex_unlock(&b->lock);
+	return err;
+}
+
+/*
  * An rsocket whose events the thread takes: the connection's next step.
  * An accepted one goes to its listener's queue once established, as
  * rdma-core's raccept() gives only established ones; a full queue is
@@ -154,12 +256,9 @@ static bool krs_svc_cm(struct krs *rs)
 	if (rs->accept_fd < 0 || (rs->state & KRS_OPENING))
 		return false;
 	gone = !(rs->state & KRS_CONNECTED);
-	if (!gone && send(rs->accept_fd, &rs->index, sizeof(rs->index),
-			  MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(rs->index)) {
-		if (errno == EAGAIN)
-			return false;
-		gone = true;
-	}
+	if (!gone && krs_backlog_queue(rs) == EAGAIN)
+		return false;
+	gone = gone || !rs->queued;
 	/* Forgotten before it is closed: a fork child may copy it between. */
 	fd = rs->accept_fd;
 	rs->accept_fd = -1;
@@ -390,6 +489,10 @@ void krs_svc_forget(struct krs *rs)
 	rs->svc = 0;
 	if (rs->state != KRS_LISTENING)
 		return;
+	/* After this, nothing is queued: what was, is read here. */
+	pthread_mutex_lock(&rs->backlog->lock);
+	rs->backlog->gone = true;
+	pthread_mutex_unlock(&rs->backlog->lock);
 	while (read(rs->accept_queue[0], &index, sizeof(index)) ==
 	       sizeof(index))
 		krs_close(index, false);
@@ -398,7 +501,7 @@ void krs_svc_forget(struct krs *rs)
 KQP_EXPORT int rlisten(int s, int backlog)
 {
 	struct krs *rs = krs_get(s);
-	int ret = 0;
+	int ret = 0, max;
 
 	if (!rs)
 		return -1;
@@ -406,12 +509,29 @@ KQP_EXPORT int rlisten(int s, int backlog)
 		ret = kqp_err(EOPNOTSUPP);
 		goto out;
 	}
-	if (rs->state == KRS_LISTENING)
+	max = backlog <= 0 || backlog > KRS_MAX_BACKLOG ? KRS_MAX_BACKLOG :
+							  backlog;
+	/* Again: the new backlog, as listen(2) takes it. */
+	if (rs->state == KRS_LISTENING) {
+		pthread_mutex_lock(&rs->backlog->lock);
+		rs->backlog->max = max;
+		pthread_mutex_unlock(&rs->backlog->lock);
 		goto out;
+	}
 	if (rs->state != KRS_INIT && rs->state != KRS_BOUND) {
 		ret = kqp_err(EINVAL);
 		goto out;
 	}
+	if (!rs->backlog) {
+		rs->backlog = calloc(1, sizeof(*rs->backlog));
+		if (!rs->backlog) {
+			ret = kqp_err(ENOMEM);
+			goto out;
+		}
+		pthread_mutex_init(&rs->backlog->lock, NULL);
+		rs->backlog->refs = 1;
+	}
+	rs->backlog->max = max;
 	ret = rdma_listen(rs->id, backlog);
 	if (ret)
 		goto out;
@@ -430,6 +550,25 @@ out:
 	return ret;
 }
 
+/*
+ * raccept() took @index from listener @ls's queue (its mutex held): it no
+ * longer counts there.  Only if it is still what was queued: the program
+ * may have closed the number already, and reused it.
+ */
+static void krs_backlog_taken(struct krs *ls, int index)
+{
+	struct krs *rs;
+
+	if (index == ls->index)
+		return;
+	rs = krs_get(index);
+	if (!rs)
+		return;
+	if (rs->accepted_by == ls->backlog && rs->queued)
+		krs_backlog_leave(rs);
+	krs_put(rs);
+}
+
 KQP_EXPORT int raccept(int s, struct sockaddr *addr, socklen_t *addrlen)
 {
 	struct krs *ls = krs_get(s);
@@ -443,8 +582,10 @@ KQP_EXPORT int raccept(int s, struct sockaddr *addr, socklen_t *addrlen)
 	}
 	for (;;) {
 		ret = read(ls->accept_queue[0], &index, sizeof(index));
-		if (ret == sizeof(index))
+		if (ret == sizeof(index)) {
+			krs_backlog_taken(ls, index);
 			break;
+		}
 		if (ret >= 0 || errno != EAGAIN || (ls->fd_flags & O_NONBLOCK)) {
 			index = ret < 0 ? -1 : kqp_err(EAGAIN);
 			break;

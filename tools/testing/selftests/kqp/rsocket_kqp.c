@@ -365,6 +365,40 @@ TEST_F_TIMEOUT(hostile, close_while_accepting, 60)
 		pthread_join(t, NULL);
 }
 
+/*
+ * A peer that connects again and again to a listener whose owner takes
+ * none: past the backlog (4), each connect request is refused, so the
+ * rsockets accepted in the background, each with its QP and buffers,
+ * stay bounded.  One more than the backlog may get through: the peer's
+ * connection is established when the listener's end still opens, and
+ * then waits for room in the queue.  Once the owner takes them all, a
+ * peer connects again.
+ */
+TEST_F_TIMEOUT(hostile, backlog_bounded, 180)
+{
+	struct raw r[12];
+	struct wire_conn c;
+	int i, n, a;
+
+	memset(r, 0, sizeof(r));
+	for (n = 0; n < 10; n++)
+		if (raw_connect(&r[n], self->port, &c, sizeof(c), true))
+			break;
+	EXPECT_LE(4, n);
+	EXPECT_GE(5, n);
+	/* Refused again: nothing was taken. */
+	EXPECT_EQ(-1, raw_connect(&r[10], self->port, &c, sizeof(c), true));
+	for (i = 0; i < n; i++) {
+		a = raccept(self->l, NULL, NULL);
+		EXPECT_LE(0, a) TH_LOG("raccept %d: %s", i, strerror(errno));
+		if (a >= 0)
+			rclose(a);
+	}
+	EXPECT_EQ(0, raw_connect(&r[11], self->port, &c, sizeof(c), true));
+	for (i = 0; i < 12; i++)
+		raw_close(&r[i]);
+}
+
 static void *listen_it(void *arg)
 {
 	rlisten(*(int *)arg, 4);
