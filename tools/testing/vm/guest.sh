@@ -93,6 +93,9 @@ setup_rdma() {
 	ip link set lo up &&
 	ip link add "$KQP_TEST_NETDEV" type dummy &&
 	ip addr add "$KQP_TEST_ADDR/24" dev "$KQP_TEST_NETDEV" &&
+	# Kept when a test sets the link down (verbs.c): Linux drops a
+	# netdev's IPv6 addresses then, unless told not to.
+	echo 1 > "/proc/sys/net/ipv6/conf/$KQP_TEST_NETDEV/keep_addr_on_down" &&
 	ip -6 addr add "$KQP_TEST_ADDR6/64" dev "$KQP_TEST_NETDEV" nodad &&
 	ip link set "$KQP_TEST_NETDEV" up &&
 	rdma link add "$KQP_TEST_RDMA_DEV" type rxe netdev "$KQP_TEST_NETDEV" &&
