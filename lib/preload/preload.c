@@ -601,12 +601,15 @@ static bool pl_same_host(const struct sockaddr_storage *a,
  * The accepted end, on @fd: the rsocket, accepted, or -1; *@reset once
  * the four bytes went out.
  */
+/* Seconds the accepted end waits for the connection after a hang-up. */
+#define PL_FORK_HUP_WAIT	15
+
 static int pl_fork_passive(int fd, bool *reset)
 {
 	struct sockaddr_storage me, peer, from;
 	socklen_t len = sizeof(me), plen = sizeof(peer), flen;
 	struct pollfd p[2];
-	int lrs, rs = -1, one = 1;
+	int lrs, rs = -1, one = 1, hup = 0;
 	uint32_t msg = 0;
 
 	if (real.getsockname(fd, (struct sockaddr *)&me, &len) ||
@@ -642,22 +645,32 @@ static int pl_fork_passive(int fd, bool *reset)
 		goto out;
 	*reset = true;
 	/*
-	 * Until a connection, or the TCP peer's hang-up with none waiting:
-	 * the peer shuts TCP down as soon as its rconnect() returns, which
-	 * can be before this end's raccept().
+	 * Until a connection, or PL_FORK_HUP_WAIT seconds after the TCP
+	 * peer's hang-up with none made: the peer shuts TCP down as soon as
+	 * its rconnect() returns, which can be before this end's raccept().
 	 */
 	while (rs < 0) {
 		p[0] = (struct pollfd){ .fd = lrs, .events = POLLIN };
 		p[1] = (struct pollfd){ .fd = fd, .events = POLLRDHUP };
-		if (rpoll(p, 2, -1) < 0 && errno != EINTR)
+		/*
+		 * After the hang-up, the listener alone, for a while: the
+		 * peer's rconnect() returns when its end is established,
+		 * which can be before this end's is, and so before the
+		 * connection is there to take.
+		 */
+		if (rpoll(p, hup ? 1 : 2, hup ? 1000 : -1) < 0 &&
+		    errno != EINTR)
 			break;
-		if (!p[0].revents && !p[1].revents)
+		if (hup && !p[0].revents && ++hup > PL_FORK_HUP_WAIT)
+			break;
+		if (!p[0].revents && (hup || !p[1].revents))
 			continue;
 		flen = sizeof(from);
 		rs = raccept(lrs, (struct sockaddr *)&from, &flen);
-		if (rs < 0 && (p[1].revents ||
-			       (errno != EAGAIN && errno != EWOULDBLOCK)))
+		if (rs < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
 			break;
+		if (rs < 0 && !hup && p[1].revents)
+			hup = 1;
 		/* Another host's connection is not this one's. */
 		if (rs >= 0 && !pl_same_host(&from, &peer)) {
 			rclose(rs);
