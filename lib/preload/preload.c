@@ -597,13 +597,13 @@ static bool pl_same_host(const struct sockaddr_storage *a,
 	return a->ss_family && b->ss_family && !memcmp(&ha, &hb, sizeof(ha));
 }
 
+/* Seconds the accepted end waits for the connection after a hang-up. */
+#define PL_FORK_HUP_WAIT	15
+
 /*
  * The accepted end, on @fd: the rsocket, accepted, or -1; *@reset once
  * the four bytes went out.
  */
-/* Seconds the accepted end waits for the connection after a hang-up. */
-#define PL_FORK_HUP_WAIT	15
-
 static int pl_fork_passive(int fd, bool *reset)
 {
 	struct sockaddr_storage me, peer, from;
