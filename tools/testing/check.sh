@@ -103,12 +103,15 @@ echo "check: packages took $(( $(date +%s) - deb_start )) s"
 read -r hp hf hs < <("$vm/tapsum.sh" "$host"/tap/*.tap)
 echo "host: $hp passed, $hf failed"
 total_p=$hp total_f=$hf total_s=$hs
-summary="host: $hp passed, $hf failed"
+# Each part's wall time too: CI keeps only the end of the output, and its
+# hour is spent here.
+summary="host: $hp passed, $hf failed (${SECONDS} s)"
 
 for k in $KERNELS; do
 	echo
-	echo "=== $k ==="
+	echo "=== $k === (at ${SECONDS} s)"
 	rm -f "$top/build/vm/$k/counts"
+	start=$SECONDS
 	"$vm/run.sh" "$k"
 	if [ -r "$top/build/vm/$k/counts" ]; then
 		read -r p f s < "$top/build/vm/$k/counts"
@@ -117,12 +120,13 @@ for k in $KERNELS; do
 		p=0 f=1 s=0
 	fi
 	total_p=$((total_p + p)) total_f=$((total_f + f)) total_s=$((total_s + s))
-	summary+=$'\n'"$k: $p passed, $f failed"
+	summary+=$'\n'"$k: $p passed, $f failed ($((SECONDS - start)) s)"
 
 	case " $PAIR_KERNELS " in *" $k "*) ;; *) continue ;; esac
 	echo
-	echo "=== $k, two guests ==="
+	echo "=== $k, two guests === (at ${SECONDS} s)"
 	rm -f "$top/build/vm/$k-pair/counts"
+	start=$SECONDS
 	"$vm/run.sh" --pair "$k"
 	if [ -r "$top/build/vm/$k-pair/counts" ]; then
 		read -r p f s < "$top/build/vm/$k-pair/counts"
@@ -131,7 +135,7 @@ for k in $KERNELS; do
 		p=0 f=1 s=0
 	fi
 	total_p=$((total_p + p)) total_f=$((total_f + f)) total_s=$((total_s + s))
-	summary+=$'\n'"$k, two guests: $p passed, $f failed"
+	summary+=$'\n'"$k, two guests: $p passed, $f failed ($((SECONDS - start)) s)"
 done
 
 # What failed, next to the summary: CI keeps only the end of the output.
@@ -178,5 +182,6 @@ echo
 echo "=== summary ==="
 echo "$summary"
 [ "$total_s" -eq 0 ] || echo "($total_s skipped)"
+echo "in ${SECONDS} s"
 echo "$total_p passed, $total_f failed"
 [ "$total_f" -eq 0 ]
