@@ -132,9 +132,10 @@ dev_gone() { [ ! -e /dev/kqp ]; }
 run_test() {
 	local idx=$1 prog=$2
 	shift 2
-	local tap pid dog rc stuck
+	local tap pid dog rc stuck start
 	tap=$TAP/$(printf '%02d' "$idx")-$prog.tap
 	echo "bench: running $prog $*"
+	start=$(date +%s)
 	timeout -k 10 "$TEST_TIMEOUT" "$TESTS/$prog" "$@" > "$tap" 2>&1 &
 	pid=$!
 	# A program stuck in the kernel outlives timeout's SIGKILL, and would
@@ -158,6 +159,8 @@ run_test() {
 	fi
 	trap - USR1
 	echo $rc > "${tap%.tap}.rc"
+	# Where the guest's time goes: run.sh prints the slowest.
+	echo "$(( $(date +%s) - start )) $prog" >> "$OUT/times"
 	cat "$tap"
 }
 
