@@ -83,7 +83,7 @@ finish() {
 	# The programs that took longest (guest.sh's times), for CI's budget.
 	if [ -s "$out/times" ]; then
 		echo "$name: slowest (s): $(sort -rn "$out/times" | head -n 8 |
-			awk '{ printf "%s%s %s", NR > 1 ? ", " : "", $2, $1 }')"
+			awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1 }')"
 		echo "$name: all programs took $(awk '{ t += $1 } END { print t }' "$out/times") s"
 	fi
 	shopt -s nullglob
