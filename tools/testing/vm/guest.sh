@@ -13,6 +13,7 @@
 #   kqp_bench  the bench kernel's name (6.1, 6.12, 6.12-rt, debug)
 #   kqp_role   a or b: one of the two guests of run.sh --pair, whose
 #              results go to $kqp_out/ROLE; it runs pair.sh instead
+#   kqp_pair_reference  0: pair.sh skips its stock->stock direction
 # Writes TAP files under $kqp_out/tap, the guest's dmesg and kmemleak
 # report, and "done" when it finished; then powers the guest off.
 set -u
@@ -243,6 +244,7 @@ if [ -n "${kqp_role:-}" ]; then
 	check "insmod kqp.ko" kqp_load "$kqp_kmod"
 	echo "bench: running pair.sh $kqp_role"
 	KQP_REPO=$REPO KQP_PAIR_RV=$kqp_out/rv \
+	KQP_PAIR_REFERENCE=${kqp_pair_reference:-1} \
 	KQP_PAIR_TESTS=$(echo "${kqp_tests:-}" | tr , ' ') \
 		timeout -k 10 "${kqp_pair_timeout:-2400}" \
 		bash "$REPO/tools/testing/vm/pair.sh" "$kqp_role" \

@@ -161,7 +161,7 @@ launch() {
 		-nodefaults -no-reboot -display none -monitor none \
 		-serial "file:$dir/console.log" \
 		-kernel "$VMLINUZ" -initrd "$initrd" \
-		-append "console=ttyS0 quiet panic=-1 tsc=reliable $APPEND kqp_out=$out kqp_repo=$repo kqp_guest=$here/guest.sh kqp_kmod=$kmod/kqp.ko kqp_mode=$mode kqp_script=$script kqp_tests=$only kqp_bench=$name $app" \
+		-append "console=ttyS0 quiet panic=-1 tsc=reliable $APPEND kqp_out=$out kqp_repo=$repo kqp_guest=$here/guest.sh kqp_kmod=$kmod/kqp.ko kqp_mode=$mode kqp_script=$script kqp_tests=$only kqp_bench=$name kqp_pair_reference=${KQP_PAIR_REFERENCE:-1} $app" \
 		-fsdev local,id=root,path=/,readonly=on,multidevs=remap,security_model=none \
 		-device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
 		-fsdev "local,id=out,path=$out,security_model=none" \
