@@ -851,12 +851,11 @@ static void *poll_plain(void *arg)
  * rsocket: the child's first rsocket call must not find the table's lock
  * held for good.  The fork handlers were registered with the first
  * rsocket, so a child forked while rpoll() of plain fds held the lock
- * inherited it locked.  Each child gets 5 s.  No fixture: it would make
- * an rsocket first.
- */
-/*
- * 300 forks take 34-37 s on the debug kernel (KASAN), past the harness's
- * default 30 s: a budget of its own, in a fixture of its own.
+ * inherited it locked.  Each child gets 5 s.  Not in the hostile
+ * fixture, which makes an rsocket first; 300 forks take 34-37 s on the
+ * debug kernel (KASAN), past the harness's default 30 s, and only a
+ * fixture's test takes a budget of its own (TEST_F_TIMEOUT), so it has
+ * one that makes nothing.
  */
 FIXTURE(forks)
 {
