@@ -34,9 +34,11 @@
  * completion channels.  The exported API's is in kapi.c.
  */
 #include "kqp.h"
+#include "account.h"
 #include "core.h"
 #include "cq.h"
 #include "pd.h"
+#include "qp_cache.h"
 
 /*
  * Lower @depth to what @cq, allocated here, holds.  Not a resize: a CQ
@@ -105,9 +107,61 @@ static int kqp_core_alloc_cq(struct kqp_core_scope *scope,
 }
 
 /*
+ * Destroy an unbound QP made here that the caller never saw.  A cached
+ * QP the device refused to destroy keeps its event context, which no
+ * longer reaches anyone, and the module stays loaded for the device.
+ */
+static void kqp_core_destroy_unbound(struct ib_qp *qp, struct kqp_core_qp *res)
+{
+	if (!ib_destroy_qp(qp)) {
+		kfree(res->qpc_ctx);
+	} else if (res->qpc_ctx) {
+		kqp_qpc_ctx_clear(res->qpc_ctx);
+		__module_get(THIS_MODULE);
+	}
+	res->qpc_ctx = NULL;
+}
+
+/*
+ * An unbound QP with no PD, CQs or SRQ given: a cached one (qp_cache.c)
+ * if the scope has one that fits, else one made now.  Either way in
+ * RESET, with its CQs in @attr.
+ */
+static int kqp_core_make_unbound(struct kqp_core_scope *scope,
+				 struct kqp_device *kdev, struct ib_pd *pd,
+				 struct ib_qp_init_attr *attr,
+				 struct kqp_core_qp *res, bool cacheable,
+				 struct ib_qp **qp)
+{
+	const struct kqp_core_scope_ops *ops = scope->ops;
+	int ret;
+
+	if (cacheable && ops->take_cached) {
+		ret = ops->take_cached(scope, kdev, res->pd_token, attr, res, qp);
+		if (ret != -EAGAIN)
+			return ret;
+	}
+	if (!attr->send_cq) {
+		ret = kqp_core_alloc_cq(scope, kdev, attr->cap.max_send_wr, true,
+					&res->send_cq_token, &attr->send_cq);
+		if (ret)
+			return ret;
+	}
+	if (!attr->recv_cq) {
+		ret = kqp_core_alloc_cq(scope, kdev, attr->cap.max_recv_wr,
+					false, &res->recv_cq_token,
+					&attr->recv_cq);
+		if (ret)
+			return ret;
+	}
+	*qp = ib_create_qp(pd, attr);
+	return PTR_ERR_OR_ZERO(*qp);
+}
+
+/*
  * The QP is returned in *@qp; with @unbound it is not @id->qp, and the
  * caller moves it through its states and destroys it with
- * ib_destroy_qp().
+ * ib_destroy_qp(), then frees @res->qpc_ctx (kqp_core_destroy_unbound()).
  */
 int kqp_core_create_qp(struct kqp_core_scope *scope, struct rdma_cm_id *id,
 		       struct ib_pd *pd, struct ib_qp_init_attr *attr,
@@ -139,33 +193,35 @@ int kqp_core_create_qp(struct kqp_core_scope *scope, struct rdma_cm_id *id,
 			goto err;
 		}
 	}
-	if (!send_cq) {
-		ret = kqp_core_alloc_cq(scope, kdev, attr->cap.max_send_wr, true,
-					&res->send_cq_token, &attr->send_cq);
-		if (ret)
-			goto err;
-	}
-	if (!recv_cq) {
-		ret = kqp_core_alloc_cq(scope, kdev, attr->cap.max_recv_wr,
-					false, &res->recv_cq_token,
-					&attr->recv_cq);
-		if (ret)
-			goto err;
-	}
-
 	if (unbound) {
 		attr->port_num = id->port_num;
-		*qp = ib_create_qp(pd, attr);
-		if (IS_ERR(*qp)) {
-			ret = PTR_ERR(*qp);
+		ret = kqp_core_make_unbound(scope, kdev, pd, attr, res,
+					    !send_cq && !recv_cq && !attr->srq,
+					    qp);
+		if (ret)
 			goto err;
-		}
 		ret = kqp_core_unbound_init(id, *qp);
 		if (ret) {
-			ib_destroy_qp(*qp);
+			kqp_core_destroy_unbound(*qp, res);
 			goto err;
 		}
 	} else {
+		if (!send_cq) {
+			ret = kqp_core_alloc_cq(scope, kdev,
+						attr->cap.max_send_wr, true,
+						&res->send_cq_token,
+						&attr->send_cq);
+			if (ret)
+				goto err;
+		}
+		if (!recv_cq) {
+			ret = kqp_core_alloc_cq(scope, kdev,
+						attr->cap.max_recv_wr, false,
+						&res->recv_cq_token,
+						&attr->recv_cq);
+			if (ret)
+				goto err;
+		}
 		ret = rdma_create_qp(id, pd, attr);
 		if (ret)
 			goto err;
@@ -204,21 +260,33 @@ static void kqp_uscope_put_default_pd(struct kqp_core_scope *scope,
 	kqp_pd_put_user(token);
 }
 
-/* A ring CQ with a completion channel of its own, as librdmacm makes. */
-static struct ib_cq *kqp_uscope_alloc_cq(struct kqp_core_scope *scope,
-					 struct kqp_device *kdev, u32 cqe,
-					 bool send, void **token)
+/*
+ * A ring CQ with a completion channel of its own, as librdmacm makes:
+ * made now, or the spare *@spare of a cached QP adopted (then NULL).
+ */
+static struct ib_cq *kqp_uscope_make_cq(struct kqp_uscope *us,
+					struct kqp_device *kdev, u32 cqe,
+					struct kqp_uscope_cq *q,
+					struct kqp_cq **spare, void **token)
 {
-	struct kqp_uscope *us = container_of(scope, struct kqp_uscope, scope);
-	struct kqp_uscope_cq *q = send ? &us->send : &us->recv;
 	struct kqp_channel *chan;
 	struct kqp_cq *cq;
+	int ret;
 
 	chan = kqp_channel_make_fd(&q->fd, &q->filp);
 	if (IS_ERR(chan))
 		return ERR_CAST(chan);
 	kref_get(&chan->ref);
-	cq = kqp_cq_create_locked(us->uctx, kdev, cqe, 0, chan, q->uid);
+	if (spare) {
+		cq = *spare;
+		ret = kqp_cq_adopt_locked(cq, us->uctx, kdev, chan, q->uid);
+		if (ret)
+			cq = ERR_PTR(ret);
+		else
+			*spare = NULL;
+	} else {
+		cq = kqp_cq_create_locked(us->uctx, kdev, cqe, 0, chan, q->uid);
+	}
 	if (IS_ERR(cq)) {
 		kqp_channel_put(chan);
 		kqp_channel_unmake_fd(q->fd, q->filp);
@@ -229,6 +297,70 @@ static struct ib_cq *kqp_uscope_alloc_cq(struct kqp_core_scope *scope,
 	q->cq = cq;
 	*token = cq;
 	return cq->cq;
+}
+
+static struct ib_cq *kqp_uscope_alloc_cq(struct kqp_core_scope *scope,
+					 struct kqp_device *kdev, u32 cqe,
+					 bool send, void **token)
+{
+	struct kqp_uscope *us = container_of(scope, struct kqp_uscope, scope);
+
+	return kqp_uscope_make_cq(us, kdev, cqe, send ? &us->send : &us->recv,
+				  NULL, token);
+}
+
+/*
+ * A cached QP of the default PD's group that fits @attr (the PD the
+ * caller named, or @pd_token when it named none), its
+ * CQs adopted as the table's (qp_cache.c); -EAGAIN if none fits.  The
+ * table is charged for the QP and CQs as they become its objects, and
+ * the PD's charge for its spare slots drops by one.
+ */
+static int kqp_uscope_take_cached(struct kqp_core_scope *scope,
+				  struct kqp_device *kdev, void *pd_token,
+				  struct ib_qp_init_attr *attr,
+				  struct kqp_core_qp *res, struct ib_qp **qp)
+{
+	struct kqp_uscope *us = container_of(scope, struct kqp_uscope, scope);
+	struct kqp_ucontext *uctx = us->uctx;
+	struct kqp_pd *pd = pd_token ? pd_token : us->named_pd;
+	struct kqp_qpc_slot *slot;
+	struct ib_cq *cq;
+
+	/* A PD of the caller's own is no cache's. */
+	if (!pd || !pd->is_default)
+		return -EAGAIN;
+	mutex_lock(&uctx->lock);
+	slot = kqp_qpc_take(kdev, pd->qpc, attr);
+	if (slot)
+		kqp_pd_qpc_took(pd);
+	mutex_unlock(&uctx->lock);
+	if (!slot)
+		return -EAGAIN;
+
+	cq = kqp_uscope_make_cq(us, kdev, 0, &us->send, &slot->send_cq,
+				&res->send_cq_token);
+	if (IS_ERR(cq))
+		goto err;
+	attr->send_cq = cq;
+	cq = kqp_uscope_make_cq(us, kdev, 0, &us->recv, &slot->recv_cq,
+				&res->recv_cq_token);
+	if (IS_ERR(cq))
+		goto err;
+	attr->recv_cq = cq;
+	attr->cap = slot->cap;
+	*qp = slot->qp;
+	res->qpc_ctx = slot->ctx;
+	kqp_qpc_ctx_set(slot->ctx, attr->event_handler, attr->qp_context);
+	slot->qp = NULL;
+	slot->ctx = NULL;
+	kqp_qpc_slot_free(slot);
+	return 0;
+
+err:
+	/* The QP first; CQs adopted already are the caller's to release. */
+	kqp_qpc_slot_free(slot);
+	return PTR_ERR(cq);
 }
 
 /* Undo kqp_uscope_alloc_cq(): the CQ was never published. */
@@ -253,4 +385,5 @@ const struct kqp_core_scope_ops kqp_uscope_ops = {
 	.put_default_pd = kqp_uscope_put_default_pd,
 	.alloc_cq = kqp_uscope_alloc_cq,
 	.free_cq = kqp_uscope_free_cq,
+	.take_cached = kqp_uscope_take_cached,
 };

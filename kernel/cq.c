@@ -407,8 +407,11 @@ static void kqp_cq_event_handler(struct ib_event *event, void *cq_context)
 	struct kqp_cq *cq = cq_context;
 
 	rcu_read_lock();
-	/* Nothing before the ring: the CQ is not anyone's yet. */
-	if (!READ_ONCE(cq->abandoned) && READ_ONCE(cq->ring))
+	/*
+	 * Nothing before the ring: the CQ is not anyone's yet.  Pairs with
+	 * smp_store_release() in kqp_cq_ring_alloc(), after @uctx and @uid.
+	 */
+	if (!READ_ONCE(cq->abandoned) && smp_load_acquire(&cq->ring))
 		kqp_async_queue_event(cq->uctx, event->event, KQP_ASYNC_CQ,
 				      cq->vobj.obj.id, cq->uid,
 				      &cq->async_reported);
@@ -486,8 +489,83 @@ static int kqp_cq_ring_alloc(struct kqp_cq *cq, struct kqp_ucontext *uctx,
 	if (IS_ERR(vmem))
 		return PTR_ERR(vmem);
 	cq->ring_vmem = vmem;
-	/* Pairs with READ_ONCE() in kqp_cq_event_handler(). */
-	WRITE_ONCE(cq->ring, kqp_vmem_addr(vmem));
+	/* Pairs with smp_load_acquire() in kqp_cq_event_handler(). */
+	smp_store_release(&cq->ring, kqp_vmem_addr(vmem));
+	return 0;
+}
+
+/* A CQ's struct before it has a kernel CQ, a table or a ring. */
+static struct kqp_cq *kqp_cq_alloc(gfp_t gfp)
+{
+	struct kqp_cq *cq = kzalloc(sizeof(*cq), gfp);
+
+	if (!cq)
+		return NULL;
+	spin_lock_init(&cq->lock);
+	irq_poll_init(&cq->iop, KQP_CQ_POLL_BUDGET, kqp_cq_poll);
+	init_irq_work(&cq->kick, kqp_cq_kick);
+	INIT_LIST_HEAD(&cq->chan_entry);
+	return cq;
+}
+
+/*
+ * The kernel CQ of @cq, of at least @cqe entries, with @cq as the
+ * handlers' context.  Not armed: the completion handler does not run
+ * before the ring is there.  The event handler may, and drops what comes
+ * before the ring (no QP can use the CQ yet), so an error path has no
+ * event to take back.  On error nothing is left but @cq's struct, unless
+ * the device kept a CQ it refused to destroy (*@freeable is false).
+ */
+static int kqp_cq_make_ib(struct kqp_cq *cq, struct kqp_device *kdev, u32 cqe,
+			  u32 comp_vector, bool *freeable)
+{
+	struct ib_cq_init_attr attr = {};
+	struct ib_cq *ibcq;
+
+	*freeable = true;
+	/* The depth asked for, as uverbs asks: the device may round it up. */
+	attr.cqe = cqe;
+	attr.comp_vector = comp_vector;
+	ibcq = ib_create_cq(kdev->ibdev, kqp_cq_comp_handler,
+			    kqp_cq_event_handler, cq, &attr);
+	if (IS_ERR(ibcq))
+		return PTR_ERR(ibcq);
+	if (ibcq->cqe < 1 || ibcq->cqe > KQP_CQ_RING_MAX) {
+		*freeable = kqp_cq_destroy_ib(cq, ibcq);
+		return -EINVAL;
+	}
+	cq->cq = ibcq;
+	cq->cqe = ibcq->cqe;
+	return 0;
+}
+
+/*
+ * Give @cq, whose kernel CQ is made, to @uctx: charged for what the
+ * device made, with its ring.  On error @cq is as it was, and was never
+ * anyone's.  The caller holds kdev->hw_rwsem for reading, the device
+ * alive, and has begun @cq->vobj.
+ */
+static int kqp_cq_give(struct kqp_cq *cq, struct kqp_ucontext *uctx,
+		       struct kqp_device *kdev, struct kqp_channel *chan,
+		       u64 uid)
+{
+	int ret;
+
+	/* A device that rounded up is charged what it made. */
+	ret = kqp_queue_charge(uctx, &cq->vobj,
+			       max(cq->vobj.queue_bytes,
+				   kqp_cq_queue_bytes(cq->cqe)), false);
+	if (ret)
+		return ret;
+	cq->uctx = uctx;
+	cq->uid = uid;
+	ret = kqp_cq_ring_alloc(cq, uctx, cq->cqe);
+	if (ret)
+		return ret;
+	cq->channel = chan;
+	kqp_vobj_made(&cq->vobj, kdev, kqp_cq_destroy_hw);
+	/* From now on completions flow into the ring. */
+	ib_req_notify_cq(cq->cq, IB_CQ_NEXT_COMP);
 	return 0;
 }
 
@@ -501,9 +579,7 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 				    u32 comp_vector, struct kqp_channel *chan,
 				    u64 uid)
 {
-	struct ib_cq_init_attr attr = {};
 	struct kqp_cq *cq;
-	struct ib_cq *ibcq;
 	bool freeable = true;
 	int ret;
 
@@ -512,66 +588,89 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 	if (comp_vector >= kdev->ibdev->num_comp_vectors)
 		return ERR_PTR(-EINVAL);
 
-	cq = kzalloc(sizeof(*cq), GFP_KERNEL_ACCOUNT);
+	cq = kqp_cq_alloc(GFP_KERNEL_ACCOUNT);
 	if (!cq)
 		return ERR_PTR(-ENOMEM);
-	spin_lock_init(&cq->lock);
-	irq_poll_init(&cq->iop, KQP_CQ_POLL_BUDGET, kqp_cq_poll);
-	init_irq_work(&cq->kick, kqp_cq_kick);
-	INIT_LIST_HEAD(&cq->chan_entry);
-	cq->uctx = uctx;
-	cq->uid = uid;
-
 	ret = kqp_vobj_begin(uctx, &cq->vobj, KQP_OBJ_CQ, kdev,
 			     kqp_cq_queue_bytes(cqe));
 	if (ret)
 		goto err_free;
-	/* The depth asked for, as uverbs asks: the device may round it up. */
-	attr.cqe = cqe;
-	attr.comp_vector = comp_vector;
-	ibcq = ib_create_cq(kdev->ibdev, kqp_cq_comp_handler,
-			    kqp_cq_event_handler, cq, &attr);
-	if (IS_ERR(ibcq)) {
-		ret = PTR_ERR(ibcq);
+	ret = kqp_cq_make_ib(cq, kdev, cqe, comp_vector, &freeable);
+	if (ret)
 		goto err_cancel;
-	}
-	/*
-	 * Not armed yet: the completion handler does not run before the ring
-	 * is there.  The event handler may, and drops what comes before the
-	 * ring (no QP can use the CQ yet), so the error path below has no
-	 * event to take back.
-	 */
-	if (ibcq->cqe < 1 || ibcq->cqe > KQP_CQ_RING_MAX) {
-		ret = -EINVAL;
-		goto err_destroy;
-	}
-	/* A device that rounded up is charged what it made. */
-	ret = kqp_queue_charge(uctx, &cq->vobj,
-			       max(cq->vobj.queue_bytes,
-				   kqp_cq_queue_bytes(ibcq->cqe)), false);
+	ret = kqp_cq_give(cq, uctx, kdev, chan, uid);
 	if (ret)
 		goto err_destroy;
-
-	ret = kqp_cq_ring_alloc(cq, uctx, ibcq->cqe);
-	if (ret)
-		goto err_destroy;
-	cq->cq = ibcq;
-	cq->cqe = ibcq->cqe;
-	cq->channel = chan;
-	kqp_vobj_made(&cq->vobj, kdev, kqp_cq_destroy_hw);
-	/* From now on completions flow into the ring. */
-	ib_req_notify_cq(ibcq, IB_CQ_NEXT_COMP);
 	return cq;
 
 err_destroy:
 	/* A CQ the device keeps is left to it, struct and all. */
-	freeable = kqp_cq_destroy_ib(cq, ibcq);
+	freeable = kqp_cq_destroy_ib(cq, cq->cq);
 err_cancel:
 	kqp_vobj_cancel(uctx, &cq->vobj);
 err_free:
 	if (freeable)
 		kfree(cq);
 	return ERR_PTR(ret);
+}
+
+/*
+ * A spare CQ for the QP cache (qp_cache.c): a kernel CQ of at least @cqe
+ * entries, nobody's, unarmed, charged to nobody.  Its handlers' context
+ * is the struct it will keep when a table adopts it (kqp_cq_adopt_locked()),
+ * so nothing about the kernel CQ changes then.
+ */
+struct kqp_cq *kqp_cq_make_spare(struct kqp_device *kdev, u32 cqe)
+{
+	struct kqp_cq *cq;
+	bool freeable;
+	int ret;
+
+	if (!cqe || cqe > kdev->ibdev->attrs.max_cqe)
+		return ERR_PTR(-EINVAL);
+	cq = kqp_cq_alloc(GFP_KERNEL);
+	if (!cq)
+		return ERR_PTR(-ENOMEM);
+	ret = kqp_cq_make_ib(cq, kdev, cqe, 0, &freeable);
+	if (ret) {
+		if (freeable)
+			kfree(cq);
+		return ERR_PTR(ret);
+	}
+	return cq;
+}
+
+/* Destroy a spare CQ no table adopted; its QP is gone. */
+void kqp_cq_free_spare(struct kqp_cq *cq)
+{
+	if (kqp_cq_destroy_ib(cq, cq->cq))
+		kfree(cq);
+}
+
+/*
+ * Adopt the spare @cq into @uctx, reserved but not published, as
+ * kqp_cq_create_locked() makes one; @chan, if any, is taken over.  On
+ * error @cq is still a spare.  The caller holds kdev->hw_rwsem for
+ * reading and checked that the device lives.
+ */
+int kqp_cq_adopt_locked(struct kqp_cq *cq, struct kqp_ucontext *uctx,
+			struct kqp_device *kdev, struct kqp_channel *chan,
+			u64 uid)
+{
+	int ret;
+
+	ret = kqp_vobj_begin(uctx, &cq->vobj, KQP_OBJ_CQ, kdev,
+			     kqp_cq_queue_bytes(cq->cqe));
+	if (ret)
+		return ret;
+	ret = kqp_cq_give(cq, uctx, kdev, chan, uid);
+	if (ret) {
+		/* The ring is the last step that fails: there is none. */
+		kqp_vobj_cancel(uctx, &cq->vobj);
+		cq->uctx = NULL;
+		cq->uid = 0;
+	}
+	return ret;
 }
 
 /*

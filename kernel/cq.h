@@ -133,6 +133,11 @@ struct kqp_cq *kqp_cq_create_locked(struct kqp_ucontext *uctx,
 				    struct kqp_device *kdev, u32 cqe,
 				    u32 comp_vector, struct kqp_channel *chan,
 				    u64 uid);
+struct kqp_cq *kqp_cq_make_spare(struct kqp_device *kdev, u32 cqe);
+void kqp_cq_free_spare(struct kqp_cq *cq);
+int kqp_cq_adopt_locked(struct kqp_cq *cq, struct kqp_ucontext *uctx,
+			struct kqp_device *kdev, struct kqp_channel *chan,
+			u64 uid);
 void kqp_cq_fill_ring_info(struct kqp_cq *cq, struct kqp_ring_info *info);
 struct kqp_cq *kqp_cq_take(struct kqp_ucontext *uctx, u32 handle);
 void kqp_cq_put_user(struct kqp_cq *cq);

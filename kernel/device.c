@@ -23,6 +23,7 @@
 #include "cq.h"
 #include "pd.h"
 #include "qp.h"
+#include "qp_cache.h"
 #include "srq.h"
 
 /*
@@ -38,7 +39,10 @@ static struct ib_client kqp_ib_client;
 
 static void kqp_device_free(struct kref *ref)
 {
-	kfree(container_of(ref, struct kqp_device, ref));
+	struct kqp_device *kdev = container_of(ref, struct kqp_device, ref);
+
+	kqp_qpc_free(kdev);
+	kfree(kdev);
 }
 
 void kqp_device_put(struct kqp_device *kdev)
@@ -88,6 +92,19 @@ struct kqp_device *kqp_device_of(struct ib_device *ibdev)
 	return kqp_device_get(ibdev->index);
 }
 
+/* Call @fn on every device, with kqp_devices_rwsem held for reading. */
+void kqp_device_for_each(void (*fn)(struct kqp_device *kdev, void *arg),
+			 void *arg)
+{
+	struct kqp_device *kdev;
+	unsigned long index;
+
+	down_read(&kqp_devices_rwsem);
+	xa_for_each(&kqp_devices, index, kdev)
+		fn(kdev, arg);
+	up_read(&kqp_devices_rwsem);
+}
+
 static void kqp_device_event(struct ib_event_handler *handler,
 			     struct ib_event *event)
 {
@@ -108,6 +125,11 @@ static int kqp_ib_add(struct ib_device *ibdev)
 	init_rwsem(&kdev->hw_rwsem);
 	spin_lock_init(&kdev->objects_lock);
 	INIT_LIST_HEAD(&kdev->objects);
+	ret = kqp_qpc_init(kdev);
+	if (ret) {
+		kfree(kdev);
+		return ret;
+	}
 
 	down_write(&kqp_devices_rwsem);
 	ret = xa_insert(&kqp_devices, ibdev->index, kdev, GFP_KERNEL);
@@ -154,6 +176,8 @@ static void kqp_ib_remove(struct ib_device *ibdev, void *client_data)
 	down_write(&kqp_devices_rwsem);
 	xa_erase(&kqp_devices, ibdev->index);
 	up_write(&kqp_devices_rwsem);
+	/* The idle QP cache; adopted groups go with their PDs below. */
+	kqp_qpc_exit(kdev);
 
 	down_write(&kdev->hw_rwsem);
 	kdev->dead = true;

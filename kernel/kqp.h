@@ -158,6 +158,7 @@ struct rdma_cgroup;
  * @event_handler: passes the device's and its ports' events on to the
  *	async fds (kqp_async_device_event()); registered while the device is
  *	in the device table, unregistered first thing on its removal
+ * @qpc: the device's QP cache (qp_cache.c)
  */
 struct kqp_device {
 	struct ib_device *ibdev;
@@ -168,6 +169,7 @@ struct kqp_device {
 	spinlock_t objects_lock;	/* @objects */
 	struct list_head objects;
 	struct ib_event_handler event_handler;
+	struct kqp_qpc *qpc;
 };
 
 /**
@@ -377,6 +379,8 @@ void kqp_device_exit(void);
 int kqp_query_ioctl(struct kqp_ucmd *ucmd);
 struct kqp_device *kqp_device_get_user(u32 index);
 struct kqp_device *kqp_device_of(struct ib_device *ibdev);
+void kqp_device_for_each(void (*fn)(struct kqp_device *kdev, void *arg),
+			 void *arg);
 struct seq_file;
 int kqp_device_resources_show(struct seq_file *m, void *v);
 void kqp_device_put(struct kqp_device *kdev);

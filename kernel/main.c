@@ -14,6 +14,7 @@
 #include "account.h"
 #include "core.h"
 #include "cq.h"
+#include "qp_cache.h"
 
 unsigned int kqp_max_backlog = 1024;
 module_param_named(max_backlog, kqp_max_backlog, uint, 0644);
@@ -153,6 +154,7 @@ static int __init kqp_init(void)
 	debugfs_create_file("resources", 0444, kqp_debugfs, NULL,
 			    &kqp_resources_fops);
 	kqp_kapi_init(kqp_debugfs);
+	kqp_qpc_debugfs_init(kqp_debugfs);
 	return 0;
 
 err_device:

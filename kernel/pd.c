@@ -7,16 +7,132 @@
  * PD exists while someone holds a reference from KQP_ALLOC_PD_DEFAULT or
  * a QP created with no PD uses it, and goes with the last of them.
  */
+#include <linux/cgroup_rdma.h>
 #include <linux/slab.h>
 
 #include "kqp.h"
 #include "account.h"
 #include "pd.h"
+#include "qp_cache.h"
+
+/*
+ * The rdma cgroup charge of a default PD's spare cached QPs and their CQs
+ * (qp_cache.c): KQP_QPC_SLOT_OBJS hca_objects each, to the cgroup of the
+ * task that made the PD, as if it had made them.  A QP taken is charged
+ * as its own object (kqp_vobj_begin()), and its slot's charge goes.
+ */
+#ifdef CONFIG_CGROUP_RDMA
+static void kqp_pd_qpc_uncharge(struct kqp_pd *pd, struct kqp_device *kdev,
+				unsigned int objs)
+{
+	for (; objs && pd->qpc_objs; objs--, pd->qpc_objs--)
+		rdmacg_uncharge(pd->qpc_cg, &kdev->ibdev->cg_device,
+				RDMACG_RESOURCE_HCA_OBJECT);
+}
+
+static int kqp_pd_qpc_charge(struct kqp_pd *pd, struct kqp_device *kdev,
+			     unsigned int objs)
+{
+	struct rdma_cgroup *cg;
+
+	while (pd->qpc_objs < objs) {
+		if (rdmacg_try_charge(&cg, &kdev->ibdev->cg_device,
+				      RDMACG_RESOURCE_HCA_OBJECT))
+			goto err;
+		/* One cgroup for all: the task may move meanwhile. */
+		if (pd->qpc_objs && cg != pd->qpc_cg) {
+			rdmacg_uncharge(cg, &kdev->ibdev->cg_device,
+					RDMACG_RESOURCE_HCA_OBJECT);
+			goto err;
+		}
+		pd->qpc_cg = cg;
+		pd->qpc_objs++;
+	}
+	return 0;
+
+err:
+	kqp_pd_qpc_uncharge(pd, kdev, pd->qpc_objs);
+	return -EAGAIN;
+}
+#else
+static void kqp_pd_qpc_uncharge(struct kqp_pd *pd, struct kqp_device *kdev,
+				unsigned int objs)
+{
+}
+
+static int kqp_pd_qpc_charge(struct kqp_pd *pd, struct kqp_device *kdev,
+			     unsigned int objs)
+{
+	return 0;
+}
+#endif
+
+/*
+ * Adopt an idle group of the QP cache as the new default PD @pd of
+ * @uctx, if there is one and the table can pay for its spare QPs: their
+ * queues against max_queue_bytes, their objects to the rdma cgroup.
+ */
+static void kqp_pd_qpc_adopt(struct kqp_pd *pd, struct kqp_ucontext *uctx,
+			     struct kqp_device *kdev)
+{
+	struct kqp_qpc_group *group = kqp_qpc_adopt(kdev);
+
+	if (!group)
+		return;
+	if (kqp_queue_charge(uctx, &pd->vobj, kqp_qpc_group_bytes(group),
+			     false))
+		goto err;
+	if (kqp_pd_qpc_charge(pd, kdev,
+			      kqp_qpc_group_nr(group) * KQP_QPC_SLOT_OBJS)) {
+		kqp_queue_charge(uctx, &pd->vobj, 0, false);
+		goto err;
+	}
+	pd->qpc = group;
+	return;
+
+err:
+	kqp_qpc_unadopt(kdev, group);
+}
+
+/*
+ * A spare QP of @pd's group was taken: the PD pays for one fewer.  With
+ * @pd->uctx->lock held.
+ */
+void kqp_pd_qpc_took(struct kqp_pd *pd)
+{
+	lockdep_assert_held(&pd->uctx->lock);
+	kqp_queue_charge(pd->uctx, &pd->vobj, kqp_qpc_group_bytes(pd->qpc),
+			 false);
+	kqp_pd_qpc_uncharge(pd, pd->vobj.kdev, KQP_QPC_SLOT_OBJS);
+}
+
+/*
+ * The end of a default PD from the QP cache: the PD goes back to the
+ * cache with its spare QPs when they are all that use it, or they go.
+ */
+static bool kqp_pd_qpc_end(struct kqp_pd *pd)
+{
+	struct kqp_qpc_group *group = pd->qpc;
+	struct kqp_device *kdev = pd->vobj.kdev;
+
+	pd->qpc = NULL;
+	kqp_pd_qpc_uncharge(pd, kdev, pd->qpc_objs);
+	if (atomic_read(&pd->pd->usecnt) == kqp_qpc_group_nr(group)) {
+		kqp_qpc_unadopt(kdev, group);
+		pd->pd = NULL;
+		return true;
+	}
+	kqp_qpc_group_release(group);
+	return false;
+}
 
 static void kqp_pd_destroy_hw(struct kqp_vobj *vobj)
 {
 	struct kqp_pd *pd = container_of(vobj, struct kqp_pd, vobj);
 
+	/* Its spare cached QPs first: they use it. */
+	if (pd->qpc && kqp_pd_qpc_end(pd))
+		return;
 	/*
 	 * A PD is freed by ib_dealloc_pd() even while used (with a WARN):
 	 * one still used by a QP the device refused to destroy is left.
@@ -48,11 +164,21 @@ static struct kqp_pd *kqp_pd_create_locked(struct kqp_ucontext *uctx,
 	ret = kqp_vobj_begin(uctx, &pd->vobj, KQP_OBJ_PD, kdev, 0);
 	if (ret)
 		goto err_free;
-	ibpd = ib_alloc_pd(kdev->ibdev, 0);
-	if (IS_ERR(ibpd)) {
-		ret = PTR_ERR(ibpd);
-		kqp_vobj_cancel(uctx, &pd->vobj);
-		goto err_free;
+	/*
+	 * A default PD comes from the QP cache when it has a group, with
+	 * the group's spare QPs, which the table pays for (qp_cache.c).
+	 */
+	if (is_default)
+		kqp_pd_qpc_adopt(pd, uctx, kdev);
+	if (pd->qpc) {
+		ibpd = kqp_qpc_group_pd(pd->qpc);
+	} else {
+		ibpd = ib_alloc_pd(kdev->ibdev, 0);
+		if (IS_ERR(ibpd)) {
+			ret = PTR_ERR(ibpd);
+			kqp_vobj_cancel(uctx, &pd->vobj);
+			goto err_free;
+		}
 	}
 	pd->pd = ibpd;
 	pd->uctx = uctx;
@@ -79,6 +205,7 @@ void kqp_pd_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj)
 	kqp_vobj_destroy_hw(&pd->vobj);
 	if (pd->is_default)
 		xa_erase(&uctx->default_pds, kdev->index);
+	kqp_queue_uncharge(uctx, &pd->vobj);
 	kqp_object_release_id(uctx, obj);
 	kqp_device_put(kdev);
 	WARN_ON(!xa_empty(&pd->mrs));

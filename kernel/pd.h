@@ -18,6 +18,11 @@
  * @is_default: this is its context's default PD for the device
  * @mrs: lkey -> struct kqp_mr registered in this PD; what work requests
  *	are checked against
+ * @qpc: for a default PD adopted from the QP cache, its group: the spare
+ *	QPs on it (qp_cache.c), taken under @uctx->lock; back to the cache,
+ *	or destroyed, with it
+ * @qpc_cg: the rdma cgroup charged for the spare QPs and their CQs
+ * @qpc_objs: how many hca_objects it is charged for them
  */
 struct kqp_pd {
 	struct kqp_vobj vobj;
@@ -27,6 +32,9 @@ struct kqp_pd {
 	unsigned int default_refs;
 	bool is_default;
 	struct xarray mrs;
+	struct kqp_qpc_group *qpc;
+	struct rdma_cgroup *qpc_cg;
+	unsigned int qpc_objs;
 };
 
 /**
@@ -69,6 +77,7 @@ struct kqp_pd *kqp_pd_get_default_locked(struct kqp_ucontext *uctx,
 					 struct kqp_device *kdev);
 struct kqp_pd *kqp_pd_take(struct kqp_ucontext *uctx, u32 handle);
 void kqp_pd_put_user(struct kqp_pd *pd);
+void kqp_pd_qpc_took(struct kqp_pd *pd);
 void kqp_pd_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 
 /* mr.c */

@@ -92,8 +92,13 @@ static void kqp_qp_destroy_hw(struct kqp_vobj *vobj)
 	 */
 	mutex_lock(&qp->move_mutex);
 	ret = ib_destroy_qp(qp->qp);
-	if (ret)
+	if (ret) {
 		kqp_qp_hw_abandon(qp, ret);
+	} else {
+		/* A cached QP's events came through it (qp_cache.c). */
+		kfree(qp->qpc_ctx);
+		qp->qpc_ctx = NULL;
+	}
 	qp->qp = NULL;
 	mutex_unlock(&qp->move_mutex);
 }
@@ -372,6 +377,7 @@ static int kqp_qp_create_hw(struct kqp_uscope *us, struct kqp_qp *qp,
 	if (ret)
 		goto err_hw;
 	if (cm) {
+		us->named_pd = qp->pd;
 		/* Not bound into the id: kqp moves it (core.c, cm_id.c). */
 		ret = kqp_core_create_qp(&us->scope, cm->cm_id,
 					 qp->pd ? qp->pd->pd : NULL, attr,
@@ -401,6 +407,7 @@ static int kqp_qp_create_hw(struct kqp_uscope *us, struct kqp_qp *qp,
 		}
 	}
 	qp->qp = ibqp;
+	qp->qpc_ctx = res.qpc_ctx;
 	qp->qp_num = ibqp->qp_num;
 	qp->cap = attr->cap;
 	if (qp->srq)

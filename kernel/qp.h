@@ -92,6 +92,8 @@ struct kqp_ring {
  * @vobj: handle, device, lifetime
  * @uctx: the owning context
  * @qp: the kernel QP; NULL once destroyed
+ * @qpc_ctx: for a QP taken from the QP cache, the context its events come
+ *	through (qp_cache.c), freed when @qp is destroyed
  * @cm: the id it was created on, or NULL for a QP the caller transitions
  * @move_mutex: serialises kqp's moves of a QP on an id (kqp_qp_cm_move(),
  *	called under the rdma_cm handler's lock) with the destruction of its
@@ -153,6 +155,7 @@ struct kqp_qp {
 	struct kqp_vobj vobj;
 	struct kqp_ucontext *uctx;
 	struct ib_qp *qp;
+	struct kqp_qpc_ctx *qpc_ctx;
 	struct kqp_cm_id *cm;
 	struct mutex move_mutex;	/* @qp's moves and destruction */
 	struct kqp_pd *pd;
