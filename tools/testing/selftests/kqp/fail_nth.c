@@ -100,6 +100,7 @@ struct sweep {
 	struct kqp_create_cq cqc;
 	void *map;
 	uint32_t errnos[140];
+	int qpc_ret, qpc_bad;
 };
 
 static int xioctl(int fd, unsigned long req, void *arg)
@@ -685,6 +686,85 @@ static int call_srq_qp(struct sweep *s)
 	return xioctl(s->fd, KQP_IOCTL_CREATE_QP, c);
 }
 
+/*
+ * The QP cache (kqp(7)): a refill, made in this task by writing to its
+ * debugfs file, and a QP taken from it, with the default PD adopting a
+ * group.  The shape is qp_on_id's, whose misses taught it; qp_cache is 0
+ * meanwhile, so the worker only ever trims.
+ */
+static int qpc_write(struct sweep *s, int n)
+{
+	char v[32];
+	int fd, ret = 0;
+
+	snprintf(v, sizeof(v), "%u %d", s->dev, n);
+	fd = open("/sys/kernel/debug/kqp/qp_cache", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	if (write(fd, v, strlen(v)) != (ssize_t)strlen(v))
+		ret = errno ? errno : EIO;
+	close(fd);
+	return ret;
+}
+
+/* Idle slots in the rxe device's cache, or -1. */
+static long qpc_idle(void)
+{
+	FILE *f = fopen("/sys/kernel/debug/kqp/qp_cache", "r");
+	char line[256];
+	long idle = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "rxe", 3) &&
+		    sscanf(line, "%*s idle %ld", &idle) == 1)
+			break;
+	fclose(f);
+	return idle;
+}
+
+static int prep_qpc_empty(struct sweep *s)
+{
+	return qpc_write(s, 0);
+}
+
+static int call_qpc_refill(struct sweep *s)
+{
+	s->qpc_ret = qpc_write(s, 4);
+	return s->qpc_ret;
+}
+
+/*
+ * Outside the window (a read there could take the failure): a whole
+ * refill left a group of 4, a failed one nothing.
+ */
+static void undo_qpc(struct sweep *s)
+{
+	if (qpc_idle() != 4)
+		s->qpc_bad++;
+	qpc_write(s, 0);
+}
+
+static void done_qpc(struct sweep *s)
+{
+	if (s->qpc_ret && qpc_idle() != 0)
+		s->qpc_bad++;
+}
+
+static int prep_cached(struct sweep *s)
+{
+	int ret = prep_bound(s);
+
+	return ret ? ret : qpc_write(s, 4);
+}
+
+static void done_cached(struct sweep *s)
+{
+	done_id(s);
+	qpc_write(s, 0);
+}
+
 static const struct path paths[] = {
 	{ "table", NULL, call_open_table, NULL, NULL },
 	{ "attach", NULL, call_attach, NULL, NULL },
@@ -709,6 +789,9 @@ static const struct path paths[] = {
 	{ "create_srq", prep_pd, call_create_srq, undo_srq, undo_pd },
 	{ "post_srq_recv", prep_pd_srq, call_post_srq, NULL, done_pd_srq },
 	{ "srq_qp", prep_pd_cq_srq, call_srq_qp, undo_qp, done_pd_cq_srq },
+	{ "qp_cache_refill", prep_qpc_empty, call_qpc_refill, undo_qpc,
+	  done_qpc },
+	{ "cached_qp_on_id", prep_cached, call_qp_on_id, undo_qp, done_cached },
 };
 
 FIXTURE(fail) {
@@ -756,7 +839,14 @@ TEST_F_TIMEOUT(fail, every_create_path, 1800)
 	unsigned int i;
 	int total = 0, n;
 	char list[512] = "";
+	char cache[16] = "32";
+	FILE *f = fopen("/sys/module/kqp/parameters/qp_cache", "r");
 
+	/* The worker only trims while the cache paths run (see there). */
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(cache, sizeof(cache), f));
+	fclose(f);
+	ASSERT_EQ(0, write_file("/sys/module/kqp/parameters/qp_cache", "0"));
 	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		n = sweep(_metadata, &self->s, &paths[i]);
 		ASSERT_LE(0, n);
@@ -769,6 +859,10 @@ TEST_F_TIMEOUT(fail, every_create_path, 1800)
 				 self->s.errnos[i]);
 	TH_LOG("%d fault points on %zu paths; errnos:%s", total,
 	       sizeof(paths) / sizeof(paths[0]), list);
+	cache[strcspn(cache, "\n")] = 0;
+	EXPECT_EQ(0, write_file("/sys/module/kqp/parameters/qp_cache", cache));
+	/* Each failed refill left nothing, each whole one a group. */
+	EXPECT_EQ(0, self->s.qpc_bad);
 	/* The sweep reached allocations at all. */
 	EXPECT_LT(20, total);
 }
