@@ -34,9 +34,10 @@
  * signalling, capabilities rounded up to a power of two, within
  * KQP_QPC_MAX_*), changed at most once a second: a device where nobody
  * created a QP keeps nothing.  A worker refills a device's idle slots up
- * to qp_cache whenever a group is adopted or a create misses, and drops
+ * to qp_cache a tenth of a second after a group is adopted or a create
+ * misses (not during the burst of creates that took them), and drops
  * idle groups of another shape or past qp_cache.  Writing qp_cache or
- * qp_cache_batch wakes every device's worker; qp_cache=0 empties the
+ * qp_cache_batch wakes every device's worker at once; qp_cache=0 empties the
  * cache and keeps it empty.  A device with an InfiniBand port caches
  * nothing: there a QP's P_Key access is checked against the security
  * label of the task that made it, which a worker is not.
@@ -64,6 +65,8 @@
 #define KQP_QPC_MAX_WR		64
 #define KQP_QPC_MAX_SGE		4
 #define KQP_QPC_MAX_INLINE	128
+/* How long a refill waits after a take or a miss. */
+#define KQP_QPC_DELAY		(HZ / 10)
 
 static unsigned int kqp_qp_cache = 32;
 static unsigned int kqp_qp_cache_batch = 8;
@@ -126,7 +129,7 @@ struct kqp_qpc_group {
  * @ib: the device has an InfiniBand port: nothing is cached (P_Key
  *	access is checked against the label of the task that made a QP)
  * @dead: the device is going: nothing is made or adopted any more
- * @work: the refill
+ * @work: the refill, after KQP_QPC_DELAY unless a parameter changed
  * @hits: creates that took a slot
  * @misses: creates with no PD and no CQs that found none
  * @made: slots made
@@ -144,7 +147,7 @@ struct kqp_qpc {
 	unsigned long shape_jiffies;
 	bool ib;
 	bool dead;
-	struct work_struct work;
+	struct delayed_work work;
 	atomic64_t hits;
 	atomic64_t misses;
 	atomic64_t made;
@@ -397,24 +400,36 @@ static int kqp_qpc_refill(struct kqp_qpc *qpc, int want)
 
 static void kqp_qpc_work(struct work_struct *work)
 {
-	kqp_qpc_refill(container_of(work, struct kqp_qpc, work), -1);
+	kqp_qpc_refill(container_of(to_delayed_work(work), struct kqp_qpc,
+				    work), -1);
 }
 
 /*
  * Queued under @lock, so that none is queued after kqp_qpc_exit() set
- * @dead and cancelled the work.
+ * @dead and cancelled the work.  After a take or a miss the refill waits
+ * KQP_QPC_DELAY, so that it does not compete for the CPU with the burst
+ * of creates that is usually under way; a parameter's change is at once.
  */
-static void kqp_qpc_kick(struct kqp_qpc *qpc)
+static void kqp_qpc_queue(struct kqp_qpc *qpc, unsigned long delay)
 {
 	mutex_lock(&qpc->lock);
-	if (!qpc->dead)
-		queue_work(system_unbound_wq, &qpc->work);
+	if (!qpc->dead) {
+		if (delay)
+			queue_delayed_work(system_unbound_wq, &qpc->work, delay);
+		else
+			mod_delayed_work(system_unbound_wq, &qpc->work, 0);
+	}
 	mutex_unlock(&qpc->lock);
+}
+
+static void kqp_qpc_kick(struct kqp_qpc *qpc)
+{
+	kqp_qpc_queue(qpc, KQP_QPC_DELAY);
 }
 
 static void kqp_qpc_kick_dev(struct kqp_device *kdev, void *arg)
 {
-	kqp_qpc_kick(kdev->qpc);
+	kqp_qpc_queue(kdev->qpc, 0);
 }
 
 /* After a parameter changed: every device trims or refills. */
@@ -606,7 +621,7 @@ int kqp_qpc_init(struct kqp_device *kdev)
 	mutex_init(&qpc->refill_mutex);
 	mutex_init(&qpc->lock);
 	INIT_LIST_HEAD(&qpc->groups);
-	INIT_WORK(&qpc->work, kqp_qpc_work);
+	INIT_DELAYED_WORK(&qpc->work, kqp_qpc_work);
 	kdev->qpc = qpc;
 	return 0;
 }
@@ -623,7 +638,7 @@ void kqp_qpc_exit(struct kqp_device *kdev)
 	mutex_lock(&qpc->lock);
 	qpc->dead = true;
 	mutex_unlock(&qpc->lock);
-	cancel_work_sync(&qpc->work);
+	cancel_delayed_work_sync(&qpc->work);
 	/* A refill running for debugfs ends; with @dead it frees all. */
 	kqp_qpc_refill(qpc, -1);
 	WARN_ON(qpc->nr_idle || !list_empty(&qpc->groups));
