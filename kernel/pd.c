@@ -117,7 +117,8 @@ static bool kqp_pd_qpc_end(struct kqp_pd *pd)
 
 	pd->qpc = NULL;
 	kqp_pd_qpc_uncharge(pd, kdev, pd->qpc_objs);
-	if (atomic_read(&pd->pd->usecnt) == kqp_qpc_group_nr(group)) {
+	if (kqp_qpc_group_nr(group) &&
+	    atomic_read(&pd->pd->usecnt) == kqp_qpc_group_nr(group)) {
 		kqp_qpc_unadopt(kdev, group);
 		pd->pd = NULL;
 		return true;

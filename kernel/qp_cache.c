@@ -36,7 +36,8 @@
  * created a QP keeps nothing.  A worker refills a device's idle slots up
  * to qp_cache a tenth of a second after a group is adopted or a create
  * misses (not during the burst of creates that took them), and drops
- * idle groups of another shape or past qp_cache.  Writing qp_cache or
+ * idle groups of another shape, larger than qp_cache_batch, or past
+ * qp_cache.  Writing qp_cache or
  * qp_cache_batch wakes every device's worker at once; qp_cache=0 empties the
  * cache and keeps it empty.  A device with an InfiniBand port caches
  * nothing: there a QP's P_Key access is checked against the security
@@ -286,6 +287,12 @@ static void kqp_qpc_group_free(struct kqp_qpc_group *group)
 	struct ib_pd *pd = group->pd;
 
 	kqp_qpc_group_free_slots(group);
+	/* Not under a QP the device refused to destroy (as pd.c). */
+	if (atomic_read(&pd->usecnt)) {
+		pr_err_ratelimited("kqp: a cached PD is still in use by the device; left to it\n");
+		__module_get(THIS_MODULE);
+		return;
+	}
 	ib_dealloc_pd(pd);
 }
 
@@ -338,7 +345,8 @@ static bool kqp_qpc_shape_eq(const struct kqp_qpc_shape *a,
 
 /*
  * Bring @qpc's idle slots to @want (negative: qp_cache): drop idle groups
- * of another shape or past it, then make groups of the shape.  Stops at
+ * of another shape, larger than qp_cache_batch, or past @want, then make
+ * groups of the shape.  Stops at
  * the first error, which it returns; the next kick tries again.
  */
 static int kqp_qpc_refill(struct kqp_qpc *qpc, int want)
@@ -362,7 +370,8 @@ static int kqp_qpc_refill(struct kqp_qpc *qpc, int want)
 			struct kqp_qpc_group *g;
 
 			list_for_each_entry(g, &qpc->groups, entry) {
-				if (!kqp_qpc_shape_eq(&g->shape, &qpc->shape)) {
+				if (!kqp_qpc_shape_eq(&g->shape, &qpc->shape) ||
+				    g->nr > batch) {
 					group = g;
 					break;
 				}
@@ -477,7 +486,8 @@ void kqp_qpc_unadopt(struct kqp_device *kdev, struct kqp_qpc_group *group)
 
 	atomic64_inc(&qpc->returned);
 	mutex_lock(&qpc->lock);
-	if (!qpc->dead) {
+	/* An empty group holds nothing worth its PD. */
+	if (!qpc->dead && group->nr) {
 		list_add(&group->entry, &qpc->groups);
 		qpc->nr_idle += group->nr;
 		group = NULL;
@@ -514,13 +524,20 @@ void kqp_qpc_group_release(struct kqp_qpc_group *group)
 	kqp_qpc_group_free_slots(group);
 }
 
+/*
+ * Whether @slot serves @attr: its QP's caps, and its CQs' depths (which
+ * the core writes back when lower), at least those asked.
+ */
 static bool kqp_qpc_fits(const struct kqp_qpc_shape *shape,
-			 const struct ib_qp_cap *have,
+			 const struct kqp_qpc_slot *slot,
 			 const struct ib_qp_init_attr *attr)
 {
+	const struct ib_qp_cap *have = &slot->cap;
 	const struct ib_qp_cap *want = &attr->cap;
 
 	return shape->qp_type == attr->qp_type &&
+	       slot->send_cq->cqe >= want->max_send_wr &&
+	       slot->recv_cq->cqe >= want->max_recv_wr &&
 	       shape->sq_sig_type == attr->sq_sig_type &&
 	       have->max_send_wr >= want->max_send_wr &&
 	       have->max_recv_wr >= want->max_recv_wr &&
@@ -595,7 +612,7 @@ struct kqp_qpc_slot *kqp_qpc_take(struct kqp_device *kdev,
 		return NULL;
 	if (group) {
 		list_for_each_entry(slot, &group->slots, entry) {
-			if (kqp_qpc_fits(&group->shape, &slot->cap, attr)) {
+			if (kqp_qpc_fits(&group->shape, slot, attr)) {
 				list_del(&slot->entry);
 				group->nr--;
 				atomic64_inc(&qpc->hits);

@@ -106,10 +106,14 @@ static int qpc_settle(long idle)
 	return -1;
 }
 
-/* The kernel QPs on the rxe device, as `rdma res` lists them. */
-static __attribute__((unused)) int qpc_kernel_qps(void)
+/* kqp's kernel objects (qp, pd) on the rxe device, as `rdma res` lists them. */
+static __attribute__((unused)) int qpc_kernel_res(const char *what)
 {
-	FILE *f = popen("rdma res show qp 2>/dev/null", "r");
+	char cmd[64];
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "rdma res show %s 2>/dev/null", what);
+	f = popen(cmd, "r");
 	char line[512];
 	int n = 0;
 
@@ -479,11 +483,11 @@ TEST_F_TIMEOUT(qpc, spares_freed, 120)
 	ASSERT_EQ(0, qpc_teach(_metadata, self->port, self->kqp));
 	ASSERT_EQ(0, qpc_param("qp_cache", "0"));
 	ASSERT_EQ(0, qpc_settle(0));
-	base = qpc_kernel_qps();
+	base = qpc_kernel_res("qp");
 	ASSERT_LE(0, base) TH_LOG("no rdma res");
 	ASSERT_EQ(0, qpc_param("qp_cache", "8"));
 	ASSERT_EQ(0, qpc_settle(QPC_IDLE));
-	EXPECT_EQ(base + QPC_IDLE, qpc_kernel_qps());
+	EXPECT_EQ(base + QPC_IDLE, qpc_kernel_res("qp"));
 
 	ASSERT_EQ(0, qpc_stat(&before));
 	pid = fork();
@@ -496,15 +500,47 @@ TEST_F_TIMEOUT(qpc, spares_freed, 120)
 	}
 	ASSERT_EQ(0, child_status(pid));
 	ASSERT_EQ(0, qpc_settle(QPC_IDLE));
-	EXPECT_EQ(base + QPC_IDLE, qpc_kernel_qps());
+	EXPECT_EQ(base + QPC_IDLE, qpc_kernel_res("qp"));
 	/* The group came back, with its PD. */
 	ASSERT_EQ(0, qpc_stat(&after));
 	EXPECT_EQ(before.adopted + 1, after.adopted);
 	EXPECT_EQ(before.returned + 1, after.returned);
 	ASSERT_EQ(0, qpc_param("qp_cache", "0"));
 	ASSERT_EQ(0, qpc_settle(0));
-	n = qpc_kernel_qps();
+	n = qpc_kernel_res("qp");
 	EXPECT_EQ(base, n);
+}
+
+/*
+ * A process that took every QP of its group and exits leaves nothing in
+ * the cache: the empty group's PD goes too, not back to the idle list,
+ * where nothing would ever drop it.
+ */
+TEST_F_TIMEOUT(qpc, exhausted_group_not_kept, 120)
+{
+	int base, i;
+	pid_t pid;
+
+	ASSERT_EQ(0, qpc_teach(_metadata, self->port, self->kqp));
+	ASSERT_EQ(0, qpc_settle(QPC_IDLE));
+	base = qpc_kernel_res("pd");
+	ASSERT_LE(0, base) TH_LOG("no rdma res");
+	for (i = 0; i < 3; i++) {
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			struct qp_pair p[2];
+			int r;
+
+			/* Four QPs: the whole group. */
+			r = qp_pair_connect(&p[0], self->port + 1 + 2 * i) ||
+			    qp_pair_connect(&p[1], self->port + 2 + 2 * i);
+			_exit(r);
+		}
+		ASSERT_EQ(0, child_status(pid));
+		ASSERT_EQ(0, qpc_settle(QPC_IDLE));
+	}
+	EXPECT_EQ(base, qpc_kernel_res("pd"));
 }
 
 /* Threads creating and destroying QPs while the parameters change. */
