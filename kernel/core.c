@@ -20,6 +20,9 @@
  *    parameters.  rdma_cm will not join a multicast group on an id that
  *    holds a QP (it WARNs, which panics a machine with panic_on_warn),
  *    and a QP rdma_cm does not own could be made ahead of the call;
+ *  - an unbound QP with no CQs on the default PD may be one the scope
+ *    made ahead (take_cached: the ioctl path's QP cache, qp_cache.c),
+ *    with its CQs; otherwise it is made on the call;
  *  - the capabilities the device gave are written back into @attr; a
  *    device may give a deeper queue than a CQ allocated here holds, and
  *    the depth written back is then what the CQ holds, so that a caller

@@ -102,6 +102,7 @@ extern struct workqueue_struct *kqp_wq;
  *         kqp_mcast_hw_mutex (mcast.c)	every attach and detach, a leaf
  *       kqp_ucontext.lock		PD and CQ use counts, default PDs
  *         kqp_ucontext.dev_lock	the table's per-device charges
+ *         kqp_qpc.lock (qp_cache.c)	a device's idle QP cache, a leaf
  *       kqp_device.objects_lock	(spin) the device's verbs objects
  *       kqp_kernel_lock (kapi.c)	the exported API's default PDs
  *   kqp_cq.lock				(spin, bh) producer, arming
@@ -116,9 +117,12 @@ extern struct workqueue_struct *kqp_wq;
  *       kqp_async.q.lock
  *   xa_lock(&kqp_ucontext.objects)	a leaf: taken under kqp_file.lock,
  *					kqp_ucontext.lock and others
+ *   kqp_qpc.refill_mutex (qp_cache.c)	one refill of a device's cache
+ *     kqp_qpc.lock
  *   kqp_users_lock (account.c), kqp_devices_rwsem (device.c) and
  *   kqp_cq_stats_lock (cq.c) are taken with nothing else of kqp's held
- *   but their own xarrays.
+ *   but their own xarrays; kqp_qpc.lock under kqp_devices_rwsem
+ *   (kqp_device_for_each()).
  *
  * A QP's drain_work (ring.c) runs on its user's ordered workqueue
  * (kqp_user_wq(); kqp_wq for a QP of no table) and takes hw_rwsem (read),
