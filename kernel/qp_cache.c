@@ -32,16 +32,17 @@
  *
  * What it makes.  The shape of the last create that found no slot (type,
  * signalling, capabilities rounded up to a power of two, within
- * KQP_QPC_MAX_*), changed at most once a second: a device where nobody
- * created a QP keeps nothing.  A worker refills a device's idle slots up
- * to qp_cache a tenth of a second after a group is adopted or a create
- * misses (not during the burst of creates that took them), and drops
- * idle groups of another shape, larger than qp_cache_batch, or past
- * qp_cache.  Writing qp_cache or
- * qp_cache_batch wakes every device's worker at once; qp_cache=0 empties the
- * cache and keeps it empty.  A device with an InfiniBand port caches
- * nothing: there a QP's P_Key access is checked against the security
- * label of the task that made it, which a worker is not.
+ * KQP_QPC_MAX_*), taken up at most once a second (a miss sooner is taken
+ * up when the second is over): a device where nobody created a QP keeps
+ * nothing.  A worker refills a device's idle slots up to qp_cache a
+ * tenth of a second after a group is adopted or a create misses (not
+ * during the burst of creates that took them), and drops idle groups of
+ * another shape, larger than qp_cache_batch, or past qp_cache.  Writing
+ * qp_cache or qp_cache_batch wakes every device's worker at once;
+ * qp_cache=0 empties the cache and keeps it empty.  A device with an
+ * InfiniBand port caches nothing: there a QP's P_Key access is checked
+ * against the security label of the task that made it, which a worker
+ * is not.
  *
  * Locks and lifetimes.  qpc->refill_mutex serialises refills (the worker,
  * debugfs) with the device's removal; qpc->lock protects the idle list,
@@ -121,12 +122,14 @@ struct kqp_qpc_group {
  * struct kqp_qpc - a device's cache
  * @kdev: the device, which owns this
  * @refill_mutex: one refill at a time, and none after @dead
- * @lock: @groups, @nr_idle, @shape, @shaped, @dead
+ * @lock: @groups, @nr_idle, @shape, @shaped, @want, @wanted, @dead
  * @groups: the idle groups
  * @nr_idle: the slots in them
  * @shape: what to make
  * @shaped: whether a miss said what to make
  * @shape_jiffies: when @shape last changed
+ * @want: the shape the last miss asked for
+ * @wanted: @want is not taken up yet (kqp_qpc_reshape())
  * @ib: the device has an InfiniBand port: nothing is cached (P_Key
  *	access is checked against the label of the task that made a QP)
  * @dead: the device is going: nothing is made or adopted any more
@@ -146,6 +149,8 @@ struct kqp_qpc {
 	struct kqp_qpc_shape shape;
 	bool shaped;
 	unsigned long shape_jiffies;
+	struct kqp_qpc_shape want;
+	bool wanted;
 	bool ib;
 	bool dead;
 	struct delayed_work work;
@@ -344,6 +349,33 @@ static bool kqp_qpc_shape_eq(const struct kqp_qpc_shape *a,
 }
 
 /*
+ * Take up the shape the last miss asked for.  A new shape drops the idle
+ * groups, so it changes at most once a second, lest creates alternating
+ * two shapes keep the worker rebuilding; one asked for sooner waits, and
+ * the refill comes back for it.  With @qpc->lock held.
+ */
+static void kqp_qpc_reshape(struct kqp_qpc *qpc)
+{
+	unsigned long when = qpc->shape_jiffies + HZ;
+
+	lockdep_assert_held(&qpc->lock);
+	if (!qpc->wanted)
+		return;
+	if (qpc->shaped && time_before(jiffies, when)) {
+		if (!qpc->dead)
+			queue_delayed_work(system_unbound_wq, &qpc->work,
+					   when - jiffies);
+		return;
+	}
+	qpc->wanted = false;
+	if (qpc->shaped && kqp_qpc_shape_eq(&qpc->shape, &qpc->want))
+		return;
+	qpc->shape = qpc->want;
+	qpc->shaped = true;
+	qpc->shape_jiffies = jiffies;
+}
+
+/*
  * Bring @qpc's idle slots to @want (negative: qp_cache): drop idle groups
  * of another shape, larger than qp_cache_batch, or past @want, then make
  * groups of the shape.  Stops at
@@ -361,6 +393,7 @@ static int kqp_qpc_refill(struct kqp_qpc *qpc, int want)
 		target = want < 0 ? READ_ONCE(kqp_qp_cache) : want;
 		batch = clamp(READ_ONCE(kqp_qp_cache_batch), 1U, max(target, 1U));
 		mutex_lock(&qpc->lock);
+		kqp_qpc_reshape(qpc);
 		group = NULL;
 		if (qpc->dead || qpc->nr_idle > target) {
 			group = list_first_entry_or_null(&qpc->groups,
@@ -384,7 +417,9 @@ static int kqp_qpc_refill(struct kqp_qpc *qpc, int want)
 			kqp_qpc_group_free(group);
 			continue;
 		}
-		if (qpc->dead || !qpc->shaped || qpc->nr_idle >= target) {
+		/* Nothing of a shape about to change. */
+		if (qpc->dead || !qpc->shaped || qpc->wanted ||
+		    qpc->nr_idle >= target) {
 			mutex_unlock(&qpc->lock);
 			break;
 		}
@@ -577,17 +612,10 @@ static void kqp_qpc_miss(struct kqp_qpc *qpc, const struct ib_qp_init_attr *attr
 	if (!shape.cap.max_send_wr || !shape.cap.max_recv_wr ||
 	    !shape.cap.max_send_sge || !shape.cap.max_recv_sge)
 		return;
-	/*
-	 * A new shape drops the idle groups: at most one a second, so that
-	 * creates alternating two shapes cannot keep the worker rebuilding.
-	 */
+	/* The refill takes it up (kqp_qpc_reshape()). */
 	mutex_lock(&qpc->lock);
-	if (!qpc->shaped || (!kqp_qpc_shape_eq(&qpc->shape, &shape) &&
-			     time_after(jiffies, qpc->shape_jiffies + HZ))) {
-		qpc->shape = shape;
-		qpc->shaped = true;
-		qpc->shape_jiffies = jiffies;
-	}
+	qpc->want = shape;
+	qpc->wanted = true;
 	mutex_unlock(&qpc->lock);
 	kqp_qpc_kick(qpc);
 }

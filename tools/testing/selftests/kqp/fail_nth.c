@@ -101,6 +101,7 @@ struct sweep {
 	void *map;
 	uint32_t errnos[140];
 	int qpc_ret, qpc_bad;
+	bool qpc_taught;
 };
 
 static int xioctl(int fd, unsigned long req, void *arg)
@@ -707,21 +708,33 @@ static int qpc_write(struct sweep *s, int n)
 	return ret;
 }
 
-/* Idle slots in the rxe device's cache, or -1. */
-static long qpc_idle(void)
+/*
+ * The rxe device's line of the cache's debugfs file: its idle slots and
+ * hits, and whether its shape is qp_on_id's; -1 without one.
+ */
+static long qpc_read(long *hits, bool *shaped)
 {
 	FILE *f = fopen("/sys/kernel/debug/kqp/qp_cache", "r");
 	char line[256];
-	long idle = -1;
+	long idle = -1, h = 0;
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
 		if (!strncmp(line, "rxe", 3) &&
-		    sscanf(line, "%*s idle %ld", &idle) == 1)
+		    sscanf(line, "%*s idle %ld hits %ld", &idle, &h) == 2)
 			break;
 	fclose(f);
+	if (hits)
+		*hits = h;
+	if (shaped)
+		*shaped = strstr(line, "shape rc req 8 8 1 1 0") != NULL;
 	return idle;
+}
+
+static long qpc_idle(void)
+{
+	return qpc_read(NULL, NULL);
 }
 
 static int prep_qpc_empty(struct sweep *s)
@@ -752,10 +765,33 @@ static void done_qpc(struct sweep *s)
 		s->qpc_bad++;
 }
 
+/*
+ * Once, a QP like qp_on_id's teaches the cache its shape, which it takes
+ * up within a second; then each time a group of that shape.
+ */
 static int prep_cached(struct sweep *s)
 {
-	int ret = prep_bound(s);
+	bool shaped = false;
+	int ret, i;
 
+	for (i = 0; !s->qpc_taught && i < 50; i++) {
+		if (!i) {
+			ret = prep_bound(s);
+			if (!ret)
+				ret = call_qp_on_id(s);
+			if (ret)
+				return ret;
+			undo_qp(s);
+			done_id(s);
+		}
+		usleep(100 * 1000);
+		qpc_write(s, 0);
+		qpc_read(NULL, &shaped);
+		s->qpc_taught = shaped;
+	}
+	if (!s->qpc_taught)
+		return ENOENT;
+	ret = prep_bound(s);
 	return ret ? ret : qpc_write(s, 4);
 }
 
@@ -841,12 +877,14 @@ TEST_F_TIMEOUT(fail, every_create_path, 1800)
 	char list[512] = "";
 	char cache[16] = "32";
 	FILE *f = fopen("/sys/module/kqp/parameters/qp_cache", "r");
+	long hits, hits_after;
 
 	/* The worker only trims while the cache paths run (see there). */
 	ASSERT_NE(NULL, f);
 	ASSERT_NE(NULL, fgets(cache, sizeof(cache), f));
 	fclose(f);
 	ASSERT_EQ(0, write_file("/sys/module/kqp/parameters/qp_cache", "0"));
+	ASSERT_LE(0, qpc_read(&hits, NULL));
 	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		n = sweep(_metadata, &self->s, &paths[i]);
 		ASSERT_LE(0, n);
@@ -863,6 +901,9 @@ TEST_F_TIMEOUT(fail, every_create_path, 1800)
 	EXPECT_EQ(0, write_file("/sys/module/kqp/parameters/qp_cache", cache));
 	/* Each failed refill left nothing, each whole one a group. */
 	EXPECT_EQ(0, self->s.qpc_bad);
+	/* The cached path took QPs from the cache. */
+	ASSERT_LE(0, qpc_read(&hits_after, NULL));
+	EXPECT_LT(hits, hits_after);
 	/* The sweep reached allocations at all. */
 	EXPECT_LT(20, total);
 }

@@ -87,21 +87,26 @@ static __attribute__((unused)) int qpc_param_read(const char *name, char *val, s
 }
 
 /*
- * Wait up to 20 s for the cache to hold @idle slots (of QPC_SHAPE when
+ * Wait up to 30 s for the cache to hold @idle slots (of QPC_SHAPE when
  * @idle is not 0); 0 once it does.
  */
 static int qpc_settle(long idle)
 {
 	struct qpc_stat st;
-	int i;
+	int i, stable = 0;
 
+	/* Three reads in a row, past the worker's tenth of a second. */
 	for (i = 0; i < 200; i++) {
 		if (qpc_stat(&st))
 			return -1;
 		if (st.idle == idle &&
-		    (!idle || !strcmp(st.shape, QPC_SHAPE)))
-			return 0;
-		usleep(100 * 1000);
+		    (!idle || !strcmp(st.shape, QPC_SHAPE))) {
+			if (++stable == 3)
+				return 0;
+		} else {
+			stable = 0;
+		}
+		usleep(150 * 1000);
 	}
 	return -1;
 }
@@ -157,14 +162,27 @@ FIXTURE_TEARDOWN(qpc)
 	}
 }
 
-/* Teach the cache qp_pair_attr()'s shape, and wait for it to fill. */
+static int child_status(pid_t pid);
+
+/*
+ * Teach the cache qp_pair_attr()'s shape, and wait for it to fill.  In a
+ * child: the test's own process makes its default PD only after, from a
+ * cache of that shape.
+ */
 static int qpc_teach(struct __test_metadata *_metadata, uint16_t port,
 		     bool kqp)
 {
-	struct qp_pair p;
+	pid_t pid = fork();
 
-	ASSERT_EQ(0, qp_pair_connect(&p, port));
-	qp_pair_close(&p);
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct qp_pair p;
+		int r = qp_pair_connect(&p, port);
+
+		qp_pair_close(&p);
+		_exit(r);
+	}
+	ASSERT_EQ(0, child_status(pid));
 	if (kqp)
 		ASSERT_EQ(0, qpc_settle(QPC_IDLE)) TH_LOG("the cache did not fill");
 	return 0;
@@ -370,20 +388,9 @@ TEST_F_TIMEOUT(qpc, reused_carries_nothing, 120)
 {
 	int p_in[2], p_out[2], a_in[2], a_out[2], b_in[2], b_out[2];
 	uint32_t a_qpn, b_qpn, seen, status;
-	pid_t t, p, a, b;
+	pid_t p, a, b;
 
-	t = fork();
-	ASSERT_LE(0, t);
-	if (!t) {
-		struct qp_pair pair;
-		int r = qp_pair_connect(&pair, self->port);
-
-		qp_pair_close(&pair);
-		_exit(r);
-	}
-	ASSERT_EQ(0, child_status(t));
-	if (self->kqp)
-		ASSERT_EQ(0, qpc_settle(QPC_IDLE)) TH_LOG("the cache did not fill");
+	ASSERT_EQ(0, qpc_teach(_metadata, self->port, self->kqp));
 	ASSERT_EQ(0, pipe(p_in));
 	ASSERT_EQ(0, pipe(p_out));
 	ASSERT_EQ(0, pipe(a_in));
