@@ -392,8 +392,11 @@ b_linkcut() {
 # program made, and kqp counts no live object.
 nothing_left() {
 	local res rc=0
+	# kqp's idle QP cache is the kernel's too, and not the program's.
+	qp_cache_off || echo "# the QP cache did not empty"
 	res=$(rdma res show cm_id; rdma res show qp; rdma res show cq;
 	      rdma res show mr; rdma res show pd)
+	qp_cache_restore
 	echo "$res" | sed 's/^/# /'
 	sed 's/^/# /' "$objects"
 	echo "$res" | grep -E 'comm \[(kqp|rdma_cm)\]|linkcut' | grep -v 'type GSI' && rc=1

@@ -214,13 +214,16 @@ TEST_F_TIMEOUT(slow, fork_child_objects, 120)
 {
 	struct res_counts before, during, after;
 	struct pollfd apfd = { .events = POLLIN };
-	int ready[2], go[2], status, i;
+	int ready[2], go[2], status, i, qp_cache;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	char step;
 	pid_t pid;
 
 	ASSERT_EQ(0, geteuid());
+	/* Counts of the device's objects: kqp's QP cache kept out. */
+	qp_cache = kqp_test_qp_cache_off();
+	ASSERT_LE(0, qp_cache) TH_LOG("kqp's QP cache did not empty");
 	ctx = open_rxe();
 	ASSERT_NE(NULL, ctx);
 	pd = ibv_alloc_pd(ctx);
@@ -269,6 +272,7 @@ TEST_F_TIMEOUT(slow, fork_child_objects, 120)
 	/* The parent's own objects were never the child's to take. */
 	EXPECT_EQ(0, ibv_dealloc_pd(pd));
 	EXPECT_EQ(0, ibv_close_device(ctx));
+	kqp_test_qp_cache_set(qp_cache);
 }
 
 /*

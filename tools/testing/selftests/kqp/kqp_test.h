@@ -305,6 +305,54 @@ static inline uint32_t kqp_test_dev_index(int fd, const char *name)
 	return KQP_NO_DEVICE;
 }
 
+/*
+ * Turn kqp's QP cache off and wait (10 s at most) until it holds nothing,
+ * so that counts of the device's kernel objects (`rdma resource`) are the
+ * test's alone: its idle QPs are kernel objects, and a refill changes
+ * them.  Returns the value it had, for kqp_test_qp_cache_set(); -1 if it
+ * did not empty (or there is no kqp).
+ */
+static inline int kqp_test_qp_cache_set(int val)
+{
+	FILE *f = fopen("/sys/module/kqp/parameters/qp_cache", "r+");
+	int old = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &old) != 1 || fseek(f, 0, SEEK_SET) ||
+	    fprintf(f, "%d\n", val) < 0)
+		old = -1;
+	if (fclose(f))
+		old = -1;
+	return old;
+}
+
+static inline int kqp_test_qp_cache_off(void)
+{
+	int old = kqp_test_qp_cache_set(0), i;
+	char line[256];
+	long idle;
+	FILE *f;
+
+	for (i = 0; old >= 0 && i < 100; i++) {
+		f = fopen("/sys/kernel/debug/kqp/qp_cache", "r");
+		if (!f)
+			return -1;
+		idle = 0;
+		while (fgets(line, sizeof(line), f)) {
+			long n;
+
+			if (sscanf(line, "%*s idle %ld", &n) == 1)
+				idle += n;
+		}
+		fclose(f);
+		if (!idle)
+			return old;
+		usleep(100 * 1000);
+	}
+	return -1;
+}
+
 /* The index kqp gives the bench's rxe device, or KQP_NO_DEVICE. */
 static inline uint32_t kqp_test_rxe_index(int fd)
 {

@@ -126,6 +126,29 @@ kqp_qps_made() {
 	awk '$1 == "qps" { print $3 }' /sys/kernel/debug/kqp/objects
 }
 
+# qp_cache_off: turn kqp's QP cache off and wait (10 s at most) until it
+# holds nothing, so that counts of the device's kernel objects (rdma res)
+# are the programs' alone; the value it had goes to $qp_cache_was, for
+# qp_cache_restore.  Non-zero if it did not empty.
+qp_cache_off() {
+	local p=/sys/module/kqp/parameters/qp_cache
+	local d=/sys/kernel/debug/kqp/qp_cache
+
+	qp_cache_was=$(cat $p 2>/dev/null) || return 0
+	echo 0 > $p
+	for _ in $(seq 1 100); do
+		awk '$2 == "idle" && $3 != 0 { busy = 1 } END { exit busy }' $d &&
+			return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+qp_cache_restore() {
+	[ -z "${qp_cache_was:-}" ] ||
+		echo "$qp_cache_was" > /sys/module/kqp/parameters/qp_cache
+}
+
 # kqp_load KMOD [WHO]: insmod kqp.ko and see /dev/kqp made (devtmpfs
 # makes the node synchronously; no udev is needed).  With WHO, says so
 # when it failed, WHO first.
