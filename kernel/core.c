@@ -125,38 +125,49 @@ static void kqp_core_destroy_unbound(struct ib_qp *qp, struct kqp_core_qp *res)
 	res->qpc_ctx = NULL;
 }
 
-/*
- * An unbound QP with no PD, CQs or SRQ given: a cached one (qp_cache.c)
- * if the scope has one that fits, else one made now.  Either way in
- * RESET, with its CQs in @attr.
- */
-static int kqp_core_make_unbound(struct kqp_core_scope *scope,
-				 struct kqp_device *kdev, struct ib_pd *pd,
-				 struct ib_qp_init_attr *attr,
-				 struct kqp_core_qp *res, bool cacheable,
-				 struct ib_qp **qp)
+/* A CQ for each queue the caller left without one, in @attr. */
+static int kqp_core_alloc_cqs(struct kqp_core_scope *scope,
+			      struct kqp_device *kdev,
+			      struct ib_qp_init_attr *attr,
+			      struct kqp_core_qp *res)
 {
-	const struct kqp_core_scope_ops *ops = scope->ops;
 	int ret;
 
-	if (cacheable && ops->take_cached) {
-		ret = ops->take_cached(scope, kdev, res->pd_token, attr, res, qp);
-		if (ret != -EAGAIN)
-			return ret;
-	}
 	if (!attr->send_cq) {
 		ret = kqp_core_alloc_cq(scope, kdev, attr->cap.max_send_wr, true,
 					&res->send_cq_token, &attr->send_cq);
 		if (ret)
 			return ret;
 	}
-	if (!attr->recv_cq) {
-		ret = kqp_core_alloc_cq(scope, kdev, attr->cap.max_recv_wr,
-					false, &res->recv_cq_token,
-					&attr->recv_cq);
-		if (ret)
+	if (!attr->recv_cq)
+		return kqp_core_alloc_cq(scope, kdev, attr->cap.max_recv_wr,
+					 false, &res->recv_cq_token,
+					 &attr->recv_cq);
+	return 0;
+}
+
+/*
+ * An unbound QP: with no CQs or SRQ given, a cached one (qp_cache.c) if
+ * the scope has one that fits, else one made now.  Either way in RESET,
+ * with its CQs in @attr.
+ */
+static int kqp_core_make_unbound(struct kqp_core_scope *scope,
+				 struct kqp_device *kdev, struct ib_pd *pd,
+				 struct ib_qp_init_attr *attr,
+				 struct kqp_core_qp *res, struct ib_qp **qp)
+{
+	const struct kqp_core_scope_ops *ops = scope->ops;
+	int ret;
+
+	if (!attr->send_cq && !attr->recv_cq && !attr->srq &&
+	    ops->take_cached) {
+		ret = ops->take_cached(scope, kdev, res->pd_token, attr, res, qp);
+		if (ret != -EAGAIN)
 			return ret;
 	}
+	ret = kqp_core_alloc_cqs(scope, kdev, attr, res);
+	if (ret)
+		return ret;
 	*qp = ib_create_qp(pd, attr);
 	return PTR_ERR_OR_ZERO(*qp);
 }
@@ -198,9 +209,7 @@ int kqp_core_create_qp(struct kqp_core_scope *scope, struct rdma_cm_id *id,
 	}
 	if (unbound) {
 		attr->port_num = id->port_num;
-		ret = kqp_core_make_unbound(scope, kdev, pd, attr, res,
-					    !send_cq && !recv_cq && !attr->srq,
-					    qp);
+		ret = kqp_core_make_unbound(scope, kdev, pd, attr, res, qp);
 		if (ret)
 			goto err;
 		ret = kqp_core_unbound_init(id, *qp);
@@ -209,22 +218,9 @@ int kqp_core_create_qp(struct kqp_core_scope *scope, struct rdma_cm_id *id,
 			goto err;
 		}
 	} else {
-		if (!send_cq) {
-			ret = kqp_core_alloc_cq(scope, kdev,
-						attr->cap.max_send_wr, true,
-						&res->send_cq_token,
-						&attr->send_cq);
-			if (ret)
-				goto err;
-		}
-		if (!recv_cq) {
-			ret = kqp_core_alloc_cq(scope, kdev,
-						attr->cap.max_recv_wr, false,
-						&res->recv_cq_token,
-						&attr->recv_cq);
-			if (ret)
-				goto err;
-		}
+		ret = kqp_core_alloc_cqs(scope, kdev, attr, res);
+		if (ret)
+			goto err;
 		ret = rdma_create_qp(id, pd, attr);
 		if (ret)
 			goto err;

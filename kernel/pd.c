@@ -16,6 +16,22 @@
 #include "qp_cache.h"
 
 /*
+ * Deallocate a kernel PD of kqp's (a table's, or the QP cache's).
+ * ib_dealloc_pd() frees one even while used (with a WARN): one still used
+ * by a QP the device refused to destroy is left to the device, and the
+ * module stays loaded.
+ */
+void kqp_ib_pd_dealloc(struct ib_pd *ibpd)
+{
+	if (atomic_read(&ibpd->usecnt)) {
+		pr_err_ratelimited("kqp: a PD is still in use by the device; left to it\n");
+		__module_get(THIS_MODULE);
+	} else {
+		ib_dealloc_pd(ibpd);
+	}
+}
+
+/*
  * The rdma cgroup charge of a default PD's spare cached QPs and their CQs
  * (qp_cache.c): KQP_QPC_SLOT_OBJS hca_objects each, to the cgroup of the
  * task that made the PD, as if it had made them.  A QP taken is charged
@@ -134,16 +150,7 @@ static void kqp_pd_destroy_hw(struct kqp_vobj *vobj)
 	/* Its spare cached QPs first: they use it. */
 	if (pd->qpc && kqp_pd_qpc_end(pd))
 		return;
-	/*
-	 * A PD is freed by ib_dealloc_pd() even while used (with a WARN):
-	 * one still used by a QP the device refused to destroy is left.
-	 */
-	if (atomic_read(&pd->pd->usecnt)) {
-		pr_err_ratelimited("kqp: a PD is still in use by the device; left to it\n");
-		__module_get(THIS_MODULE);
-	} else {
-		ib_dealloc_pd(pd->pd);
-	}
+	kqp_ib_pd_dealloc(pd->pd);
 	pd->pd = NULL;
 }
 

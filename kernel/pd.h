@@ -78,6 +78,7 @@ struct kqp_pd *kqp_pd_get_default_locked(struct kqp_ucontext *uctx,
 struct kqp_pd *kqp_pd_take(struct kqp_ucontext *uctx, u32 handle);
 void kqp_pd_put_user(struct kqp_pd *pd);
 void kqp_pd_qpc_took(struct kqp_pd *pd);
+void kqp_ib_pd_dealloc(struct ib_pd *ibpd);
 void kqp_pd_destroy(struct kqp_ucontext *uctx, struct kqp_object *obj);
 
 /* mr.c */

@@ -61,6 +61,7 @@
 #include "kqp.h"
 #include "account.h"
 #include "cq.h"
+#include "pd.h"
 #include "qp_cache.h"
 
 /* What a shape learnt from a miss may ask for; past it, nothing is made. */
@@ -292,13 +293,7 @@ static void kqp_qpc_group_free(struct kqp_qpc_group *group)
 	struct ib_pd *pd = group->pd;
 
 	kqp_qpc_group_free_slots(group);
-	/* Not under a QP the device refused to destroy (as pd.c). */
-	if (atomic_read(&pd->usecnt)) {
-		pr_err_ratelimited("kqp: a cached PD is still in use by the device; left to it\n");
-		__module_get(THIS_MODULE);
-		return;
-	}
-	ib_dealloc_pd(pd);
+	kqp_ib_pd_dealloc(pd);
 }
 
 /* A group of @n slots of @shape on a PD of its own. */
@@ -697,10 +692,11 @@ void kqp_qpc_free(struct kqp_device *kdev)
 
 /*
  * /sys/kernel/debug/kqp/qp_cache: a line per device, "NAME idle N hits H
- * misses M made K adopted A returned R", then "shape TYPE SIGNAL SEND_WR RECV_WR
- * SEND_SGE RECV_SGE INLINE" once a miss said what to make.  Writing "INDEX [N]" refills that device's
- * cache (to N idle slots, else to qp_cache) in the writer's task, which
- * fault injection (fail_nth) can then reach, and fails as the refill did.
+ * misses M made K adopted A returned R", then "shape TYPE SIGNAL SEND_WR
+ * RECV_WR SEND_SGE RECV_SGE INLINE" once a miss said what to make.
+ * Writing "INDEX [N]" refills that device's cache (to N idle slots, else
+ * to qp_cache) in the writer's task, which fault injection (fail_nth) can
+ * then reach, and fails as the refill did.
  */
 static void kqp_qpc_show_dev(struct kqp_device *kdev, void *arg)
 {
