@@ -708,33 +708,11 @@ static int qpc_write(struct sweep *s, int n)
 	return ret;
 }
 
-/*
- * The rxe device's line of the cache's debugfs file: its idle slots and
- * hits, and whether its shape is qp_on_id's; -1 without one.
- */
-static long qpc_read(long *hits, bool *shaped)
-{
-	FILE *f = fopen("/sys/kernel/debug/kqp/qp_cache", "r");
-	char line[256];
-	long idle = -1, h = 0;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "rxe", 3) &&
-		    sscanf(line, "%*s idle %ld hits %ld", &idle, &h) == 2)
-			break;
-	fclose(f);
-	if (hits)
-		*hits = h;
-	if (shaped)
-		*shaped = strstr(line, "shape rc req 8 8 1 1 0") != NULL;
-	return idle;
-}
-
 static long qpc_idle(void)
 {
-	return qpc_read(NULL, NULL);
+	struct kqp_test_qpc st;
+
+	return kqp_test_qpc_stat(&st) ? -1 : st.idle;
 }
 
 static int prep_qpc_empty(struct sweep *s)
@@ -771,7 +749,7 @@ static void done_qpc(struct sweep *s)
  */
 static int prep_cached(struct sweep *s)
 {
-	bool shaped = false;
+	struct kqp_test_qpc st;
 	int ret, i;
 
 	for (i = 0; !s->qpc_taught && i < 50; i++) {
@@ -786,8 +764,8 @@ static int prep_cached(struct sweep *s)
 		}
 		usleep(100 * 1000);
 		qpc_write(s, 0);
-		qpc_read(NULL, &shaped);
-		s->qpc_taught = shaped;
+		s->qpc_taught = !kqp_test_qpc_stat(&st) &&
+				!strcmp(st.shape, "shape rc req 8 8 1 1 0");
 	}
 	if (!s->qpc_taught)
 		return ENOENT;
@@ -875,16 +853,13 @@ TEST_F_TIMEOUT(fail, every_create_path, 1800)
 	unsigned int i;
 	int total = 0, n;
 	char list[512] = "";
-	char cache[16] = "32";
-	FILE *f = fopen("/sys/module/kqp/parameters/qp_cache", "r");
-	long hits, hits_after;
+	struct kqp_test_qpc before, after;
+	int cache;
 
 	/* The worker only trims while the cache paths run (see there). */
-	ASSERT_NE(NULL, f);
-	ASSERT_NE(NULL, fgets(cache, sizeof(cache), f));
-	fclose(f);
-	ASSERT_EQ(0, write_file("/sys/module/kqp/parameters/qp_cache", "0"));
-	ASSERT_LE(0, qpc_read(&hits, NULL));
+	cache = kqp_test_qp_cache_set(0);
+	ASSERT_LE(0, cache);
+	ASSERT_EQ(0, kqp_test_qpc_stat(&before));
 	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		n = sweep(_metadata, &self->s, &paths[i]);
 		ASSERT_LE(0, n);
@@ -897,13 +872,12 @@ TEST_F_TIMEOUT(fail, every_create_path, 1800)
 				 self->s.errnos[i]);
 	TH_LOG("%d fault points on %zu paths; errnos:%s", total,
 	       sizeof(paths) / sizeof(paths[0]), list);
-	cache[strcspn(cache, "\n")] = 0;
-	EXPECT_EQ(0, write_file("/sys/module/kqp/parameters/qp_cache", cache));
+	EXPECT_EQ(0, kqp_test_qp_cache_set(cache));
 	/* Each failed refill left nothing, each whole one a group. */
 	EXPECT_EQ(0, self->s.qpc_bad);
 	/* The cached path took QPs from the cache. */
-	ASSERT_LE(0, qpc_read(&hits_after, NULL));
-	EXPECT_LT(hits, hits_after);
+	ASSERT_EQ(0, kqp_test_qpc_stat(&after));
+	EXPECT_LT(before.hits, after.hits);
 	/* The sweep reached allocations at all. */
 	EXPECT_LT(20, total);
 }

@@ -32,6 +32,7 @@
 #ifndef KQP_TEST_LIB
 #include "kselftest_harness.h"
 #endif
+#include "params.h"
 
 #define KQP_DEV "/dev/kqp"
 
@@ -306,47 +307,73 @@ static inline uint32_t kqp_test_dev_index(int fd, const char *name)
 }
 
 /*
+ * The rxe device's line of /sys/kernel/debug/kqp/qp_cache (kqp(7)): its
+ * counters, and its shape ("shape rc req ..."), "" before it has one.
+ */
+struct kqp_test_qpc {
+	long idle, hits, misses, made, adopted, returned;
+	char shape[64];
+};
+
+/* 0 with *@st filled in, or -1 without the file or the line. */
+static inline int kqp_test_qpc_stat(struct kqp_test_qpc *st)
+{
+	FILE *f = fopen("/sys/kernel/debug/kqp/qp_cache", "r");
+	char line[256], *sh;
+	int ret = -1;
+
+	memset(st, 0, sizeof(*st));
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "rxe", 3))
+			continue;
+		if (sscanf(line, "%*s idle %ld hits %ld misses %ld made %ld adopted %ld returned %ld",
+			   &st->idle, &st->hits, &st->misses, &st->made,
+			   &st->adopted, &st->returned) != 6)
+			break;
+		sh = strstr(line, "shape");
+		if (sh)
+			snprintf(st->shape, sizeof(st->shape), "%.*s",
+				 (int)strcspn(sh, "\n"), sh);
+		ret = 0;
+		break;
+	}
+	fclose(f);
+	return ret;
+}
+
+/*
+ * Set kqp's qp_cache parameter to @val; returns the value it had, or -1
+ * (no kqp, or the write failed).
+ */
+static inline int kqp_test_qp_cache_set(int val)
+{
+	char old[16], v[16];
+
+	snprintf(v, sizeof(v), "%d", val);
+	if (param_read("qp_cache", old, sizeof(old)) ||
+	    param_write("qp_cache", v))
+		return -1;
+	return atoi(old);
+}
+
+/*
  * Turn kqp's QP cache off and wait (10 s at most) until it holds nothing,
  * so that counts of the device's kernel objects (`rdma resource`) are the
  * test's alone: its idle QPs are kernel objects, and a refill changes
  * them.  Returns the value it had, for kqp_test_qp_cache_set(); -1 if it
  * did not empty (or there is no kqp).
  */
-static inline int kqp_test_qp_cache_set(int val)
-{
-	FILE *f = fopen("/sys/module/kqp/parameters/qp_cache", "r+");
-	int old = -1;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%d", &old) != 1 || fseek(f, 0, SEEK_SET) ||
-	    fprintf(f, "%d\n", val) < 0)
-		old = -1;
-	if (fclose(f))
-		old = -1;
-	return old;
-}
-
 static inline int kqp_test_qp_cache_off(void)
 {
 	int old = kqp_test_qp_cache_set(0), i;
-	char line[256];
-	long idle;
-	FILE *f;
+	struct kqp_test_qpc st;
 
 	for (i = 0; old >= 0 && i < 100; i++) {
-		f = fopen("/sys/kernel/debug/kqp/qp_cache", "r");
-		if (!f)
+		if (kqp_test_qpc_stat(&st))
 			return -1;
-		idle = 0;
-		while (fgets(line, sizeof(line), f)) {
-			long n;
-
-			if (sscanf(line, "%*s idle %ld", &n) == 1)
-				idle += n;
-		}
-		fclose(f);
-		if (!idle)
+		if (!st.idle)
 			return old;
 		usleep(100 * 1000);
 	}

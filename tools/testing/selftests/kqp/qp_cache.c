@@ -14,77 +14,9 @@
 #include "kselftest_harness.h"
 #include "qp_test.h"
 
-#define QPC_DEBUGFS "/sys/kernel/debug/kqp/qp_cache"
-#define QPC_PARAM "/sys/module/kqp/parameters/"
 /* What qp_pair_attr() asks for, as the cache rounds it. */
 #define QPC_SHAPE "shape rc req 16 16 2 2 64"
 #define QPC_IDLE 8
-
-struct qpc_stat {
-	long idle, hits, misses, made, adopted, returned;
-	char shape[64];
-};
-
-/* The rxe device's line of the debugfs file; 0, or -1 without one. */
-static int qpc_stat(struct qpc_stat *st)
-{
-	FILE *f = fopen(QPC_DEBUGFS, "r");
-	char line[256], *sh;
-	int ret = -1;
-
-	memset(st, 0, sizeof(*st));
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "rxe", 3))
-			continue;
-		if (sscanf(line, "%*s idle %ld hits %ld misses %ld made %ld adopted %ld returned %ld",
-			   &st->idle, &st->hits, &st->misses, &st->made,
-			   &st->adopted, &st->returned) != 6)
-			break;
-		sh = strstr(line, "shape");
-		if (sh)
-			snprintf(st->shape, sizeof(st->shape), "%.*s",
-				 (int)strcspn(sh, "\n"), sh);
-		ret = 0;
-		break;
-	}
-	fclose(f);
-	return ret;
-}
-
-static int qpc_param(const char *name, const char *val)
-{
-	char path[128];
-	int fd, ret = 0;
-
-	snprintf(path, sizeof(path), QPC_PARAM "%s", name);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -1;
-	if (write(fd, val, strlen(val)) != (ssize_t)strlen(val))
-		ret = -1;
-	close(fd);
-	return ret;
-}
-
-static __attribute__((unused)) int qpc_param_read(const char *name, char *val, size_t len)
-{
-	char path[128];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), QPC_PARAM "%s", name);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	n = read(fd, val, len - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	val[n] = 0;
-	return 0;
-}
 
 /*
  * Wait up to 30 s for the cache to hold @idle slots (of QPC_SHAPE when
@@ -92,12 +24,12 @@ static __attribute__((unused)) int qpc_param_read(const char *name, char *val, s
  */
 static int qpc_settle(long idle)
 {
-	struct qpc_stat st;
+	struct kqp_test_qpc st;
 	int i, stable = 0;
 
 	/* Three reads in a row, past the worker's tenth of a second. */
 	for (i = 0; i < 200; i++) {
-		if (qpc_stat(&st))
+		if (kqp_test_qpc_stat(&st))
 			return -1;
 		if (st.idle == idle &&
 		    (!idle || !strcmp(st.shape, QPC_SHAPE))) {
@@ -140,25 +72,25 @@ FIXTURE_SETUP(qpc)
 {
 	self->port = cm_port();
 #ifndef KQP_TEST_REFERENCE
-	struct qpc_stat st;
+	struct kqp_test_qpc st;
 
 	self->kqp = true;
 	ASSERT_EQ(0, geteuid());
-	ASSERT_EQ(0, qpc_stat(&st)) TH_LOG("no %s", QPC_DEBUGFS);
-	ASSERT_EQ(0, qpc_param_read("qp_cache", self->cache,
+	ASSERT_EQ(0, kqp_test_qpc_stat(&st)) TH_LOG("no /sys/kernel/debug/kqp/qp_cache");
+	ASSERT_EQ(0, param_read("qp_cache", self->cache,
 				    sizeof(self->cache)));
-	ASSERT_EQ(0, qpc_param_read("qp_cache_batch", self->batch,
+	ASSERT_EQ(0, param_read("qp_cache_batch", self->batch,
 				    sizeof(self->batch)));
-	ASSERT_EQ(0, qpc_param("qp_cache_batch", "4"));
-	ASSERT_EQ(0, qpc_param("qp_cache", "8"));
+	ASSERT_EQ(0, param_write("qp_cache_batch", "4"));
+	ASSERT_EQ(0, param_write("qp_cache", "8"));
 #endif
 }
 
 FIXTURE_TEARDOWN(qpc)
 {
 	if (self->kqp) {
-		qpc_param("qp_cache", self->cache);
-		qpc_param("qp_cache_batch", self->batch);
+		param_write("qp_cache", self->cache);
+		param_write("qp_cache_batch", self->batch);
 	}
 }
 
@@ -262,7 +194,7 @@ static void qpc_new_user(uint16_t port, int in, int out, bool kqp)
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct ibv_recv_wr rwr = { 0 }, *bad;
 	struct ibv_qp_init_attr attr;
-	struct qpc_stat before, after;
+	struct kqp_test_qpc before, after;
 	struct rdma_cm_id *id;
 	struct ibv_wc wc[4];
 	struct ibv_sge sge;
@@ -273,7 +205,7 @@ static void qpc_new_user(uint16_t port, int in, int out, bool kqp)
 
 	if (!ch)
 		_exit(20);
-	if (kqp && qpc_stat(&before))
+	if (kqp && kqp_test_qpc_stat(&before))
 		_exit(21);
 	/* Not connected: bound to the device, so it can have a QP. */
 	id = resolved(ch, port, RDMA_PS_TCP);
@@ -283,7 +215,7 @@ static void qpc_new_user(uint16_t port, int in, int out, bool kqp)
 	if (rdma_create_qp(id, NULL, &attr))
 		_exit(23);
 	/* Against libkqp, the cache made it. */
-	if (kqp && (qpc_stat(&after) || after.hits != before.hits + 1))
+	if (kqp && (kqp_test_qpc_stat(&after) || after.hits != before.hits + 1))
 		_exit(24);
 	/* Caps at least those asked, as rdma_create_qp(3) writes them. */
 	if (attr.cap.max_send_wr < 16 || attr.cap.max_recv_wr < 16 ||
@@ -448,20 +380,20 @@ TEST_F_TIMEOUT(qpc, reused_carries_nothing, 120)
  */
 TEST_F_TIMEOUT(qpc, emptied_falls_back, 120)
 {
-	struct qpc_stat before, after;
+	struct kqp_test_qpc before, after;
 	struct qp_pair p[6];
 	unsigned int i;
 
 	ASSERT_EQ(0, qpc_teach(_metadata, self->port, self->kqp));
 	if (self->kqp)
-		ASSERT_EQ(0, qpc_stat(&before));
+		ASSERT_EQ(0, kqp_test_qpc_stat(&before));
 	for (i = 0; i < 6; i++)
 		ASSERT_EQ(0, qp_pair_connect(&p[i], self->port + 1 + i))
 			TH_LOG("pair %u", i);
 	for (i = 0; i < 6; i++)
 		qp_pair_close(&p[i]);
 	if (self->kqp) {
-		ASSERT_EQ(0, qpc_stat(&after));
+		ASSERT_EQ(0, kqp_test_qpc_stat(&after));
 		/*
 		 * 12 QPs on one default PD, whose group held 4 at most: the
 		 * rest were made on the call.
@@ -481,22 +413,22 @@ TEST_F_TIMEOUT(qpc, emptied_falls_back, 120)
  */
 TEST_F_TIMEOUT(qpc, spares_freed, 120)
 {
-	struct qpc_stat before, after;
+	struct kqp_test_qpc before, after;
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id;
 	int base, n;
 	pid_t pid;
 
 	ASSERT_EQ(0, qpc_teach(_metadata, self->port, self->kqp));
-	ASSERT_EQ(0, qpc_param("qp_cache", "0"));
+	ASSERT_EQ(0, param_write("qp_cache", "0"));
 	ASSERT_EQ(0, qpc_settle(0));
 	base = qpc_kernel_res("qp");
 	ASSERT_LE(0, base) TH_LOG("no rdma res");
-	ASSERT_EQ(0, qpc_param("qp_cache", "8"));
+	ASSERT_EQ(0, param_write("qp_cache", "8"));
 	ASSERT_EQ(0, qpc_settle(QPC_IDLE));
 	EXPECT_EQ(base + QPC_IDLE, qpc_kernel_res("qp"));
 
-	ASSERT_EQ(0, qpc_stat(&before));
+	ASSERT_EQ(0, kqp_test_qpc_stat(&before));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
@@ -509,10 +441,10 @@ TEST_F_TIMEOUT(qpc, spares_freed, 120)
 	ASSERT_EQ(0, qpc_settle(QPC_IDLE));
 	EXPECT_EQ(base + QPC_IDLE, qpc_kernel_res("qp"));
 	/* The group came back, with its PD. */
-	ASSERT_EQ(0, qpc_stat(&after));
+	ASSERT_EQ(0, kqp_test_qpc_stat(&after));
 	EXPECT_EQ(before.adopted + 1, after.adopted);
 	EXPECT_EQ(before.returned + 1, after.returned);
-	ASSERT_EQ(0, qpc_param("qp_cache", "0"));
+	ASSERT_EQ(0, param_write("qp_cache", "0"));
 	ASSERT_EQ(0, qpc_settle(0));
 	n = qpc_kernel_res("qp");
 	EXPECT_EQ(base, n);
@@ -583,8 +515,8 @@ TEST_F_TIMEOUT(qpc, churn_while_resized, 240)
 					    &c[i]));
 	}
 	for (i = 0; i < 40; i++) {
-		ASSERT_EQ(0, qpc_param("qp_cache", i % 2 ? "0" : "8"));
-		ASSERT_EQ(0, qpc_param("qp_cache_batch", i % 3 ? "4" : "1"));
+		ASSERT_EQ(0, param_write("qp_cache", i % 2 ? "0" : "8"));
+		ASSERT_EQ(0, param_write("qp_cache_batch", i % 3 ? "4" : "1"));
 		usleep(20 * 1000);
 	}
 	for (i = 0; i < 3; i++) {
